@@ -1,0 +1,254 @@
+//! The server's error type: every failure becomes a `metav1.Status` body with the Kubernetes
+//! reason and HTTP code.
+
+use axum::response::{IntoResponse, Response};
+use http::{header, HeaderValue, StatusCode};
+use serde_json::{json, Value};
+
+/// One field-level problem inside an `Invalid` (422) or strict-validation (400) error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cause {
+    /// Kubernetes cause type, e.g. `FieldValueRequired`, `FieldValueInvalid`.
+    pub reason: &'static str,
+    pub message: String,
+    pub field: String,
+}
+
+impl Cause {
+    pub fn new(reason: &'static str, field: impl Into<String>, message: impl Into<String>) -> Self {
+        Cause { reason, field: field.into(), message: message.into() }
+    }
+    pub fn required(field: impl Into<String>) -> Self {
+        Cause::new("FieldValueRequired", field, "Required value")
+    }
+    pub fn invalid(field: impl Into<String>, value: impl std::fmt::Display, detail: &str) -> Self {
+        let field = field.into();
+        Cause::new("FieldValueInvalid", field, format!("Invalid value: \"{value}\": {detail}"))
+    }
+}
+
+/// What a request failed on; the `group`/`resource` pair is the one from the request path.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{message}")]
+    StrictDecoding { message: String },
+    #[error("Unauthorized")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{resource} \"{name}\" not found")]
+    NotFound { group: String, resource: String, name: String },
+    #[error("the server could not find the requested resource")]
+    NoRoute,
+    #[error("{resource} \"{name}\" already exists")]
+    AlreadyExists { group: String, resource: String, name: String },
+    #[error("{message}")]
+    Conflict { group: String, resource: String, name: String, message: String },
+    #[error("{0}")]
+    Gone(String),
+    #[error("the server does not allow this method on the requested resource")]
+    MethodNotAllowed,
+    #[error("{0}")]
+    NotAcceptable(String),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("the request body is too large")]
+    TooLarge,
+    #[error("{kind} \"{name}\" is invalid")]
+    Invalid { group: String, kind: String, name: String, causes: Vec<Cause> },
+    #[error("{0}")]
+    Unprocessable(String),
+    #[error("Too large resource version: {requested}, current: {current}")]
+    TooLargeResourceVersion { requested: u64, current: u64 },
+    #[error("{0}")]
+    Timeout(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn bad_request(msg: impl Into<String>) -> Self {
+        ApiError::BadRequest(msg.into())
+    }
+    pub fn internal(msg: impl std::fmt::Display) -> Self {
+        ApiError::Internal(msg.to_string())
+    }
+
+    pub fn code(&self) -> StatusCode {
+        use ApiError::*;
+        match self {
+            BadRequest(_) | StrictDecoding { .. } => StatusCode::BAD_REQUEST,
+            Unauthorized => StatusCode::UNAUTHORIZED,
+            Forbidden(_) => StatusCode::FORBIDDEN,
+            NotFound { .. } | NoRoute => StatusCode::NOT_FOUND,
+            AlreadyExists { .. } | Conflict { .. } => StatusCode::CONFLICT,
+            Gone(_) => StatusCode::GONE,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
+            UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Invalid { .. } | Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            TooLargeResourceVersion { .. } | Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn reason(&self) -> &'static str {
+        use ApiError::*;
+        match self {
+            BadRequest(_) | StrictDecoding { .. } => "BadRequest",
+            Unauthorized => "Unauthorized",
+            Forbidden(_) => "Forbidden",
+            NotFound { .. } | NoRoute => "NotFound",
+            AlreadyExists { .. } => "AlreadyExists",
+            Conflict { .. } => "Conflict",
+            Gone(_) => "Expired",
+            MethodNotAllowed => "MethodNotAllowed",
+            NotAcceptable(_) => "NotAcceptable",
+            UnsupportedMediaType(_) => "UnsupportedMediaType",
+            TooLarge => "RequestEntityTooLarge",
+            Invalid { .. } | Unprocessable(_) => "Invalid",
+            TooLargeResourceVersion { .. } | Timeout(_) => "Timeout",
+            Unavailable(_) => "ServiceUnavailable",
+            Internal(_) => "InternalError",
+        }
+    }
+
+    /// Seconds a client should wait before retrying, when the error carries one.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            ApiError::TooLargeResourceVersion { .. } => Some(1),
+            ApiError::Unavailable(_) => Some(1),
+            _ => None,
+        }
+    }
+
+    /// The `metav1.Status` body for this error.
+    pub fn status(&self) -> Value {
+        use ApiError::*;
+        let mut details = serde_json::Map::new();
+        match self {
+            NotFound { group, resource, name }
+            | AlreadyExists { group, resource, name }
+            | Conflict { group, resource, name, .. } => {
+                details.insert("name".into(), json!(name));
+                if !group.is_empty() {
+                    details.insert("group".into(), json!(group));
+                }
+                details.insert("kind".into(), json!(resource));
+            }
+            Invalid { group, kind, name, causes } => {
+                details.insert("name".into(), json!(name));
+                if !group.is_empty() {
+                    details.insert("group".into(), json!(group));
+                }
+                details.insert("kind".into(), json!(kind));
+                let causes: Vec<Value> = causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+                details.insert("causes".into(), Value::Array(causes));
+            }
+            TooLargeResourceVersion { .. } => {
+                details.insert(
+                    "causes".into(),
+                    json!([{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]),
+                );
+                details.insert("retryAfterSeconds".into(), json!(1));
+            }
+            _ => {}
+        }
+        let message = match self {
+            Invalid { kind, name, causes, .. } => {
+                let parts: Vec<String> = causes
+                    .iter()
+                    .map(|c| if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) })
+                    .collect();
+                match parts.len() {
+                    0 => format!("{kind} \"{name}\" is invalid"),
+                    1 => format!("{kind} \"{name}\" is invalid: {}", parts[0]),
+                    _ => format!("{kind} \"{name}\" is invalid: [{}]", parts.join(", ")),
+                }
+            }
+            other => other.to_string(),
+        };
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": self.reason(),
+            "code": self.code().as_u16(),
+        });
+        if !details.is_empty() {
+            status["details"] = Value::Object(details);
+        }
+        status
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::to_vec(&self.status()).unwrap_or_default();
+        let mut resp = (self.code(), body).into_response();
+        let headers = resp.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(secs) = self.retry_after() {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        resp
+    }
+}
+
+impl From<raft_store::StoreError> for ApiError {
+    fn from(e: raft_store::StoreError) -> Self {
+        use raft_store::StoreError as S;
+        match e {
+            S::Compacted { requested, compacted } => ApiError::Gone(format!(
+                "The resourceVersion for the provided list is too old (requested {requested}, oldest available {})",
+                compacted + 1
+            )),
+            S::TooLargeResourceVersion { requested, current } => {
+                ApiError::TooLargeResourceVersion { requested, current }
+            }
+            S::NotLeader(m) | S::Unavailable(m) => ApiError::Unavailable(m),
+            S::Internal(m) => ApiError::Internal(m),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_status_lists_causes() {
+        let e = ApiError::Invalid {
+            group: "".into(),
+            kind: "Pod".into(),
+            name: "p".into(),
+            causes: vec![Cause::required("spec.containers")],
+        };
+        let s = e.status();
+        assert_eq!(s["code"], 422);
+        assert_eq!(s["reason"], "Invalid");
+        assert_eq!(s["details"]["causes"][0]["field"], "spec.containers");
+        assert_eq!(s["message"], "Pod \"p\" is invalid: spec.containers: Required value");
+    }
+
+    #[test]
+    fn too_large_rv_is_504_with_retry() {
+        let e = ApiError::TooLargeResourceVersion { requested: 10, current: 5 };
+        assert_eq!(e.code(), StatusCode::GATEWAY_TIMEOUT);
+        assert_eq!(e.retry_after(), Some(1));
+        assert!(e.status()["message"].as_str().unwrap().starts_with("Too large resource version"));
+    }
+}

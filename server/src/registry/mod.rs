@@ -1,0 +1,126 @@
+//! The registry: the one table of served resources, and what each kind knows about itself
+//! (typed decoding through `k8s-openapi`, defaults, validation, table columns).
+//!
+//! Routing, discovery, OpenAPI, RBAC and storage keys are all derived from [`RESOURCES`].
+
+mod table;
+pub mod kinds;
+
+pub use table::RESOURCES;
+
+use crate::error::Cause;
+use serde_json::Value;
+
+/// A column of the `Table` form (`as=Table;g=meta.k8s.io;v=v1`).
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    pub name: &'static str,
+    /// `string`, `integer`, `date`, ...
+    pub type_: &'static str,
+    pub format: &'static str,
+    pub description: &'static str,
+    /// 0 is shown by default; higher priorities only with `-o wide`.
+    pub priority: u32,
+}
+
+/// What decoding a request body against the kind's schema found.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    /// The object as the typed schema keeps it (unknown fields dropped).
+    pub object: Value,
+    /// JSON paths of fields the schema does not know, e.g. `.spec.foo`.
+    pub unknown_fields: Vec<String>,
+}
+
+/// Per-kind behaviour; one static instance per kind, built from the `k8s-openapi` type.
+pub struct KindOps {
+    /// Decode through the typed schema: type errors are `Err(message)` (400), unknown fields
+    /// are reported, not fatal.
+    pub decode: fn(Value) -> Result<Decoded, String>,
+    /// Fill server-side defaults (pod restartPolicy, deployment strategy, ...).
+    pub default: fn(&mut Value),
+    /// Field validation beyond types: required fields, formats. Empty means valid.
+    pub validate: fn(&Value) -> Vec<Cause>,
+    /// Table columns after `Name` (kubectl's columns for the kind), and the cells for one object
+    /// (without the name cell).
+    pub columns: &'static [Column],
+    pub cells: fn(&Value) -> Vec<Value>,
+    /// JSON schema of the kind, for `/openapi/v2` and `/openapi/v3`.
+    pub schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    /// Fully qualified definition name as Kubernetes spells it,
+    /// e.g. `io.k8s.api.core.v1.ConfigMap`.
+    pub definition: &'static str,
+}
+
+/// One served resource. Declared once, in [`RESOURCES`].
+pub struct ResourceInfo {
+    /// API group; empty for the core group.
+    pub group: &'static str,
+    pub version: &'static str,
+    /// Plural lowercase name used in URLs, e.g. `configmaps`.
+    pub resource: &'static str,
+    pub singular: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    /// Subresources served beside the main resource: `status`, `scale`.
+    pub subresources: &'static [&'static str],
+    /// Verbs served on the main resource, as discovery lists them.
+    pub verbs: &'static [&'static str],
+    /// Whether `metadata.generation` tracks spec changes.
+    pub has_generation: bool,
+    pub ops: &'static KindOps,
+}
+
+/// The verbs of an ordinary read-write resource.
+pub const ALL_VERBS: &[&str] =
+    &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
+impl ResourceInfo {
+    /// `v1` or `apps/v1`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Storage key prefix of every object of this resource, ending in `/`.
+    /// Group-qualified like Kubernetes' etcd layout, e.g. `/registry/apps/deployments/`.
+    pub fn key_prefix(&self) -> String {
+        if self.group.is_empty() {
+            format!("/registry/{}/", self.resource)
+        } else {
+            format!("/registry/{}/{}/", self.group, self.resource)
+        }
+    }
+
+    /// Storage key prefix of the objects in one namespace (or all, when `None`).
+    pub fn list_prefix(&self, namespace: Option<&str>) -> String {
+        match namespace {
+            Some(ns) if self.namespaced => format!("{}{}/", self.key_prefix(), ns),
+            _ => self.key_prefix(),
+        }
+    }
+
+    /// Storage key of one object.
+    pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
+        format!("{}{}", self.list_prefix(namespace), name)
+    }
+
+    pub fn has_subresource(&self, sub: &str) -> bool {
+        self.subresources.contains(&sub)
+    }
+}
+
+/// Finds the resource served at `group`/`version`/`resource`.
+pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static ResourceInfo> {
+    RESOURCES.iter().find(|r| r.group == group && r.version == version && r.resource == resource)
+}
+
+/// Finds a resource by its kind within a group/version.
+pub fn lookup_kind(group: &str, version: &str, kind: &str) -> Option<&'static ResourceInfo> {
+    RESOURCES.iter().find(|r| r.group == group && r.version == version && r.kind == kind)
+}

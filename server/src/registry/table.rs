@@ -1,0 +1,3 @@
+//! (in progress)
+use super::ResourceInfo;
+pub static RESOURCES: &[ResourceInfo] = &[];
