@@ -1,2 +1,18 @@
-//! x
-pub enum StoreError { Compacted{requested:u64, compacted:u64}, TooLargeResourceVersion{requested:u64,current:u64}, NotLeader(String), Unavailable(String), Internal(String) }
+//! Replicated storage for the API server: an openraft group whose log and snapshots live in
+//! redb, and whose state machine is the watch cache (current objects, recent history, watches).
+//!
+//! Every mutation is one log entry holding a compare-and-set [`Txn`]; the entry's log index is
+//! the revision (`resourceVersion`) of everything it writes.
+
+mod cache;
+mod error;
+mod log_store;
+mod network;
+mod state_machine;
+mod store;
+mod types;
+
+pub use cache::{Cache, CacheOptions, Event, EventType, ListResult, WatchError, Watcher};
+pub use error::StoreError;
+pub use store::{Store, StoreOptions};
+pub use types::{Action, Cond, NodeId, Object, Op, Txn, TxnResult};

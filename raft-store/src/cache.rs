@@ -1,0 +1,425 @@
+//! The watch cache: the current objects, a window of recent events (the MVCC history) and the
+//! fan-out to watchers. Fed only by the apply loop, so every replica holds the same history.
+//!
+//! A read at an older revision starts from the current objects and undoes the events newer than
+//! it; once an event leaves the window, revisions before it are compacted and yield
+//! [`StoreError::Compacted`].
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::{broadcast, watch};
+
+use crate::error::StoreError;
+use crate::types::{Action, Cond, Object, Txn, TxnResult};
+
+/// How a watch event changed its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One change to one key, at one revision.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub rev: u64,
+    pub key: String,
+    pub kind: EventType,
+    /// The new object; for a deletion, the last state stamped with the deletion revision.
+    pub object: Object,
+    /// The object before this change (as stored, with its own revision).
+    pub prev: Option<Object>,
+    at: Instant,
+}
+
+/// Limits of the event window.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheOptions {
+    /// How long events (and so past revisions and continue tokens) are kept.
+    pub retention: Duration,
+    /// At most this many events are kept, whatever their age.
+    pub max_events: usize,
+    /// A watcher further behind than this many events is closed.
+    pub watch_buffer: usize,
+}
+
+impl Default for CacheOptions {
+    fn default() -> Self {
+        CacheOptions { retention: Duration::from_secs(300), max_events: 100_000, watch_buffer: 10_000 }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    pub(crate) applied: u64,
+    pub(crate) objects: BTreeMap<String, Object>,
+    history: VecDeque<Arc<Event>>,
+    /// Revisions below this can no longer be read.
+    compacted: u64,
+}
+
+/// A page of a list: the items, the revision they were read at, and whether more follow.
+#[derive(Debug, Clone)]
+pub struct ListResult {
+    pub rev: u64,
+    pub items: Vec<Object>,
+    /// Key of the last item returned, when more keys follow it.
+    pub continue_after: Option<String>,
+    /// Keys left after this page (before any filtering).
+    pub remaining: u64,
+}
+
+pub struct Cache {
+    state: RwLock<State>,
+    events: broadcast::Sender<Arc<Event>>,
+    applied: watch::Sender<u64>,
+    opts: CacheOptions,
+}
+
+impl Cache {
+    pub fn new(opts: CacheOptions) -> Self {
+        let (events, _) = broadcast::channel(opts.watch_buffer.max(16));
+        let (applied, _) = watch::channel(0);
+        Cache { state: RwLock::new(State::default()), events, applied, opts }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn write(&self) -> Applier<'_> {
+        Applier { cache: self, state: self.state.write().unwrap_or_else(|e| e.into_inner()), pending: Vec::new() }
+    }
+
+    /// The last applied log index: the revision of the newest readable state.
+    pub fn applied(&self) -> u64 {
+        *self.applied.borrow()
+    }
+
+    /// The oldest revision still readable.
+    pub fn compacted(&self) -> u64 {
+        self.read().compacted
+    }
+
+    /// Waits until the applied revision reaches `rev`, at most `timeout`.
+    pub async fn wait_applied(&self, rev: u64, timeout: Duration) -> Result<(), StoreError> {
+        let mut rx = self.applied.subscribe();
+        let reached = tokio::time::timeout(timeout, rx.wait_for(|a| *a >= rev)).await;
+        match reached {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(StoreError::TooLargeResourceVersion { requested: rev, current: self.applied() }),
+        }
+    }
+
+    fn check_rev(st: &State, rev: u64) -> Result<(), StoreError> {
+        if rev < st.compacted {
+            return Err(StoreError::Compacted { requested: rev, compacted: st.compacted });
+        }
+        if rev > st.applied {
+            return Err(StoreError::TooLargeResourceVersion { requested: rev, current: st.applied });
+        }
+        Ok(())
+    }
+
+    /// The object at `key`, now or as it was at revision `at`.
+    pub fn get(&self, key: &str, at: Option<u64>) -> Result<Option<Object>, StoreError> {
+        let st = self.read();
+        let mut obj = st.objects.get(key).cloned();
+        if let Some(rev) = at {
+            Self::check_rev(&st, rev)?;
+            for ev in st.history.iter().rev().take_while(|e| e.rev > rev) {
+                if ev.key == key {
+                    obj = ev.prev.clone();
+                }
+            }
+        }
+        Ok(obj)
+    }
+
+    /// A page of the objects under `prefix`, now or at revision `at`, starting after key
+    /// `start_after`, with at most `limit` items for which `keep` holds.
+    pub fn list(
+        &self,
+        prefix: &str,
+        at: Option<u64>,
+        start_after: Option<&str>,
+        limit: Option<usize>,
+        keep: &dyn Fn(&Object) -> bool,
+    ) -> Result<ListResult, StoreError> {
+        let st = self.read();
+        let rev = at.unwrap_or(st.applied);
+        Self::check_rev(&st, rev)?;
+        let lower = match start_after {
+            Some(k) => Bound::Excluded(k.to_string()),
+            None => Bound::Included(prefix.to_string()),
+        };
+        if rev == st.applied {
+            let range = st.objects.range((lower, Bound::Unbounded)).take_while(|(k, _)| k.starts_with(prefix));
+            return Ok(page(rev, range, limit, keep));
+        }
+        // An older revision: the current range with newer events undone.
+        let mut view: BTreeMap<String, Object> = st
+            .objects
+            .range((lower.clone(), Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for ev in st.history.iter().rev().take_while(|e| e.rev > rev) {
+            let in_range = ev.key.starts_with(prefix)
+                && match &lower {
+                    Bound::Excluded(k) => ev.key.as_str() > k.as_str(),
+                    _ => true,
+                };
+            if !in_range {
+                continue;
+            }
+            match &ev.prev {
+                Some(p) => view.insert(ev.key.clone(), p.clone()),
+                None => view.remove(&ev.key),
+            };
+        }
+        Ok(page(rev, view.iter(), limit, keep))
+    }
+
+    /// Starts a watch on keys under `prefix` for events after revision `after`.
+    pub fn watch(self: &Arc<Self>, prefix: &str, after: u64) -> Result<Watcher, StoreError> {
+        let st = self.read();
+        if after < st.compacted {
+            return Err(StoreError::Compacted { requested: after, compacted: st.compacted });
+        }
+        // Subscribing under the read lock: the backlog and the live stream neither overlap
+        // nor leave a gap, since apply sends while holding the write lock.
+        let rx = self.events.subscribe();
+        let backlog: VecDeque<Arc<Event>> = st
+            .history
+            .iter()
+            .skip_while(|e| e.rev <= after)
+            .filter(|e| e.key.starts_with(prefix))
+            .cloned()
+            .collect();
+        Ok(Watcher { cache: self.clone(), prefix: prefix.to_string(), backlog, rx, seen: after })
+    }
+
+    /// Replaces the whole state (snapshot install or restore).
+    pub(crate) fn reset(&self, applied: u64, objects: BTreeMap<String, Object>) {
+        let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        *st = State { applied, objects, history: VecDeque::new(), compacted: applied };
+        self.applied.send_replace(applied);
+    }
+
+    /// A copy of the current objects and revision, for a snapshot.
+    pub(crate) fn snapshot(&self) -> (u64, BTreeMap<String, Object>) {
+        let st = self.read();
+        (st.applied, st.objects.clone())
+    }
+
+    /// Drops events older than the retention window even when nothing is written.
+    pub fn expire_history(&self) {
+        self.write().expire();
+    }
+
+    pub fn object_count(&self) -> usize {
+        self.read().objects.len()
+    }
+}
+
+fn page<'a>(
+    rev: u64,
+    range: impl Iterator<Item = (&'a String, &'a Object)>,
+    limit: Option<usize>,
+    keep: &dyn Fn(&Object) -> bool,
+) -> ListResult {
+    let limit = limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
+    let mut items = Vec::new();
+    let mut last_key = None;
+    let mut remaining = 0u64;
+    let mut full = false;
+    for (k, v) in range {
+        if full {
+            remaining += 1;
+            continue;
+        }
+        if keep(v) {
+            items.push(v.clone());
+            if items.len() == limit {
+                full = true;
+                last_key = Some(k.clone());
+            }
+        }
+    }
+    let continue_after = if remaining > 0 { last_key } else { None };
+    ListResult { rev, items, continue_after, remaining }
+}
+
+/// Write access used by the apply loop: applies transactions, records events, and publishes
+/// them to watchers when dropped.
+pub(crate) struct Applier<'a> {
+    cache: &'a Cache,
+    state: RwLockWriteGuard<'a, State>,
+    pending: Vec<Arc<Event>>,
+}
+
+impl Applier<'_> {
+    /// Marks `index` applied without a change (blank or membership entries).
+    pub(crate) fn advance(&mut self, index: u64) {
+        self.state.applied = index;
+    }
+
+    /// Applies one transaction at log index `rev`: all conditions, then all actions.
+    pub(crate) fn apply(&mut self, rev: u64, txn: &Txn) -> TxnResult {
+        self.state.applied = rev;
+        for (i, op) in txn.ops.iter().enumerate() {
+            let current = self.state.objects.get(&op.key);
+            let holds = match op.cond {
+                Cond::Any => true,
+                Cond::Absent => current.is_none(),
+                Cond::Exists => current.is_some(),
+                Cond::Rev(r) => current.is_some_and(|c| c.rev == r),
+            };
+            if !holds {
+                return TxnResult::Failed { op: i, current: current.cloned() };
+            }
+        }
+        let now = Instant::now();
+        let mut objects = Vec::with_capacity(txn.ops.len());
+        for op in &txn.ops {
+            let prev = self.state.objects.get(&op.key).cloned();
+            let (kind, object) = match &op.action {
+                Action::Check => {
+                    objects.push(prev);
+                    continue;
+                }
+                Action::Put(data) => {
+                    let obj = Object { rev, data: stamp(data, rev) };
+                    self.state.objects.insert(op.key.clone(), obj.clone());
+                    (if prev.is_some() { EventType::Modified } else { EventType::Added }, obj)
+                }
+                Action::Delete => match self.state.objects.remove(&op.key) {
+                    Some(old) => (EventType::Deleted, Object { rev, data: stamp(&old.data, rev) }),
+                    None => {
+                        objects.push(None);
+                        continue;
+                    }
+                },
+            };
+            objects.push(Some(object.clone()));
+            let ev = Arc::new(Event { rev, key: op.key.clone(), kind, object, prev, at: now });
+            self.state.history.push_back(ev.clone());
+            self.pending.push(ev);
+        }
+        self.trim(now);
+        TxnResult::Ok { rev, objects }
+    }
+
+    /// Drops events beyond the window; revisions before the newest dropped one become
+    /// unreadable.
+    fn trim(&mut self, now: Instant) {
+        let opts = self.cache.opts;
+        while let Some(front) = self.state.history.front() {
+            let too_many = self.state.history.len() > opts.max_events;
+            let too_old = now.duration_since(front.at) > opts.retention;
+            if !(too_many || too_old) {
+                break;
+            }
+            let dropped = self.state.history.pop_front().expect("front exists");
+            self.state.compacted = self.state.compacted.max(dropped.rev);
+        }
+    }
+
+    /// Compacts by age alone; called periodically so that an idle store also forgets.
+    pub(crate) fn expire(&mut self) {
+        self.trim(Instant::now());
+    }
+}
+
+impl Drop for Applier<'_> {
+    fn drop(&mut self) {
+        for ev in self.pending.drain(..) {
+            // No receivers is fine: nobody watches.
+            let _ = self.cache.events.send(ev);
+        }
+        let applied = self.state.applied;
+        self.cache.applied.send_if_modified(|a| {
+            let changed = *a != applied;
+            *a = applied;
+            changed
+        });
+    }
+}
+
+/// Sets `metadata.resourceVersion` to `rev` in a JSON object; bytes that are not a JSON object
+/// are stored as they are.
+fn stamp(data: &Bytes, rev: u64) -> Bytes {
+    let Ok(serde_json::Value::Object(mut obj)) = serde_json::from_slice::<serde_json::Value>(data) else {
+        return data.clone();
+    };
+    let meta = obj.entry("metadata").or_insert_with(|| serde_json::Value::Object(Default::default()));
+    if let serde_json::Value::Object(m) = meta {
+        m.insert("resourceVersion".into(), serde_json::Value::String(rev.to_string()));
+    }
+    Bytes::from(serde_json::to_vec(&obj).unwrap_or_else(|_| data.to_vec()))
+}
+
+/// Why a watch stream ended.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WatchError {
+    /// The watcher fell too far behind and was dropped; it should resume from its last revision.
+    #[error("watcher fell behind and was closed")]
+    Lagged,
+    #[error("store closed")]
+    Closed,
+}
+
+/// A stream of events under one prefix, after a starting revision.
+pub struct Watcher {
+    cache: Arc<Cache>,
+    prefix: String,
+    backlog: VecDeque<Arc<Event>>,
+    rx: broadcast::Receiver<Arc<Event>>,
+    /// Highest revision this watcher has passed, filtered or not.
+    seen: u64,
+}
+
+impl Watcher {
+    /// The next event under the prefix.
+    pub async fn next(&mut self) -> Result<Arc<Event>, WatchError> {
+        if let Some(ev) = self.backlog.pop_front() {
+            self.seen = self.seen.max(ev.rev);
+            return Ok(ev);
+        }
+        loop {
+            match self.rx.recv().await {
+                Ok(ev) => {
+                    if ev.rev <= self.seen {
+                        continue;
+                    }
+                    self.seen = ev.rev;
+                    if ev.key.starts_with(&self.prefix) {
+                        return Ok(ev);
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => return Err(WatchError::Lagged),
+                Err(broadcast::error::RecvError::Closed) => return Err(WatchError::Closed),
+            }
+        }
+    }
+
+    /// A revision a bookmark may carry now: every event up to it has been delivered.
+    /// `None` while delivered events are still queued.
+    pub fn progress(&mut self) -> Option<u64> {
+        if !self.backlog.is_empty() {
+            return None;
+        }
+        let applied = self.cache.applied();
+        if !self.rx.is_empty() {
+            return None;
+        }
+        self.seen = self.seen.max(applied);
+        Some(self.seen)
+    }
+}

@@ -1,0 +1,32 @@
+//! The storage layer's error type; the server maps each variant to a `metav1.Status`.
+
+/// Why a read or write against the replicated store failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StoreError {
+    /// The requested revision is older than the retained history.
+    #[error("revision {requested} has been compacted (oldest available {compacted})")]
+    Compacted { requested: u64, compacted: u64 },
+    /// The requested revision did not arrive within the wait limit.
+    #[error("Too large resource version: {requested}, current: {current}")]
+    TooLargeResourceVersion { requested: u64, current: u64 },
+    /// This node cannot serve the request because it is not (or no longer) the leader.
+    #[error("not the leader: {0}")]
+    NotLeader(String),
+    /// Consensus is not available (no leader, shutting down).
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// An I/O or encoding failure.
+    #[error("storage error: {0}")]
+    Internal(String),
+}
+
+impl StoreError {
+    pub fn internal(e: impl std::fmt::Display) -> Self {
+        StoreError::Internal(e.to_string())
+    }
+}
+
+/// Wraps any error as the `io::Error` openraft's storage traits expect.
+pub(crate) fn io_err(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::other(e.to_string())
+}

@@ -1,0 +1,313 @@
+//! The Raft log and vote in redb. Appends return at once and a single writer thread commits
+//! them (with fsync) in batches, so concurrent proposals share one disk flush.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::io;
+use std::ops::{Bound, RangeBounds};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use openraft::entry::RaftEntry;
+use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
+use openraft::OptionalSend;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::error::io_err;
+use crate::types::{Entry, LogId, TypeConfig};
+
+type Vote = openraft::alias::VoteOf<TypeConfig>;
+
+const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("log");
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+const KEY_VOTE: &str = "vote";
+const KEY_COMMITTED: &str = "committed";
+const KEY_PURGED: &str = "last_purged";
+
+/// Most jobs the writer folds into one transaction.
+const MAX_BATCH: usize = 1024;
+
+pub(crate) fn encode<T: Serialize>(v: &T) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    ciborium::into_writer(v, &mut buf).map_err(io_err)?;
+    Ok(buf)
+}
+
+pub(crate) fn decode<T: DeserializeOwned>(b: &[u8]) -> io::Result<T> {
+    ciborium::from_reader(b).map_err(io_err)
+}
+
+enum Job {
+    Append(Vec<(u64, Vec<u8>)>, IOFlushed<TypeConfig>),
+    Meta(&'static str, Vec<u8>, Option<tokio::sync::oneshot::Sender<io::Result<()>>>),
+    TruncateFrom(u64, tokio::sync::oneshot::Sender<io::Result<()>>),
+    Purge(u64, Vec<u8>, tokio::sync::oneshot::Sender<io::Result<()>>),
+}
+
+struct Shared {
+    db: Arc<Database>,
+    /// Entries appended but not yet committed to redb; readers look here first.
+    pending: Mutex<BTreeMap<u64, Entry>>,
+    writer: Mutex<mpsc::Sender<Job>>,
+    state: Mutex<Tail>,
+}
+
+#[derive(Clone, Copy)]
+struct Tail {
+    last_purged: Option<LogId>,
+    last_log: Option<LogId>,
+    vote: Option<Vote>,
+}
+
+/// Handle to the log; clones share it.
+#[derive(Clone)]
+pub struct LogStore {
+    shared: Arc<Shared>,
+}
+
+impl LogStore {
+    pub fn open(db: Arc<Database>) -> io::Result<Self> {
+        let txn = db.begin_write().map_err(io_err)?;
+        {
+            txn.open_table(LOG).map_err(io_err)?;
+            txn.open_table(META).map_err(io_err)?;
+        }
+        txn.commit().map_err(io_err)?;
+
+        let read = db.begin_read().map_err(io_err)?;
+        let meta = read.open_table(META).map_err(io_err)?;
+        let get_meta = |k: &str| -> io::Result<Option<Vec<u8>>> {
+            Ok(meta.get(k).map_err(io_err)?.map(|v| v.value().to_vec()))
+        };
+        let vote: Option<Vote> = get_meta(KEY_VOTE)?.map(|b| decode(&b)).transpose()?;
+        let last_purged: Option<LogId> = get_meta(KEY_PURGED)?.map(|b| decode(&b)).transpose()?;
+        let log = read.open_table(LOG).map_err(io_err)?;
+        let last_log = match log.last().map_err(io_err)? {
+            Some((_, v)) => Some(decode::<Entry>(v.value())?.log_id()),
+            None => last_purged,
+        };
+        drop(log);
+        drop(meta);
+        drop(read);
+
+        let (tx, rx) = mpsc::channel();
+        let shared = Arc::new(Shared {
+            db: db.clone(),
+            pending: Mutex::new(BTreeMap::new()),
+            writer: Mutex::new(tx),
+            state: Mutex::new(Tail { last_purged, last_log, vote }),
+        });
+        let weak = Arc::downgrade(&shared);
+        std::thread::Builder::new()
+            .name("raft-log-writer".into())
+            .spawn(move || writer_loop(db, rx, weak))
+            .map_err(io_err)?;
+        Ok(LogStore { shared })
+    }
+
+    fn send(&self, job: Job) -> io::Result<()> {
+        self.shared.writer.lock().unwrap().send(job).map_err(|_| io_err("log writer stopped"))
+    }
+
+    async fn put_meta(&self, key: &'static str, value: Vec<u8>) -> io::Result<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Job::Meta(key, value, Some(tx)))?;
+        rx.await.map_err(|_| io_err("log writer stopped"))?
+    }
+
+    fn read_meta<T: DeserializeOwned>(&self, key: &str) -> io::Result<Option<T>> {
+        let read = self.shared.db.begin_read().map_err(io_err)?;
+        let meta = read.open_table(META).map_err(io_err)?;
+        let v = meta.get(key).map_err(io_err)?;
+        v.map(|v| decode(v.value())).transpose()
+    }
+}
+
+/// Commits queued jobs in batches: one redb transaction and one fsync per batch, then
+/// completes every job of the batch in order.
+fn writer_loop(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync::Weak<Shared>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let result = commit_batch(&db, &batch);
+        let mut appended = Vec::new();
+        for job in batch {
+            let res = result.as_ref().map(|_| ()).map_err(|e| io_err(e));
+            match job {
+                Job::Append(entries, cb) => {
+                    appended.extend(entries.iter().map(|(i, _)| *i));
+                    cb.io_completed(res);
+                }
+                Job::Meta(_, _, done) => {
+                    if let Some(done) = done {
+                        let _ = done.send(res);
+                    }
+                }
+                Job::TruncateFrom(_, done) | Job::Purge(_, _, done) => {
+                    let _ = done.send(res);
+                }
+            }
+        }
+        if result.is_ok() {
+            if let Some(shared) = shared.upgrade() {
+                let mut pending = shared.pending.lock().unwrap();
+                for i in appended {
+                    pending.remove(&i);
+                }
+            }
+        }
+    }
+}
+
+fn commit_batch(db: &Database, batch: &[Job]) -> Result<(), String> {
+    let txn = db.begin_write().map_err(|e| e.to_string())?;
+    {
+        let mut log = txn.open_table(LOG).map_err(|e| e.to_string())?;
+        let mut meta = txn.open_table(META).map_err(|e| e.to_string())?;
+        for job in batch {
+            match job {
+                Job::Append(entries, _) => {
+                    for (i, bytes) in entries {
+                        log.insert(*i, bytes.as_slice()).map_err(|e| e.to_string())?;
+                    }
+                }
+                Job::Meta(key, value, _) => {
+                    meta.insert(*key, value.as_slice()).map_err(|e| e.to_string())?;
+                }
+                Job::TruncateFrom(index, _) => {
+                    log.retain_in(*index.., |_, _| false).map_err(|e| e.to_string())?;
+                }
+                Job::Purge(index, purged, _) => {
+                    log.retain_in(..=*index, |_, _| false).map_err(|e| e.to_string())?;
+                    meta.insert(KEY_PURGED, purged.as_slice()).map_err(|e| e.to_string())?;
+                }
+            }
+        }
+    }
+    txn.commit().map_err(|e| e.to_string())
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, io::Error> {
+        // Pending first: an entry that leaves `pending` is already committed to redb, so the
+        // read transaction opened afterwards sees it.
+        let mut out: BTreeMap<u64, Entry> = {
+            let pending = self.shared.pending.lock().unwrap();
+            pending.range(range.clone()).map(|(k, v)| (*k, v.clone())).collect()
+        };
+        let start = match range.start_bound() {
+            Bound::Included(s) => *s,
+            Bound::Excluded(s) => s + 1,
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(e) => Some(e + 1),
+            Bound::Excluded(e) => Some(*e),
+            Bound::Unbounded => None,
+        };
+        let read = self.shared.db.begin_read().map_err(io_err)?;
+        let log = read.open_table(LOG).map_err(io_err)?;
+        let iter = match end {
+            Some(end) => log.range(start..end),
+            None => log.range(start..),
+        }
+        .map_err(io_err)?;
+        for item in iter {
+            let (k, v) = item.map_err(io_err)?;
+            let index = k.value();
+            if !out.contains_key(&index) {
+                out.insert(index, decode(v.value())?);
+            }
+        }
+        Ok(out.into_values().collect())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
+        Ok(self.shared.state.lock().unwrap().vote)
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = Self;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, io::Error> {
+        let t = *self.shared.state.lock().unwrap();
+        Ok(LogState { last_purged_log_id: t.last_purged, last_log_id: t.last_log })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
+        self.put_meta(KEY_VOTE, encode(vote)?).await?;
+        self.shared.state.lock().unwrap().vote = Some(*vote);
+        Ok(())
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
+        // Queued behind the appends it covers; no need to wait for the flush.
+        self.send(Job::Meta(KEY_COMMITTED, encode(&committed)?, None))
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
+        Ok(self.read_meta::<Option<LogId>>(KEY_COMMITTED)?.flatten())
+    }
+
+    async fn append<I>(&mut self, entries: I, callback: IOFlushed<TypeConfig>) -> Result<(), io::Error>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut encoded = Vec::new();
+        let mut last = None;
+        {
+            let mut pending = self.shared.pending.lock().unwrap();
+            for entry in entries {
+                let id = entry.log_id();
+                encoded.push((id.index(), encode(&entry)?));
+                pending.insert(id.index(), entry);
+                last = Some(id);
+            }
+        }
+        if let Some(last) = last {
+            self.shared.state.lock().unwrap().last_log = Some(last);
+        }
+        self.send(Job::Append(encoded, callback))
+    }
+
+    async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
+        let from = last_log_id.map(|l| l.index() + 1).unwrap_or(0);
+        {
+            let mut pending = self.shared.pending.lock().unwrap();
+            pending.retain(|k, _| *k < from);
+            let mut t = self.shared.state.lock().unwrap();
+            t.last_log = last_log_id.or(t.last_purged);
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Job::TruncateFrom(from, tx))?;
+        rx.await.map_err(|_| io_err("log writer stopped"))?
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Job::Purge(log_id.index(), encode(&Some(log_id))?, tx))?;
+        rx.await.map_err(|_| io_err("log writer stopped"))??;
+        let mut t = self.shared.state.lock().unwrap();
+        t.last_purged = Some(log_id);
+        if t.last_log < Some(log_id) {
+            t.last_log = Some(log_id);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,167 @@
+//! The Raft state machine: applies committed transactions to the watch cache, and persists
+//! snapshots of it in redb. The objects live in memory; on restart the last snapshot is loaded
+//! and openraft re-applies the log after it up to the saved commit index.
+
+use std::collections::BTreeMap;
+use std::io::{self, Cursor};
+use std::sync::{Arc, Mutex};
+
+use futures::{Stream, TryStreamExt};
+use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine};
+use openraft::{EntryPayload, OptionalSend};
+use redb::{Database, ReadableDatabase, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+use crate::cache::Cache;
+use crate::error::io_err;
+use crate::log_store::{decode, encode};
+use crate::types::{LogId, Object, TxnResult, TypeConfig};
+
+type StoredMembership = openraft::alias::StoredMembershipOf<TypeConfig>;
+type SnapshotMeta = openraft::alias::SnapshotMetaOf<TypeConfig>;
+type Snapshot = openraft::alias::SnapshotOf<TypeConfig, Cursor<Vec<u8>>>;
+
+const SNAPSHOT: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshot");
+
+/// What a snapshot holds besides its metadata.
+#[derive(Serialize, Deserialize)]
+struct SnapshotBody {
+    objects: Vec<(String, Object)>,
+}
+
+#[derive(Default, Clone)]
+struct Applied {
+    last: Option<LogId>,
+    membership: StoredMembership,
+}
+
+/// Handle to the state machine; clones share it.
+#[derive(Clone)]
+pub struct StateMachine {
+    cache: Arc<Cache>,
+    db: Arc<Database>,
+    applied: Arc<Mutex<Applied>>,
+}
+
+impl StateMachine {
+    pub fn new(cache: Arc<Cache>, db: Arc<Database>) -> io::Result<Self> {
+        let txn = db.begin_write().map_err(io_err)?;
+        txn.open_table(SNAPSHOT).map_err(io_err)?;
+        txn.commit().map_err(io_err)?;
+        Ok(StateMachine { cache, db, applied: Default::default() })
+    }
+
+    fn load_snapshot(&self) -> io::Result<Option<Snapshot>> {
+        let read = self.db.begin_read().map_err(io_err)?;
+        let table = read.open_table(SNAPSHOT).map_err(io_err)?;
+        let (Some(meta), Some(data)) = (table.get("meta").map_err(io_err)?, table.get("data").map_err(io_err)?) else {
+            return Ok(None);
+        };
+        let meta: SnapshotMeta = decode(meta.value())?;
+        Ok(Some(Snapshot { meta, snapshot: Cursor::new(data.value().to_vec()) }))
+    }
+
+    fn save_snapshot(&self, meta: &SnapshotMeta, data: &[u8]) -> io::Result<()> {
+        let txn = self.db.begin_write().map_err(io_err)?;
+        {
+            let mut table = txn.open_table(SNAPSHOT).map_err(io_err)?;
+            table.insert("meta", encode(meta)?.as_slice()).map_err(io_err)?;
+            table.insert("data", data).map_err(io_err)?;
+        }
+        txn.commit().map_err(io_err)
+    }
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
+    type SnapshotData = Cursor<Vec<u8>>;
+
+    async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
+        // The cache and the applied log id move together under the apply lock.
+        let (applied, (_, objects)) = {
+            let applied = self.applied.lock().unwrap();
+            (applied.clone(), self.cache.snapshot())
+        };
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let body = SnapshotBody { objects: objects.into_iter().collect() };
+            let data = encode(&body)?;
+            let meta = SnapshotMeta { last_log_id: applied.last, last_membership: applied.membership };
+            this.save_snapshot(&meta, &data)?;
+            tracing::info!(index = ?meta.last_log_id, bytes = data.len(), "snapshot built");
+            Ok(Snapshot { meta, snapshot: Cursor::new(data) })
+        })
+        .await
+        .map_err(io_err)?
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotData = Cursor<Vec<u8>>;
+    type SnapshotBuilder = Self;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
+        let a = self.applied.lock().unwrap();
+        Ok((a.last, a.membership.clone()))
+    }
+
+    async fn apply<Strm>(&mut self, entries: Strm) -> Result<(), io::Error>
+    where
+        Strm: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + OptionalSend,
+    {
+        let entries: Vec<EntryResponder<TypeConfig>> = entries.try_collect().await?;
+        let mut replies = Vec::with_capacity(entries.len());
+        {
+            let mut applied = self.applied.lock().unwrap();
+            let mut cache = self.cache.write();
+            for (entry, responder) in entries {
+                let index = entry.log_id.index();
+                let result = match entry.payload {
+                    EntryPayload::Normal(ref txn) => cache.apply(index, txn),
+                    EntryPayload::Blank => {
+                        cache.advance(index);
+                        TxnResult::None
+                    }
+                    EntryPayload::Membership(ref m) => {
+                        cache.advance(index);
+                        applied.membership = StoredMembership::new(Some(entry.log_id), m.clone());
+                        TxnResult::None
+                    }
+                };
+                applied.last = Some(entry.log_id);
+                if let Some(r) = responder {
+                    replies.push((r, result));
+                }
+            }
+            // Dropping the cache guard publishes the events and the new applied index, before
+            // any client hears back.
+        }
+        for (r, result) in replies {
+            r.send(result);
+        }
+        Ok(())
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: Cursor<Vec<u8>>) -> Result<(), io::Error> {
+        let data = snapshot.into_inner();
+        let body: SnapshotBody = decode(&data)?;
+        let objects: BTreeMap<String, Object> = body.objects.into_iter().collect();
+        let index = meta.last_log_id.map(|l| l.index()).unwrap_or(0);
+        {
+            let mut applied = self.applied.lock().unwrap();
+            self.cache.reset(index, objects);
+            applied.last = meta.last_log_id;
+            applied.membership = meta.last_membership.clone();
+        }
+        self.save_snapshot(meta, &data)?;
+        tracing::info!(index, "snapshot installed");
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
+        self.load_snapshot()
+    }
+}
