@@ -1,1 +1,99 @@
-//! (in progress)
+//! Command-line flags, named as kube-apiserver names them where one exists.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// A Kubernetes API server whose storage is a Raft log.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "apiserver", version, about)]
+pub struct Args {
+    /// Directory holding this node's Raft log, snapshots, certificates and admin.kubeconfig.
+    #[arg(long, default_value = "apiserver-data")]
+    pub data_dir: PathBuf,
+
+    /// Port to serve HTTPS on.
+    #[arg(long, default_value_t = 6443)]
+    pub secure_port: u16,
+
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind_address: String,
+
+    /// Serving certificate (PEM); generated under the data directory when absent.
+    #[arg(long)]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// Key of the serving certificate (PEM).
+    #[arg(long)]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// CA bundle that client certificates are verified against; the generated CA when absent.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+
+    /// CIDR from which Service cluster IPs are allocated.
+    #[arg(long, default_value = "10.96.0.0/12")]
+    pub service_cluster_ip_range: String,
+
+    /// Feature gates, `Name=true,Other=false`.
+    #[arg(long, default_value = "")]
+    pub feature_gates: String,
+
+    /// How long past revisions (watch history, continue tokens, Exact reads) stay readable.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub history_retention: Duration,
+
+    /// This node's Raft id.
+    #[arg(long, default_value_t = 1)]
+    pub node_id: u64,
+}
+
+/// Parses durations written as Kubernetes flags write them: `300ms`, `30s`, `5m`, `1h`, `1h30m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let mut total = Duration::ZERO;
+    let mut num = String::new();
+    let mut chars = s.chars().peekable();
+    if s.is_empty() {
+        return Err("empty duration".into());
+    }
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            num.push(c);
+            continue;
+        }
+        let mut unit = c.to_string();
+        if c == 'm' && chars.peek() == Some(&'s') {
+            unit.push(chars.next().unwrap_or('s'));
+        }
+        let n: f64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
+        let secs = match unit.as_str() {
+            "ms" => n / 1000.0,
+            "s" => n,
+            "m" => n * 60.0,
+            "h" => n * 3600.0,
+            _ => return Err(format!("invalid unit in duration {s:?}")),
+        };
+        total += Duration::from_secs_f64(secs);
+        num.clear();
+    }
+    if !num.is_empty() {
+        return Err(format!("missing unit in duration {s:?}"));
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("5x").is_err());
+    }
+}

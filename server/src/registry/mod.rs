@@ -124,3 +124,9 @@ pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static Res
 pub fn lookup_kind(group: &str, version: &str, kind: &str) -> Option<&'static ResourceInfo> {
     RESOURCES.iter().find(|r| r.group == group && r.version == version && r.kind == kind)
 }
+
+impl std::fmt::Debug for ResourceInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.api_version(), self.resource)
+    }
+}

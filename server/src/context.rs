@@ -1,0 +1,80 @@
+//! The state every handler shares: the store, and the server settings handlers consult.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use raft_store::Store;
+
+use crate::ipalloc::ServiceIps;
+
+/// Shared by all requests; cheap to clone.
+#[derive(Clone)]
+pub struct Ctx {
+    pub store: Store,
+    pub ips: Arc<ServiceIps>,
+    pub settings: Arc<Settings>,
+}
+
+/// Server behaviour fixed at startup.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How long a "Not older than" read waits for its revision before 504.
+    pub rv_wait: Duration,
+    /// Interval between watch bookmarks, when asked for.
+    pub bookmark_interval: Duration,
+    /// Longest a watch stays open when the client sets no timeout.
+    pub watch_timeout: Duration,
+    /// Largest accepted request body.
+    pub max_body: usize,
+    /// `https://host:port` as clients reach this server.
+    pub address: String,
+    /// Set once the post-start hooks (default namespaces) have run.
+    pub bootstrapped: Arc<AtomicBool>,
+    /// Set when shutdown begins.
+    pub shutting_down: Arc<AtomicBool>,
+}
+
+impl Settings {
+    pub fn bootstrapped(&self) -> bool {
+        self.bootstrapped.load(Ordering::Relaxed)
+    }
+
+    pub fn shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Relaxed)
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            rv_wait: Duration::from_secs(3),
+            bookmark_interval: Duration::from_secs(60),
+            watch_timeout: Duration::from_secs(30 * 60),
+            max_body: 3 * 1024 * 1024,
+            address: String::new(),
+            bootstrapped: Default::default(),
+            shutting_down: Default::default(),
+        }
+    }
+}
+
+impl Ctx {
+    /// The revision a read should see, waiting as its semantics require.
+    pub async fn read_rev(&self, at: &crate::query::ReadAt) -> crate::error::ApiResult<u64> {
+        use crate::query::ReadAt;
+        let cache = self.store.cache();
+        Ok(match at {
+            ReadAt::MostRecent => self.store.linearizable_rev().await?,
+            ReadAt::Any => cache.applied(),
+            ReadAt::NotOlderThan(rev) => {
+                self.store.wait_for(*rev, self.settings.rv_wait).await?;
+                cache.applied()
+            }
+            ReadAt::Exact(rev) | ReadAt::Continue { rev, .. } => {
+                self.store.wait_for(*rev, self.settings.rv_wait).await?;
+                *rev
+            }
+        })
+    }
+}

@@ -1,0 +1,108 @@
+//! Built-in controllers a standalone server needs, run on the Raft leader: the post-start
+//! hook that creates the default namespaces, and namespace deletion (empty the namespace, then
+//! drop its `kubernetes` finalizer so it goes away).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::handlers::{self, FieldValidation};
+use crate::registry::{self, RESOURCES};
+use crate::request::{ResourceRequest, Verb};
+
+/// Namespaces every cluster has from the start.
+pub const DEFAULT_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+fn namespaces() -> &'static registry::ResourceInfo {
+    registry::lookup("", "v1", "namespaces").expect("namespaces are served")
+}
+
+fn request(info: &'static registry::ResourceInfo, namespace: Option<&str>, name: &str, verb: Verb) -> ResourceRequest {
+    ResourceRequest {
+        info,
+        namespace: namespace.map(str::to_string),
+        name: Some(name.to_string()),
+        subresource: None,
+        verb,
+    }
+}
+
+/// Creates the default namespaces that do not exist yet, then marks the hook done.
+pub async fn bootstrap(ctx: &Ctx) -> ApiResult<()> {
+    let info = namespaces();
+    for name in DEFAULT_NAMESPACES {
+        let req = ResourceRequest { name: None, ..request(info, None, name, Verb::Create) };
+        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        match handlers::create_object(ctx, &req, obj).await {
+            Ok(()) | Err(ApiError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    ctx.settings.bootstrapped.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Runs the post-start hook (retrying until it succeeds) and the namespace controller while
+/// this node leads.
+pub async fn run(ctx: Ctx) {
+    while let Err(e) = bootstrap(&ctx).await {
+        tracing::warn!(error = %e, "bootstrap of default namespaces failed; retrying");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        if !ctx.store.is_leader() {
+            continue;
+        }
+        if let Err(e) = finalize_namespaces(&ctx).await {
+            tracing::warn!(error = %e, "namespace controller pass failed");
+        }
+    }
+}
+
+/// One pass over terminating namespaces.
+async fn finalize_namespaces(ctx: &Ctx) -> ApiResult<()> {
+    let info = namespaces();
+    let cache = ctx.store.cache();
+    let all = cache.list(&info.key_prefix(), None, None, None, &|_| true)?;
+    for obj in all.items {
+        let ns: Value = handlers::parse(&obj)?;
+        if ns["metadata"].get("deletionTimestamp").is_none() {
+            continue;
+        }
+        let name = ns["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let mut remaining = 0;
+        for res in RESOURCES.iter().filter(|r| r.namespaced) {
+            let items = cache.list(&res.list_prefix(Some(&name)), None, None, None, &|_| true)?;
+            for item in items.items {
+                remaining += 1;
+                let v: Value = handlers::parse(&item)?;
+                let item_name = v["metadata"]["name"].as_str().unwrap_or_default();
+                if v["metadata"].get("deletionTimestamp").is_some() {
+                    continue;
+                }
+                match handlers::delete_object(ctx, &request(res, Some(&name), item_name, Verb::Delete)).await {
+                    Ok(()) | Err(ApiError::NotFound { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        if remaining == 0 {
+            let req = request(info, None, &name, Verb::Update);
+            let finalize = |old: &Value| -> ApiResult<Value> {
+                let mut new = old.clone();
+                new["spec"]["finalizers"] = json!([]);
+                Ok(new)
+            };
+            match handlers::update_object(ctx, &req, FieldValidation::Ignore, finalize).await {
+                Ok(()) | Err(ApiError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! One handler per verb, and the resource endpoint that routes a classified request to them
+//! and encodes the reply in the negotiated media type.
+
+mod delete;
+mod mutate;
+mod prepare;
+mod read;
+mod reply;
+mod scale;
+mod watch;
+mod write;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, StatusCode};
+use serde_json::Value;
+
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::negotiate::{self, BodyKind, Output};
+use crate::query::Params;
+use crate::registry::ResourceInfo;
+use crate::request::{ResourceRequest, Verb};
+use crate::table_form;
+
+pub use prepare::FieldValidation;
+pub use reply::{list_json, ListReply, Reply};
+pub use write::parse;
+
+/// Serves one resource request.
+pub async fn serve(ctx: &Ctx, req: ResourceRequest, params: Params, headers: &HeaderMap, body: Bytes) -> Response {
+    match run(ctx, &req, &params, headers, body).await {
+        Ok(resp) => resp,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &HeaderMap, body: Bytes) -> ApiResult<Response> {
+    let output = negotiate::output(headers, req.verb == Verb::Watch)?;
+    let mut warnings = Vec::new();
+    let reply = match req.verb {
+        Verb::Get => read::get(ctx, req, params).await?,
+        Verb::List => read::list(ctx, req, params).await?,
+        Verb::Watch => return watch_response(ctx, req, params, output).await,
+        Verb::Create => {
+            let mut obj = decode_object(headers, &body)?;
+            prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;
+            let validation = FieldValidation::from_params(params)?;
+            write::create(ctx, req, obj, validation, params.dry_run()?, &mut warnings).await?
+        }
+        Verb::Update => mutate::update(ctx, req, params, decode_object(headers, &body)?, &mut warnings).await?,
+        Verb::Patch => match negotiate::body_kind(headers)? {
+            BodyKind::Patch(kind) => mutate::patch(ctx, req, params, kind, &body, &mut warnings).await?,
+            _ => {
+                return Err(ApiError::UnsupportedMediaType(format!(
+                    "the body of the request was in an unknown format - accepted media types include: {}",
+                    negotiate::PATCH_TYPES.join(", ")
+                )))
+            }
+        },
+        Verb::Delete => delete::delete(ctx, req, params, optional_object(headers, &body)?.as_ref()).await?,
+        Verb::DeleteCollection => delete::delete_collection(ctx, req, params, optional_object(headers, &body)?.as_ref()).await?,
+    };
+    let mut resp = encode(req.info, req.subresource.is_some(), reply, output, params)?;
+    for w in warnings {
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('"', "'"))) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    Ok(resp)
+}
+
+/// Decodes a JSON or YAML request body into an object.
+fn decode_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
+    let value: Value = match negotiate::body_kind(headers)? {
+        BodyKind::Json => serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}")))?,
+        BodyKind::Yaml => serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't decode the request body as YAML: {e}")))?,
+        BodyKind::Patch(_) => {
+            return Err(ApiError::UnsupportedMediaType(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml".into(),
+            ))
+        }
+    };
+    if !value.is_object() {
+        return Err(ApiError::bad_request("the request body must be a JSON or YAML object"));
+    }
+    Ok(value)
+}
+
+fn optional_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Option<Value>> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    decode_object(headers, body).map(Some)
+}
+
+/// Encodes a reply as JSON, YAML or a Table.
+fn encode(info: &'static ResourceInfo, subresource: bool, reply: Reply, output: Output, params: &Params) -> ApiResult<Response> {
+    let (code, json): (StatusCode, Vec<u8>) = match (&reply, output) {
+        (Reply::Object { code, data }, Output::Table) if !subresource => {
+            let obj: Value = serde_json::from_slice(data).map_err(ApiError::internal)?;
+            (*code, serde_json::to_vec(&table_form::object_table(info, &obj, params)?).map_err(ApiError::internal)?)
+        }
+        (Reply::List(list), Output::Table) => {
+            let items: Vec<Value> = list.items.iter().filter_map(|i| serde_json::from_slice(i).ok()).collect();
+            let table = table_form::list_table(info, &items, list.rev, list.continue_token.as_deref(), list.remaining, params)?;
+            (StatusCode::OK, serde_json::to_vec(&table).map_err(ApiError::internal)?)
+        }
+        (Reply::Object { code, data }, _) => (*code, data.to_vec()),
+        (Reply::List(list), _) => (StatusCode::OK, list_json(info, list)),
+        (Reply::Document { code, value }, _) => (*code, serde_json::to_vec(value).map_err(ApiError::internal)?),
+    };
+    let (content_type, body) = match output {
+        Output::Yaml => {
+            let v: Value = serde_json::from_slice(&json).map_err(ApiError::internal)?;
+            ("application/yaml", serde_yaml::to_string(&v).map_err(ApiError::internal)?.into_bytes())
+        }
+        _ => ("application/json", json),
+    };
+    let mut resp = (code, body).into_response();
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    Ok(resp)
+}
+
+async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, output: Output) -> ApiResult<Response> {
+    let info = req.info;
+    let params_for_table = params.clone();
+    let encoder: watch::Encoder = match output {
+        Output::Table => Arc::new(move |kind: &str, data: &[u8]| {
+            let obj: Value = serde_json::from_slice(data).unwrap_or(Value::Null);
+            let object = if kind == "BOOKMARK" || kind == "ERROR" {
+                obj
+            } else {
+                table_form::watch_table(info, &obj, &params_for_table).unwrap_or(obj)
+            };
+            frame(kind, &serde_json::to_vec(&object).unwrap_or_default())
+        }),
+        _ => Arc::new(|kind: &str, data: &[u8]| frame(kind, data)),
+    };
+    let rx = watch::watch(ctx, req, params, encoder).await?;
+    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+    let body = Body::from_stream(futures::StreamExt::map(stream, Ok::<_, std::convert::Infallible>));
+    let mut resp = Response::new(body);
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    Ok(resp)
+}
+
+/// One watch event as a line of JSON: `{"type":"ADDED","object":{...}}`.
+fn frame(kind: &str, object: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(object.len() + 32);
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    out.extend_from_slice(object);
+    out.extend_from_slice(b"}\n");
+    Bytes::from(out)
+}
+
+/// Creates an object on the server's own behalf (bootstrap, controllers).
+pub async fn create_object(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<()> {
+    write::create(ctx, req, obj, FieldValidation::Strict, false, &mut Vec::new()).await.map(|_| ())
+}
+
+/// Deletes an object on the server's own behalf.
+pub async fn delete_object(ctx: &Ctx, req: &ResourceRequest) -> ApiResult<()> {
+    write::delete(ctx, req, &write::DeleteOptions::default()).await.map(|_| ())
+}
+
+/// Updates an object on the server's own behalf through the guaranteed-update loop.
+pub async fn update_object(
+    ctx: &Ctx,
+    req: &ResourceRequest,
+    validation: FieldValidation,
+    mutate: impl FnMut(&Value) -> ApiResult<Value>,
+) -> ApiResult<()> {
+    let opts = write::Update { precondition: None, validation, dry_run: false };
+    write::update(ctx, req, opts, &mut Vec::new(), mutate).await.map(|_| ())
+}

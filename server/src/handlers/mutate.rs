@@ -1,0 +1,135 @@
+//! The update and patch verbs: both compute a new object from the current one and go through
+//! the guaranteed-update loop; subresources decide which part of the object may change.
+
+use serde_json::Value;
+
+use super::prepare::{check_type_meta, FieldValidation};
+use super::reply::Reply;
+use super::scale;
+use super::write::{self, Update};
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::meta::meta_str;
+use crate::patch::{self, PatchKind};
+use crate::query::Params;
+use crate::request::ResourceRequest;
+
+/// The new object of an update of `sub` (none, `status` or `scale`): `body` is what the client
+/// sent for that view, `old` the current object.
+fn merge_view(req: &ResourceRequest, old: &Value, body: &Value) -> ApiResult<Value> {
+    match req.subresource.as_deref() {
+        None => {
+            let mut new = body.clone();
+            if req.info.has_subresource("status") {
+                // The main resource does not change status.
+                match old.get("status") {
+                    Some(s) => new["status"] = s.clone(),
+                    None => {
+                        new.as_object_mut().map(|o| o.remove("status"));
+                    }
+                }
+            }
+            Ok(new)
+        }
+        Some("status") => {
+            // The status subresource changes only status.
+            let mut new = old.clone();
+            match body.get("status") {
+                Some(s) => new["status"] = s.clone(),
+                None => {
+                    new.as_object_mut().map(|o| o.remove("status"));
+                }
+            }
+            Ok(new)
+        }
+        Some("scale") => scale::apply_to(old, body),
+        Some(other) => Err(ApiError::bad_request(format!("unsupported subresource {other}"))),
+    }
+}
+
+/// The view of the object a subresource exposes to clients.
+fn view(req: &ResourceRequest, obj: &Value) -> ApiResult<Value> {
+    match req.subresource.as_deref() {
+        Some("scale") => scale::from_object(req.info, obj),
+        _ => Ok(obj.clone()),
+    }
+}
+
+fn precondition(obj: &Value) -> ApiResult<Option<u64>> {
+    match meta_str(obj, "resourceVersion").filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(rv) => rv.parse().map(Some).map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}"))),
+    }
+}
+
+/// PUT: replace the object (or its status or scale).
+pub async fn update(ctx: &Ctx, req: &ResourceRequest, params: &Params, mut body: Value, warnings: &mut Vec<String>) -> ApiResult<Reply> {
+    let (kind, api_version) = match req.subresource.as_deref() {
+        Some("scale") => ("Scale", "autoscaling/v1".to_string()),
+        _ => (req.info.kind, req.info.api_version()),
+    };
+    check_type_meta(req.info, &mut body, kind, &api_version)?;
+    match meta_str(&body, "name") {
+        Some(n) if n == req.name() => {}
+        Some(n) if !n.is_empty() => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({})",
+                req.name()
+            )))
+        }
+        _ => return Err(ApiError::bad_request("name is required")),
+    }
+    if let (Some(ns), Some(given)) = (req.namespace.as_deref(), meta_str(&body, "namespace")) {
+        if !given.is_empty() && given != ns {
+            return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+        }
+    }
+    let opts = Update {
+        precondition: precondition(&body)?,
+        validation: FieldValidation::from_params(params)?,
+        dry_run: params.dry_run()?,
+    };
+    let reply = write::update(ctx, req, opts, warnings, |old| merge_view(req, old, &body)).await?;
+    scale_reply(req, reply)
+}
+
+/// PATCH: apply a merge, JSON or strategic merge patch to the current object (or its view).
+pub async fn patch(ctx: &Ctx, req: &ResourceRequest, params: &Params, kind: PatchKind, body: &[u8], warnings: &mut Vec<String>) -> ApiResult<Reply> {
+    let opts = Update { precondition: None, validation: FieldValidation::from_params(params)?, dry_run: params.dry_run()? };
+    let reply = write::update(ctx, req, opts, warnings, |old| {
+        let current = view(req, old)?;
+        let patched = patch::apply(kind, &current, body)?;
+        // A resourceVersion in the patch is a precondition.
+        let rv = precondition(&patched)?;
+        if rv.is_some() && rv != precondition(&current)? {
+            return Err(ApiError::Conflict {
+                group: req.info.group.into(),
+                resource: req.info.resource.into(),
+                name: req.name().into(),
+                message: format!(
+                    "Operation cannot be fulfilled on {} \"{}\": {}",
+                    req.info.resource,
+                    req.name(),
+                    write::MODIFIED
+                ),
+            });
+        }
+        if meta_str(&patched, "name").is_some_and(|n| n != req.name()) {
+            return Err(ApiError::bad_request("metadata.name: Invalid value: the name of the object does not match the name on the URL"));
+        }
+        merge_view(req, old, &patched)
+    })
+    .await?;
+    scale_reply(req, reply)
+}
+
+/// Answers with the `Scale` view when the scale subresource was written.
+fn scale_reply(req: &ResourceRequest, reply: Reply) -> ApiResult<Reply> {
+    match (req.subresource.as_deref(), reply) {
+        (Some("scale"), Reply::Object { code, data }) => {
+            let obj: Value = serde_json::from_slice(&data).map_err(ApiError::internal)?;
+            Ok(Reply::value(code, &scale::from_object(req.info, &obj)?))
+        }
+        (_, reply) => Ok(reply),
+    }
+}

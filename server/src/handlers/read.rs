@@ -1,0 +1,53 @@
+//! The read verbs: get and list, at the revision their resourceVersion semantics ask for.
+
+use http::StatusCode;
+use raft_store::StoreError;
+
+use super::reply::{ListReply, Reply};
+use super::scale;
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::query::{self, Params, ReadAt};
+use crate::request::ResourceRequest;
+use crate::selector::Filter;
+
+pub async fn get(ctx: &Ctx, req: &ResourceRequest, params: &Params) -> ApiResult<Reply> {
+    let at = query::get_read(params)?;
+    ctx.read_rev(&at).await?;
+    let obj = ctx.store.cache().get(&req.key(), None)?.ok_or_else(|| req.not_found())?;
+    match req.subresource.as_deref() {
+        Some("scale") => Ok(Reply::value(StatusCode::OK, &scale::from_object(req.info, &super::write::parse(&obj)?)?)),
+        _ => Ok(Reply::object(StatusCode::OK, obj.data)),
+    }
+}
+
+const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+pub async fn list(ctx: &Ctx, req: &ResourceRequest, params: &Params) -> ApiResult<Reply> {
+    let info = req.info;
+    let prefix = info.list_prefix(req.namespace.as_deref());
+    let at = query::list_read(params, &prefix)?;
+    let filter = Filter::new(info, params.get("labelSelector"), params.get("fieldSelector"))?;
+    let limit = params.uint("limit")?.map(|l| l as usize);
+    let rev = ctx.read_rev(&at).await?;
+    let (exact, after) = match &at {
+        ReadAt::Exact(_) => (Some(rev), None),
+        ReadAt::Continue { after, .. } => (Some(rev), Some(after.as_str())),
+        _ => (None, None),
+    };
+    let everything = filter.is_everything();
+    let keep = |o: &raft_store::Object| everything || serde_json::from_slice(&o.data).is_ok_and(|v| filter.matches(&v));
+    let page = ctx.store.cache().list(&prefix, exact, after, limit, &keep).map_err(|e| match (e, &at) {
+        (StoreError::Compacted { .. }, ReadAt::Continue { .. }) => ApiError::Gone(CONTINUE_EXPIRED.into()),
+        (StoreError::Compacted { .. }, _) => ApiError::Gone(format!("The resourceVersion for the provided list is too old.")),
+        (e, _) => e.into(),
+    })?;
+    let continue_token = page.continue_after.as_deref().map(|k| query::encode_continue(page.rev, &prefix, k));
+    let remaining = (continue_token.is_some() && everything).then_some(page.remaining);
+    Ok(Reply::List(ListReply {
+        rev: page.rev,
+        continue_token,
+        remaining,
+        items: page.items.into_iter().map(|o| o.data).collect(),
+    }))
+}

@@ -1,0 +1,79 @@
+//! What a handler answers, before encoding: stored JSON objects and lists, kept as bytes so
+//! that JSON responses are assembled without re-encoding; the edge turns them into the
+//! negotiated media type.
+
+use bytes::Bytes;
+use http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::registry::ResourceInfo;
+
+/// A list response: items as stored bytes plus the collection metadata.
+#[derive(Debug, Clone)]
+pub struct ListReply {
+    pub rev: u64,
+    pub continue_token: Option<String>,
+    pub remaining: Option<u64>,
+    pub items: Vec<Bytes>,
+}
+
+#[derive(Debug)]
+pub enum Reply {
+    /// One object of the resource.
+    Object { code: StatusCode, data: Bytes },
+    /// A collection of the resource.
+    List(ListReply),
+    /// Any other document (a success `Status`, a `Scale`).
+    Document { code: StatusCode, value: Value },
+}
+
+impl Reply {
+    pub fn object(code: StatusCode, data: Bytes) -> Reply {
+        Reply::Object { code, data }
+    }
+
+    pub fn value(code: StatusCode, value: &Value) -> Reply {
+        Reply::Object { code, data: Bytes::from(serde_json::to_vec(value).unwrap_or_default()) }
+    }
+
+    /// The success `Status` Kubernetes returns for a completed delete.
+    pub fn deleted(info: &ResourceInfo, name: &str, uid: Option<&str>) -> Reply {
+        let mut details = json!({"name": name, "kind": info.resource});
+        if !info.group.is_empty() {
+            details["group"] = json!(info.group);
+        }
+        if let Some(uid) = uid {
+            details["uid"] = json!(uid);
+        }
+        Reply::Document {
+            code: StatusCode::OK,
+            value: json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
+        }
+    }
+}
+
+/// The JSON of a list: `{"kind":"<Kind>List","apiVersion":..,"metadata":{..},"items":[..]}`,
+/// concatenated from the stored item bytes.
+pub fn list_json(info: &ResourceInfo, list: &ListReply) -> Vec<u8> {
+    let mut meta = json!({"resourceVersion": list.rev.to_string()});
+    if let Some(c) = &list.continue_token {
+        meta["continue"] = json!(c);
+    }
+    if let Some(r) = list.remaining {
+        meta["remainingItemCount"] = json!(r);
+    }
+    let head = json!({"kind": format!("{}List", info.kind), "apiVersion": info.api_version(), "metadata": meta});
+    let mut out = serde_json::to_vec(&head).unwrap_or_default();
+    out.pop(); // the closing brace
+    let size: usize = list.items.iter().map(|i| i.len() + 1).sum();
+    out.reserve(size + 12);
+    out.extend_from_slice(b",\"items\":[");
+    for (i, item) in list.items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(item);
+    }
+    out.extend_from_slice(b"]}");
+    out
+}

@@ -1,0 +1,187 @@
+//! The watch verb: optional initial state, then every change after the start revision, as a
+//! stream of events; bookmarks when asked for; closed when the client falls too far behind.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use raft_store::{EventType, StoreError, WatchError, Watcher};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::query::{invalid_options, Params};
+use crate::registry::ResourceInfo;
+use crate::request::ResourceRequest;
+use crate::selector::Filter;
+
+/// Turns one event (type and object JSON) into one frame of the response body.
+pub type Encoder = Arc<dyn Fn(&str, &[u8]) -> Bytes + Send + Sync>;
+
+/// Frames buffered towards a client before the event stream stops being drained.
+const SEND_BUFFER: usize = 256;
+
+/// How a watch starts.
+struct Start {
+    /// Revision the watch follows from.
+    rev: u64,
+    /// Send the state at `rev` as ADDED events first.
+    initial: bool,
+    /// After the initial events, a bookmark marks their end (`sendInitialEvents`).
+    end_bookmark: bool,
+}
+
+async fn plan(ctx: &Ctx, params: &Params) -> ApiResult<Start> {
+    let rv = params.value("resourceVersion");
+    let rvm = params.value("resourceVersionMatch");
+    let send_initial = match params.get("sendInitialEvents") {
+        None => None,
+        Some(_) => Some(params.flag("sendInitialEvents")?),
+    };
+    if send_initial.is_some() && rvm != Some("NotOlderThan") {
+        return Err(invalid_options(
+            "ListOptions",
+            vec![Cause::new("FieldValueForbidden", "sendInitialEvents", "Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan")],
+        ));
+    }
+    if send_initial.is_none() && rvm.is_some() {
+        return Err(invalid_options(
+            "ListOptions",
+            vec![Cause::new("FieldValueForbidden", "resourceVersionMatch", "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")],
+        ));
+    }
+    let end_bookmark = send_initial == Some(true) && params.flag("allowWatchBookmarks")?;
+    Ok(match rv {
+        None => Start { rev: ctx.store.linearizable_rev().await?, initial: send_initial.unwrap_or(true), end_bookmark },
+        Some("0") => Start { rev: ctx.store.cache().applied(), initial: send_initial.unwrap_or(true), end_bookmark },
+        Some(v) => {
+            let rev: u64 = v.parse().map_err(|_| {
+                invalid_options("ListOptions", vec![Cause::invalid("resourceVersion", v, "must be a non-negative integer")])
+            })?;
+            ctx.store.wait_for(rev, ctx.settings.rv_wait).await?;
+            match send_initial {
+                Some(true) => Start { rev: ctx.store.cache().applied(), initial: true, end_bookmark },
+                _ => Start { rev, initial: false, end_bookmark: false },
+            }
+        }
+    })
+}
+
+/// Starts a watch and returns the stream of encoded frames.
+pub async fn watch(ctx: &Ctx, req: &ResourceRequest, params: &Params, encode: Encoder) -> ApiResult<mpsc::Receiver<Bytes>> {
+    let info = req.info;
+    let mut field = params.get("fieldSelector").unwrap_or_default().to_string();
+    if let Some(name) = &req.name {
+        // Watching one object is watching its collection filtered by name.
+        field = if field.is_empty() { format!("metadata.name={name}") } else { format!("{field},metadata.name={name}") };
+    }
+    let filter = Filter::new(info, params.get("labelSelector"), Some(&field))?;
+    let bookmarks = params.flag("allowWatchBookmarks")?;
+    let timeout = match params.uint("timeoutSeconds")? {
+        Some(s) if s > 0 => Duration::from_secs(s),
+        _ => ctx.settings.watch_timeout,
+    };
+    let start = plan(ctx, params).await?;
+    let prefix = info.list_prefix(req.namespace.as_deref());
+    let cache = ctx.store.cache();
+    let (tx, rx) = mpsc::channel(SEND_BUFFER);
+
+    let mut initial = Vec::new();
+    let mut from = start.rev;
+    if start.initial {
+        let state = cache.list(&prefix, None, None, None, &|_| true)?;
+        from = state.rev;
+        initial = state.items;
+    }
+    let watcher = match cache.watch(&prefix, from) {
+        Ok(w) => w,
+        Err(StoreError::Compacted { requested, compacted }) => {
+            let status = ApiError::Gone(format!("too old resource version: {requested} ({})", compacted + 1)).status();
+            let _ = tx.try_send(encode("ERROR", &serde_json::to_vec(&status).unwrap_or_default()));
+            return Ok(rx);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let stream = Stream { info, filter, encode, tx, bookmarks, interval: ctx.settings.bookmark_interval };
+    tokio::spawn(async move {
+        for obj in initial {
+            if stream.matches(&obj.data) && !stream.send("ADDED", &obj.data).await {
+                return;
+            }
+        }
+        if start.end_bookmark && !stream.bookmark(from, true).await {
+            return;
+        }
+        let _ = tokio::time::timeout(timeout, stream.follow(watcher)).await;
+    });
+    Ok(rx)
+}
+
+struct Stream {
+    info: &'static ResourceInfo,
+    filter: Filter,
+    encode: Encoder,
+    tx: mpsc::Sender<Bytes>,
+    bookmarks: bool,
+    interval: Duration,
+}
+
+impl Stream {
+    fn matches(&self, data: &[u8]) -> bool {
+        self.filter.is_everything() || serde_json::from_slice::<Value>(data).is_ok_and(|v| self.filter.matches(&v))
+    }
+
+    /// Sends one event; false once the client is gone.
+    async fn send(&self, kind: &str, data: &[u8]) -> bool {
+        self.tx.send((self.encode)(kind, data)).await.is_ok()
+    }
+
+    async fn bookmark(&self, rev: u64, initial_end: bool) -> bool {
+        let mut meta = json!({"resourceVersion": rev.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let obj = json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": meta});
+        self.send("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default()).await
+    }
+
+    /// Forwards events until the client leaves, the watcher falls behind, or the store closes.
+    async fn follow(&self, mut watcher: Watcher) {
+        let mut tick = tokio::time::interval(self.interval);
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                ev = watcher.next() => {
+                    let ev = match ev {
+                        Ok(ev) => ev,
+                        Err(WatchError::Lagged) | Err(WatchError::Closed) => return,
+                    };
+                    // A change moving an object into or out of the selection is an ADDED or
+                    // DELETED event for this watcher.
+                    let now = ev.kind != EventType::Deleted && self.matches(&ev.object.data);
+                    let before = ev.prev.as_ref().is_some_and(|p| self.matches(&p.data));
+                    let kind = match (before, now, ev.kind) {
+                        (_, _, EventType::Deleted) if self.matches(&ev.object.data) => "DELETED",
+                        (_, _, EventType::Deleted) => continue,
+                        (true, true, _) => "MODIFIED",
+                        (false, true, _) => "ADDED",
+                        (true, false, _) => "DELETED",
+                        (false, false, _) => continue,
+                    };
+                    if !self.send(kind, &ev.object.data).await {
+                        return;
+                    }
+                }
+                _ = tick.tick(), if self.bookmarks => {
+                    if let Some(rev) = watcher.progress() {
+                        if !self.bookmark(rev, false).await {
+                            return;
+                        }
+                    }
+                }
+                _ = self.tx.closed() => return,
+            }
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! The write verbs against storage: create, the guaranteed-update loop shared by update and
+//! patch, and delete. Each mutation is one compare-and-set transaction through Raft.
+
+use bytes::Bytes;
+use http::StatusCode;
+use raft_store::{Action, Cond, Object, Op, Txn, TxnResult};
+use serde_json::{json, Value};
+
+use super::prepare::{admit, FieldValidation};
+use super::reply::Reply;
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::ipalloc::ServiceIps;
+use crate::meta::{self, meta_mut, meta_str};
+use crate::registry::ResourceInfo;
+use crate::request::ResourceRequest;
+
+/// How many times a write retries after losing a compare-and-set race.
+const MAX_RETRIES: usize = 16;
+
+pub fn parse(obj: &Object) -> ApiResult<Value> {
+    serde_json::from_slice(&obj.data).map_err(ApiError::internal)
+}
+
+fn to_bytes(v: &Value) -> ApiResult<Bytes> {
+    serde_json::to_vec(v).map(Bytes::from).map_err(ApiError::internal)
+}
+
+fn conflict(req: &ResourceRequest, detail: &str) -> ApiError {
+    ApiError::Conflict {
+        group: req.info.group.to_string(),
+        resource: req.info.resource.to_string(),
+        name: req.name().to_string(),
+        message: format!(
+            "Operation cannot be fulfilled on {}{} \"{}\": {detail}",
+            req.info.resource,
+            if req.info.group.is_empty() { String::new() } else { format!(".{}", req.info.group) },
+            req.name()
+        ),
+    }
+}
+
+pub const MODIFIED: &str = "the object has been modified; please apply your changes to the latest version and try again";
+
+/// A namespaced write needs its namespace to exist and not be terminating.
+fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>) -> ApiResult<()> {
+    let Some(ns) = ns.filter(|_| info.namespaced) else { return Ok(()) };
+    let key = format!("/registry/namespaces/{ns}");
+    match ctx.store.cache().get(&key, None)? {
+        None => Err(ApiError::NotFound { group: String::new(), resource: "namespaces".into(), name: ns.into() }),
+        Some(o) => {
+            let v = parse(&o)?;
+            if v["metadata"].get("deletionTimestamp").is_some() {
+                return Err(ApiError::Forbidden(format!(
+                    "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                    info.resource,
+                    meta_str(&v, "name").unwrap_or_default()
+                )));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Creates an object from a request body that passed type checks.
+pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, validation: FieldValidation, dry_run: bool, warnings: &mut Vec<String>) -> ApiResult<Reply> {
+    let info = req.info;
+    {
+        let m = meta_mut(&mut obj);
+        if m.get("resourceVersion").and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
+            return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+        }
+        if info.namespaced {
+            let ns = req.namespace.clone().unwrap_or_default();
+            match m.get("namespace").and_then(Value::as_str) {
+                Some(given) if !given.is_empty() && given != ns => {
+                    return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+                }
+                _ => {
+                    m.insert("namespace".into(), json!(ns));
+                }
+            }
+        } else {
+            m.remove("namespace");
+        }
+        let name_empty = m.get("name").and_then(Value::as_str).is_none_or(str::is_empty);
+        if let Some(gen) = m.get("generateName").and_then(Value::as_str).filter(|g| name_empty && !g.is_empty()) {
+            let base: String = gen.chars().take(58).collect();
+            m.insert("name".into(), json!(format!("{base}{}", meta::name_suffix())));
+        }
+    }
+    if info.has_subresource("status") {
+        if let Some(o) = obj.as_object_mut() {
+            o.remove("status");
+        }
+    }
+    let mut obj = admit(info, obj, validation, warnings)?;
+    meta::stamp_create(info, &mut obj);
+    let name = meta_str(&obj, "name").unwrap_or_default().to_string();
+    let key = info.key(req.namespace.as_deref(), &name);
+    check_namespace(ctx, info, req.namespace.as_deref())?;
+    let named = ResourceRequest { name: Some(name.clone()), ..req.clone() };
+    let wants_ip = info.resource == "services" && info.group.is_empty() && service_wants_ip(&obj);
+    let requested_ip = obj["spec"]["clusterIP"].as_str().filter(|s| !s.is_empty() && *s != "None").map(str::to_string);
+    if let Some(ip) = &requested_ip {
+        ctx.ips.check(ip)?;
+    }
+    for _ in 0..MAX_RETRIES {
+        let mut ops = Vec::new();
+        if wants_ip {
+            let ip = match &requested_ip {
+                Some(ip) => ip.clone(),
+                None => {
+                    let cache = ctx.store.cache();
+                    ctx.ips.candidate(&|ip| cache.get(&ServiceIps::key(ip), None).ok().flatten().is_some())?
+                }
+            };
+            obj["spec"]["clusterIP"] = json!(ip);
+            obj["spec"]["clusterIPs"] = json!([ip]);
+            let reservation = json!({"service": key});
+            ops.push(Op { key: ServiceIps::key(&ip), cond: Cond::Absent, action: Action::Put(to_bytes(&reservation)?) });
+        }
+        if dry_run {
+            return Ok(Reply::value(StatusCode::CREATED, &obj));
+        }
+        ops.insert(0, Op { key: key.clone(), cond: Cond::Absent, action: Action::Put(to_bytes(&obj)?) });
+        match ctx.store.write(Txn { ops }).await? {
+            TxnResult::Ok { objects, .. } => {
+                let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
+                return Ok(Reply::object(StatusCode::CREATED, stored.data));
+            }
+            TxnResult::Failed { op: 0, .. } => {
+                return Err(ApiError::AlreadyExists {
+                    group: info.group.into(),
+                    resource: info.resource.into(),
+                    name: named.name().into(),
+                })
+            }
+            TxnResult::Failed { .. } if requested_ip.is_some() => {
+                return Err(ApiError::Invalid {
+                    group: String::new(),
+                    kind: "Service".into(),
+                    name,
+                    causes: vec![crate::error::Cause::invalid(
+                        "spec.clusterIPs",
+                        requested_ip.unwrap_or_default(),
+                        "failed to allocate IP: provided IP is already allocated",
+                    )],
+                })
+            }
+            TxnResult::Failed { .. } => continue,
+            TxnResult::None => return Err(ApiError::internal("unexpected entry result")),
+        }
+    }
+    Err(ApiError::Unavailable("could not allocate a service IP".into()))
+}
+
+fn service_wants_ip(obj: &Value) -> bool {
+    let spec = &obj["spec"];
+    spec["type"].as_str() != Some("ExternalName") && spec["clusterIP"].as_str() != Some("None")
+}
+
+/// What an update computes from the current object.
+pub struct Update {
+    /// Fail with 409 unless the current object is at this revision.
+    pub precondition: Option<u64>,
+    pub validation: FieldValidation,
+    pub dry_run: bool,
+}
+
+/// The guaranteed-update loop: read the current object, compute the new one with `mutate`,
+/// admit it, and compare-and-set it at the read revision; retry when another write won,
+/// unless a precondition pins the revision. A no-op returns the current object unwritten.
+pub async fn update(
+    ctx: &Ctx,
+    req: &ResourceRequest,
+    opts: Update,
+    warnings: &mut Vec<String>,
+    mut mutate: impl FnMut(&Value) -> ApiResult<Value>,
+) -> ApiResult<Reply> {
+    let info = req.info;
+    let key = req.key();
+    for _ in 0..MAX_RETRIES {
+        let current = ctx.store.cache().get(&key, None)?.ok_or_else(|| req.not_found())?;
+        if opts.precondition.is_some_and(|rv| rv != current.rev) {
+            return Err(conflict(req, MODIFIED));
+        }
+        let old = parse(&current)?;
+        let mut new = mutate(&old)?;
+        let mut w = Vec::new();
+        new = admit(info, new, opts.validation, &mut w)?;
+        meta::carry_over(info, &old, &mut new);
+        if meta::without_rv(&new) == meta::without_rv(&old) {
+            warnings.extend(w);
+            return Ok(Reply::object(StatusCode::OK, current.data));
+        }
+        // An object being deleted goes away once its last finalizer is removed.
+        let finalized = new["metadata"].get("deletionTimestamp").is_some() && finalizers_empty(&new);
+        if opts.dry_run {
+            warnings.extend(w);
+            return Ok(Reply::value(StatusCode::OK, &new));
+        }
+        let op = if finalized {
+            Op { key: key.clone(), cond: Cond::Rev(current.rev), action: Action::Delete }
+        } else {
+            Op { key: key.clone(), cond: Cond::Rev(current.rev), action: Action::Put(to_bytes(&new)?) }
+        };
+        let mut ops = vec![op];
+        if finalized {
+            ops.extend(release_ops(info, &new));
+        }
+        match ctx.store.write(Txn { ops }).await? {
+            TxnResult::Ok { objects, .. } => {
+                warnings.extend(w);
+                let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
+                return Ok(Reply::object(StatusCode::OK, stored.data));
+            }
+            TxnResult::Failed { .. } if opts.precondition.is_some() => return Err(conflict(req, MODIFIED)),
+            TxnResult::Failed { .. } => continue,
+            TxnResult::None => return Err(ApiError::internal("unexpected entry result")),
+        }
+    }
+    Err(conflict(req, MODIFIED))
+}
+
+fn finalizers_empty(obj: &Value) -> bool {
+    obj["metadata"]["finalizers"].as_array().is_none_or(Vec::is_empty)
+        && (obj["kind"] != "Namespace" || obj["spec"]["finalizers"].as_array().is_none_or(Vec::is_empty))
+}
+
+/// Keys released together with an object: a Service's cluster IP reservations.
+fn release_ops(info: &ResourceInfo, obj: &Value) -> Vec<Op> {
+    if info.resource != "services" || !info.group.is_empty() {
+        return Vec::new();
+    }
+    obj["spec"]["clusterIPs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|ip| *ip != "None")
+        .map(|ip| Op { key: ServiceIps::key(ip), cond: Cond::Any, action: Action::Delete })
+        .collect()
+}
+
+/// Delete preconditions from `DeleteOptions`.
+#[derive(Debug, Default, Clone)]
+pub struct DeleteOptions {
+    pub uid: Option<String>,
+    pub resource_version: Option<u64>,
+    pub dry_run: bool,
+}
+
+/// Deletes one object. Objects with finalizers (and namespaces, which the namespace
+/// controller empties first) are marked with `deletionTimestamp` and stay until finalized.
+pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> ApiResult<Reply> {
+    let info = req.info;
+    let key = req.key();
+    for _ in 0..MAX_RETRIES {
+        let current = ctx.store.cache().get(&key, None)?.ok_or_else(|| req.not_found())?;
+        let mut obj = parse(&current)?;
+        let uid = meta_str(&obj, "uid").map(str::to_string);
+        if let Some(want) = &opts.uid {
+            if uid.as_deref() != Some(want.as_str()) {
+                return Err(conflict(
+                    req,
+                    &format!("Precondition failed: UID in precondition: {want}, UID in object meta: {}", uid.unwrap_or_default()),
+                ));
+            }
+        }
+        if let Some(want) = opts.resource_version {
+            if want != current.rev {
+                return Err(conflict(
+                    req,
+                    &format!("Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {}", current.rev),
+                ));
+            }
+        }
+        let graceful = !finalizers_empty(&obj) || info.resource == "namespaces" && info.group.is_empty();
+        if graceful {
+            if obj["metadata"].get("deletionTimestamp").is_some() {
+                return Ok(Reply::object(StatusCode::OK, current.data));
+            }
+            let m = meta_mut(&mut obj);
+            m.insert("deletionTimestamp".into(), json!(meta::now()));
+            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            m.remove("resourceVersion");
+            if info.resource == "namespaces" {
+                obj["status"]["phase"] = json!("Terminating");
+            }
+            if opts.dry_run {
+                return Ok(Reply::value(StatusCode::OK, &obj));
+            }
+            let op = Op { key: key.clone(), cond: Cond::Rev(current.rev), action: Action::Put(to_bytes(&obj)?) };
+            match ctx.store.write(Txn { ops: vec![op] }).await? {
+                TxnResult::Ok { objects, .. } => {
+                    let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
+                    return Ok(Reply::object(StatusCode::OK, stored.data));
+                }
+                _ if opts.resource_version.is_some() => return Err(conflict(req, MODIFIED)),
+                _ => continue,
+            }
+        }
+        if opts.dry_run {
+            return Ok(Reply::deleted(info, req.name(), uid.as_deref()));
+        }
+        let mut ops = vec![Op { key: key.clone(), cond: Cond::Rev(current.rev), action: Action::Delete }];
+        ops.extend(release_ops(info, &obj));
+        match ctx.store.write(Txn { ops }).await? {
+            TxnResult::Ok { .. } => return Ok(Reply::deleted(info, req.name(), uid.as_deref())),
+            _ if opts.resource_version.is_some() => return Err(conflict(req, MODIFIED)),
+            _ => continue,
+        }
+    }
+    Err(conflict(req, MODIFIED))
+}

@@ -1,0 +1,74 @@
+//! `/livez`, `/readyz` and `/healthz`: named checks, `?verbose`, `?exclude=`, and single checks
+//! at `/{endpoint}/{check}`.
+
+use axum::response::{IntoResponse, Response};
+use http::{header, HeaderValue, StatusCode};
+
+use crate::context::Ctx;
+use crate::query::Params;
+
+/// Readiness fails when the node is this far behind its leader's commit index.
+const MAX_LAG: u64 = 1000;
+
+fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(&'static str, bool)> {
+    let mut out = vec![("ping", true), ("log", true)];
+    if endpoint != "livez" {
+        let (committed, applied) = ctx.store.progress();
+        out.push(("etcd", ctx.store.has_leader()));
+        out.push(("raft-applied", committed.saturating_sub(applied) <= MAX_LAG));
+        out.push(("poststarthook/bootstrap-namespaces", ctx.settings.bootstrapped()));
+        out.push(("shutdown", !ctx.settings.shutting_down()));
+    } else {
+        out.push(("etcd", true));
+    }
+    out
+}
+
+/// Answers `/{endpoint}` (`livez`, `readyz`, `healthz`) and `/{endpoint}/{check}`.
+pub fn serve(ctx: &Ctx, endpoint: &str, check: Option<&str>, params: &Params) -> Response {
+    let all = checks(ctx, endpoint);
+    if let Some(name) = check {
+        return match all.iter().find(|(n, _)| *n == name) {
+            Some((_, true)) => text(StatusCode::OK, "ok".into()),
+            Some((n, false)) => text(StatusCode::INTERNAL_SERVER_ERROR, format!("internal server error: {n} check failed\n")),
+            None => text(StatusCode::NOT_FOUND, "404 page not found\n".into()),
+        };
+    }
+    let excluded: Vec<&str> = params.all("exclude");
+    let verbose = params.get("verbose").is_some();
+    let mut body = String::new();
+    let mut healthy = true;
+    for (name, ok) in &all {
+        if excluded.contains(name) {
+            body.push_str(&format!("[+]{name} excluded: ok\n"));
+            continue;
+        }
+        healthy &= *ok;
+        if *ok {
+            body.push_str(&format!("[+]{name} ok\n"));
+        } else {
+            body.push_str(&format!("[-]{name} failed: reason withheld\n"));
+        }
+    }
+    for name in excluded.iter().filter(|e| !all.iter().any(|(n, _)| n == *e)) {
+        body.push_str(&format!("warn: some health checks cannot be excluded: no matches for \"{name}\"\n"));
+    }
+    if healthy {
+        if verbose {
+            body.push_str(&format!("{endpoint} check passed\n"));
+            text(StatusCode::OK, body)
+        } else {
+            text(StatusCode::OK, "ok".into())
+        }
+    } else {
+        body.push_str(&format!("{endpoint} check failed\n"));
+        text(StatusCode::INTERNAL_SERVER_ERROR, body)
+    }
+}
+
+fn text(code: StatusCode, body: String) -> Response {
+    let mut resp = (code, body).into_response();
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    resp.headers_mut().insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    resp
+}

@@ -1,0 +1,221 @@
+//! Object metadata rules shared by every kind: names, labels, generated values, and the fields
+//! the server owns (uid, creationTimestamp, generation, resourceVersion).
+
+use rand::Rng;
+use serde_json::{json, Map, Value};
+
+use crate::error::Cause;
+use crate::registry::ResourceInfo;
+
+/// RFC 3339 at one-second precision, as Kubernetes writes timestamps.
+pub fn now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// `metadata` of an object, created if absent.
+pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    obj["metadata"].as_object_mut().expect("metadata is an object")
+}
+
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}
+
+/// Five characters from Kubernetes' generateName alphabet (no vowels, no look-alikes).
+pub fn name_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..5).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
+}
+
+fn is_dns_label(s: &str, max: usize, alpha_first: bool) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= max
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && (b[0].is_ascii_lowercase() || (!alpha_first && b[0].is_ascii_digit()))
+        && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
+}
+
+pub fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(|part| is_dns_label(part, 63, false))
+}
+
+/// Which name format a resource's objects must have.
+fn name_problem(resource: &str, name: &str) -> Option<String> {
+    match resource {
+        "namespaces" if !is_dns_label(name, 63, false) => Some(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into(),
+        ),
+        "services" if !is_dns_label(name, 63, true) => Some(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".into(),
+        ),
+        "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings" => {
+            if name == "." || name == ".." {
+                Some(format!("may not be '{name}'"))
+            } else if name.contains('/') || name.contains('%') {
+                Some("may not contain '/' or '%'".into())
+            } else {
+                None
+            }
+        }
+        "namespaces" | "services" => None,
+        _ if !is_dns_subdomain(name) => Some(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into(),
+        ),
+        _ => None,
+    }
+}
+
+fn qualified_name_problem(key: &str) -> Option<&'static str> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if prefix.is_some_and(|p| p.is_empty() || !is_dns_subdomain(p)) {
+        return Some("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character");
+    }
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && name.as_bytes()[0].is_ascii_alphanumeric()
+        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
+    (!ok).then_some("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+}
+
+fn label_value_ok(v: &str) -> bool {
+    v.is_empty()
+        || (v.len() <= 63
+            && v.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+            && v.as_bytes()[0].is_ascii_alphanumeric()
+            && v.as_bytes()[v.len() - 1].is_ascii_alphanumeric())
+}
+
+/// Validates the metadata every object shares: name format, labels and annotations.
+pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    match meta_str(obj, "name") {
+        None | Some("") => causes.push(Cause::new("FieldValueRequired", "metadata.name", "Required value: name or generateName is required")),
+        Some(name) => {
+            if let Some(problem) = name_problem(info.resource, name) {
+                causes.push(Cause::invalid("metadata.name", name, &problem));
+            }
+        }
+    }
+    let meta = obj.get("metadata");
+    if let Some(labels) = meta.and_then(|m| m.get("labels")).and_then(Value::as_object) {
+        for (k, v) in labels {
+            if let Some(p) = qualified_name_problem(k) {
+                causes.push(Cause::invalid("metadata.labels", k, p));
+            }
+            match v.as_str() {
+                Some(s) if label_value_ok(s) => {}
+                _ => causes.push(Cause::invalid(
+                    "metadata.labels",
+                    v.as_str().unwrap_or_default(),
+                    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+                )),
+            }
+        }
+    }
+    if let Some(annotations) = meta.and_then(|m| m.get("annotations")).and_then(Value::as_object) {
+        let total: usize = annotations.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum();
+        for k in annotations.keys() {
+            if let Some(p) = qualified_name_problem(&k.to_ascii_lowercase()) {
+                causes.push(Cause::invalid("metadata.annotations", k, p));
+            }
+        }
+        if total > 256 * 1024 {
+            causes.push(Cause::new("FieldValueTooLong", "metadata.annotations", "Too long: must have at most 262144 bytes"));
+        }
+    }
+    causes
+}
+
+/// Sets the values the server generates on create. `uid` and the timestamp are fixed here,
+/// before proposing, so every replica stores identical bytes.
+pub fn stamp_create(info: &ResourceInfo, obj: &mut Value) {
+    let m = meta_mut(obj);
+    m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+    m.insert("creationTimestamp".into(), json!(now()));
+    m.remove("resourceVersion");
+    m.remove("deletionTimestamp");
+    m.remove("deletionGracePeriodSeconds");
+    m.remove("selfLink");
+    if info.has_generation {
+        m.insert("generation".into(), json!(1));
+    } else {
+        m.remove("generation");
+    }
+}
+
+/// Carries the server-owned metadata of `old` into `new` on update, and bumps `generation`
+/// when anything but metadata and status changed.
+pub fn carry_over(info: &ResourceInfo, old: &Value, new: &mut Value) {
+    let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let spec_changed = strip_meta_status(old) != strip_meta_status(new);
+    let m = meta_mut(new);
+    for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "namespace", "name"] {
+        match old_meta.get(field) {
+            Some(v) => m.insert(field.into(), v.clone()),
+            None => m.remove(field),
+        };
+    }
+    m.remove("resourceVersion");
+    m.remove("selfLink");
+    let generation = old_meta.get("generation").and_then(Value::as_i64);
+    match generation {
+        Some(g) if info.has_generation => {
+            m.insert("generation".into(), json!(if spec_changed { g + 1 } else { g }));
+        }
+        _ => {
+            m.remove("generation");
+        }
+    }
+}
+
+fn strip_meta_status(obj: &Value) -> Value {
+    let mut v = obj.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("metadata");
+        o.remove("status");
+    }
+    v
+}
+
+/// The object without `metadata.resourceVersion`, to tell a no-op update from a change.
+pub fn without_rv(obj: &Value) -> Value {
+    let mut v = obj.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(is_dns_subdomain("a.b-c"));
+        assert!(!is_dns_subdomain("A"));
+        assert!(name_problem("services", "1abc").is_some());
+        assert!(name_problem("configmaps", "1abc").is_none());
+        assert!(name_problem("namespaces", "a.b").is_some());
+        assert!(name_problem("clusterroles", "system:admin").is_none());
+        assert!(qualified_name_problem("app.kubernetes.io/name").is_none());
+        assert!(qualified_name_problem("-bad").is_some());
+        assert!(qualified_name_problem("/x").is_some());
+    }
+
+    #[test]
+    fn generated_suffix_uses_the_alphabet() {
+        let s = name_suffix();
+        assert_eq!(s.len(), 5);
+        assert!(s.chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
+    }
+}
