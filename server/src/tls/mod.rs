@@ -1,1 +1,16 @@
-//! (in progress)
+//! TLS for the API server: the PKI on disk ([`certs`]), the admin kubeconfig ([`kubeconfig`]),
+//! the HTTPS listener ([`serve`]) and the client-certificate identity it attaches to each
+//! request ([`identity`]).
+//!
+//! Start-up: `ensure_pki(data_dir, &opts)` → `server_config(&pki)` →
+//! `serve(listener, config, router, shutdown)`; `write_admin_kubeconfig` for kubectl.
+
+pub mod certs;
+pub mod identity;
+pub mod kubeconfig;
+pub mod serve;
+
+pub use certs::{ensure_pki, Pki, TlsOptions, ADMIN_GROUP, ADMIN_USER, CA_COMMON_NAME};
+pub use identity::ClientIdentity;
+pub use kubeconfig::{admin_kubeconfig, write_admin_kubeconfig};
+pub use serve::{serve, server_config};
