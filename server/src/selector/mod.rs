@@ -1,1 +1,65 @@
-//! (in progress)
+//! Label and field selectors of list, watch and deletecollection requests, combined into one
+//! [`Filter`] over object JSON.
+
+mod field;
+mod label;
+
+pub use field::FieldSelector;
+pub use label::LabelSelector;
+
+use serde_json::Value;
+
+use crate::error::ApiResult;
+use crate::registry::ResourceInfo;
+
+/// The `labelSelector` and `fieldSelector` of a request.
+#[derive(Debug, Default)]
+pub struct Filter {
+    pub label: LabelSelector,
+    pub field: FieldSelector,
+}
+
+impl Filter {
+    /// Parses the selectors of a request on `info`; absent or empty selects everything.
+    pub fn new(info: &ResourceInfo, label: Option<&str>, field: Option<&str>) -> ApiResult<Filter> {
+        Filter::for_resource(info.group, info.resource, label, field)
+    }
+
+    /// Parses the selectors of a request on `resource` of `group`.
+    pub fn for_resource(group: &str, resource: &str, label: Option<&str>, field: Option<&str>) -> ApiResult<Filter> {
+        Ok(Filter {
+            label: LabelSelector::parse(label.unwrap_or_default())?,
+            field: FieldSelector::parse(group, resource, field.unwrap_or_default())?,
+        })
+    }
+
+    /// Whether every object passes, so matching can be skipped.
+    pub fn is_everything(&self) -> bool {
+        self.label.is_empty() && self.field.is_empty()
+    }
+
+    /// Whether the object passes both selectors.
+    pub fn matches(&self, obj: &Value) -> bool {
+        let labels = obj.get("metadata").and_then(|m| m.get("labels")).and_then(Value::as_object);
+        self.label.matches(labels) && self.field.matches(obj)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn combines_label_and_field() {
+        let obj = json!({"metadata": {"name": "a", "namespace": "ns", "labels": {"app": "web"}}});
+        let f = Filter::for_resource("", "configmaps", Some("app=web"), Some("metadata.name=a")).unwrap();
+        assert!(!f.is_everything() && f.matches(&obj));
+        assert!(!Filter::for_resource("", "configmaps", Some("app=db"), None).unwrap().matches(&obj));
+        assert!(!Filter::for_resource("", "configmaps", None, Some("metadata.namespace=x")).unwrap().matches(&obj));
+        let all = Filter::for_resource("", "configmaps", None, Some("")).unwrap();
+        assert!(all.is_everything() && all.matches(&json!({})));
+        assert!(Filter::for_resource("", "configmaps", Some("a b"), None).is_err());
+        assert!(Filter::for_resource("", "configmaps", None, Some("spec.x=1")).is_err());
+    }
+}
