@@ -1,8 +1,18 @@
 //! `apiserver`: a Kubernetes API server whose storage is a Raft log.
+//!
+//! The request path, top to bottom: [`tls`] accepts connections and identifies client
+//! certificates, [`app`] runs the filter chain and routes, [`request`] classifies resource
+//! requests, [`handlers`] run one verb each using the [`registry`], and the store from
+//! `raft-store` proposes writes to Raft and serves reads and watches from its watch cache.
 
+pub mod app;
 pub mod cli;
+pub mod context;
+pub mod controllers;
 pub mod discovery;
 pub mod error;
+pub mod handlers;
+pub mod health;
 pub mod ipalloc;
 pub mod meta;
 pub mod negotiate;
@@ -12,5 +22,6 @@ pub mod query;
 pub mod registry;
 pub mod request;
 pub mod selector;
+pub mod server;
 pub mod table_form;
 pub mod tls;

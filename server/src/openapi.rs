@@ -1,1 +1,192 @@
-//! (in progress)
+//! OpenAPI documents derived from the registry table and the `k8s-openapi` schemas:
+//! `/openapi/v2` (Swagger 2.0), the `/openapi/v3` index, and one OpenAPI 3.0 document per group
+//! version. Each kind's schema carries `x-kubernetes-group-version-kind`, and every write
+//! operation lists the `fieldValidation` parameter, so `kubectl explain` and kubectl's
+//! server-side validation work. Built once, served as cached bytes.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use schemars::generate::SchemaSettings;
+use serde_json::{json, Map, Value};
+
+use crate::registry::{ResourceInfo, RESOURCES};
+
+/// Schemas of every kind, keyed by definition name, with refs under `ref_prefix`.
+fn schemas(ref_prefix: &str, openapi3: bool) -> Map<String, Value> {
+    let mut settings = if openapi3 { SchemaSettings::openapi3() } else { SchemaSettings::draft07() };
+    settings.definitions_path = ref_prefix.trim_start_matches('#').to_string().into();
+    let mut generator = settings.into_generator();
+    let mut out = Map::new();
+    for r in RESOURCES {
+        let schema = (r.ops.schema)(&mut generator);
+        let mut v = schema.to_value();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("$schema");
+            o.insert("x-kubernetes-group-version-kind".into(), json!([{"group": r.group, "version": r.version, "kind": r.kind}]));
+        }
+        out.insert(r.ops.definition.to_string(), v);
+    }
+    for (name, schema) in generator.take_definitions(true) {
+        out.entry(name).or_insert(schema);
+    }
+    out
+}
+
+fn params(openapi3: bool) -> Vec<Value> {
+    let p = |name: &str| {
+        if openapi3 {
+            json!({"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": true}})
+        } else {
+            json!({"name": name, "in": "query", "type": "string", "uniqueItems": true})
+        }
+    };
+    vec![p("dryRun"), p("fieldManager"), p("fieldValidation")]
+}
+
+fn body_ref(r: &ResourceInfo, openapi3: bool) -> Value {
+    if openapi3 {
+        json!({"content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{}", r.ops.definition)}}}})
+    } else {
+        json!({"name": "body", "in": "body", "required": true, "schema": {"$ref": format!("#/definitions/{}", r.ops.definition)}})
+    }
+}
+
+/// Paths of one resource: the collection (list, create) and the object (get, replace, patch,
+/// delete).
+fn paths(r: &ResourceInfo, openapi3: bool) -> Vec<(String, Value)> {
+    let root = if r.group.is_empty() { format!("/api/{}", r.version) } else { format!("/apis/{}/{}", r.group, r.version) };
+    let base = if r.namespaced { format!("{root}/namespaces/{{namespace}}/{}", r.resource) } else { format!("{root}/{}", r.resource) };
+    let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind});
+    let op = |action: &str, id: &str, with_body: bool| {
+        let mut o = json!({
+            "operationId": format!("{id}{}", r.kind),
+            "x-kubernetes-action": action,
+            "x-kubernetes-group-version-kind": gvk,
+            "responses": {"200": {"description": "OK"}},
+        });
+        if with_body {
+            let mut ps = params(openapi3);
+            if openapi3 {
+                o["requestBody"] = body_ref(r, true);
+            } else {
+                ps.push(body_ref(r, false));
+            }
+            o["parameters"] = json!(ps);
+        }
+        o
+    };
+    vec![
+        (base.clone(), json!({"get": op("list", "list", false), "post": op("post", "create", true)})),
+        (
+            format!("{base}/{{name}}"),
+            json!({"get": op("get", "read", false), "put": op("put", "replace", true), "patch": op("patch", "patch", true), "delete": op("delete", "delete", false)}),
+        ),
+    ]
+}
+
+/// The Swagger 2.0 document.
+pub fn v2() -> &'static [u8] {
+    static DOC: OnceLock<Vec<u8>> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let all_paths: Map<String, Value> = RESOURCES.iter().flat_map(|r| paths(r, false)).collect();
+        let doc = json!({
+            "swagger": "2.0",
+            "info": {"title": "Kubernetes", "version": "v1.34.0"},
+            "paths": all_paths,
+            "definitions": schemas("#/definitions/", false),
+        });
+        serde_json::to_vec(&doc).unwrap_or_default()
+    })
+}
+
+/// `api/v1` or `apis/{group}/{version}` of a resource.
+fn gv_path(r: &ResourceInfo) -> String {
+    if r.group.is_empty() {
+        format!("api/{}", r.version)
+    } else {
+        format!("apis/{}/{}", r.group, r.version)
+    }
+}
+
+fn v3_docs() -> &'static BTreeMap<String, Vec<u8>> {
+    static DOCS: OnceLock<BTreeMap<String, Vec<u8>>> = OnceLock::new();
+    DOCS.get_or_init(|| {
+        let all = schemas("#/components/schemas/", true);
+        let mut docs = BTreeMap::new();
+        let mut gvs: Vec<String> = RESOURCES.iter().map(gv_path).collect();
+        gvs.dedup();
+        for gv in gvs {
+            let res: Vec<&ResourceInfo> = RESOURCES.iter().filter(|r| gv_path(r) == gv).collect();
+            let paths: Map<String, Value> = res.iter().flat_map(|r| paths(r, true)).collect();
+            let doc = json!({
+                "openapi": "3.0.0",
+                "info": {"title": "Kubernetes", "version": "v1.34.0"},
+                "paths": paths,
+                "components": {"schemas": all},
+            });
+            docs.insert(gv, serde_json::to_vec(&doc).unwrap_or_default());
+        }
+        docs
+    })
+}
+
+fn hash(bytes: &[u8]) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    format!("{:016X}", h.finish())
+}
+
+/// The `/openapi/v3` index.
+pub fn v3_index() -> &'static [u8] {
+    static DOC: OnceLock<Vec<u8>> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let paths: Map<String, Value> = v3_docs()
+            .iter()
+            .map(|(gv, doc)| (gv.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={}", hash(doc))})))
+            .collect();
+        serde_json::to_vec(&json!({"paths": paths})).unwrap_or_default()
+    })
+}
+
+/// The OpenAPI 3.0 document of one group version (`api/v1`, `apis/apps/v1`).
+pub fn v3_group_version(path: &str) -> Option<&'static [u8]> {
+    v3_docs().get(path).map(Vec::as_slice)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refs(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(r)) = m.get("$ref") {
+                    out.push(r.clone());
+                }
+                m.values().for_each(|x| refs(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn v3_core_has_pod_with_gvk_and_resolvable_refs() {
+        let doc: Value = serde_json::from_slice(v3_group_version("api/v1").unwrap()).unwrap();
+        let pod = &doc["components"]["schemas"]["io.k8s.api.core.v1.Pod"];
+        assert_eq!(pod["x-kubernetes-group-version-kind"][0]["kind"], "Pod");
+        let post = &doc["paths"]["/api/v1/namespaces/{namespace}/pods"]["post"];
+        assert!(post["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation"));
+        let mut all = Vec::new();
+        refs(&doc, &mut all);
+        assert!(!all.is_empty());
+        for r in all {
+            let name = r.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("ref {r}"));
+            assert!(doc["components"]["schemas"].get(name).is_some(), "dangling {r}");
+        }
+        let index: Value = serde_json::from_slice(v3_index()).unwrap();
+        assert!(index["paths"]["apis/apps/v1"]["serverRelativeURL"].as_str().unwrap().starts_with("/openapi/v3/apis/apps/v1?hash="));
+    }
+}

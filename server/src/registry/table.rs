@@ -1,3 +1,112 @@
-//! (in progress)
-use super::ResourceInfo;
-pub static RESOURCES: &[ResourceInfo] = &[];
+//! The registry table: every served resource, declared once. Group, version, kind and plural
+//! come from the `k8s-openapi` type, so they cannot disagree with the schema.
+
+use k8s_openapi::api::{apps, batch, coordination, core, discovery, events, networking, policy, rbac, scheduling, storage};
+use k8s_openapi::Resource;
+
+use super::kinds::{self, *};
+use super::{KindOps, ResourceInfo, ALL_VERBS};
+
+/// The behaviour of one kind: `ops!(Type, "definition", defaults, validation, columns, cells)`.
+macro_rules! ops {
+    ($t:ty, $def:literal) => {
+        ops!($t, $def, no_defaults, no_validation, &[], no_cells)
+    };
+    ($t:ty, $def:literal, $default:expr, $validate:expr) => {
+        ops!($t, $def, $default, $validate, &[], no_cells)
+    };
+    ($t:ty, $def:literal, $default:expr, $validate:expr, $columns:expr, $cells:expr) => {
+        &KindOps {
+            decode: kinds::decode::<$t>,
+            default: $default,
+            validate: $validate,
+            columns: $columns,
+            cells: $cells,
+            schema: <$t as schemars::JsonSchema>::json_schema,
+            definition: $def,
+        }
+    };
+}
+
+/// One table row: `res!(Type, namespaced, "singular", [short names], [categories],
+/// [subresources], has_generation, ops)`.
+macro_rules! res {
+    ($t:ty, $ns:expr, $singular:literal, [$($short:literal),*], [$($cat:literal),*], [$($sub:literal),*], $gen:expr, $ops:expr) => {
+        ResourceInfo {
+            group: <$t as Resource>::GROUP,
+            version: <$t as Resource>::VERSION,
+            resource: <$t as Resource>::URL_PATH_SEGMENT,
+            singular: $singular,
+            kind: <$t as Resource>::KIND,
+            namespaced: $ns,
+            short_names: &[$($short),*],
+            categories: &[$($cat),*],
+            subresources: &[$($sub),*],
+            verbs: ALL_VERBS,
+            has_generation: $gen,
+            ops: $ops,
+        }
+    };
+}
+
+const NS: bool = true;
+const CLUSTER: bool = false;
+
+pub static RESOURCES: &[ResourceInfo] = &[
+    // core/v1
+    res!(core::v1::Namespace, CLUSTER, "namespace", ["ns"], [], ["status", "finalize"], false,
+        ops!(core::v1::Namespace, "io.k8s.api.core.v1.Namespace", defaults::namespace, no_validation, NAMESPACE_COLUMNS, namespace_cells)),
+    res!(core::v1::ConfigMap, NS, "configmap", ["cm"], [], [], false,
+        ops!(core::v1::ConfigMap, "io.k8s.api.core.v1.ConfigMap", no_defaults, validate::configmap, CONFIGMAP_COLUMNS, configmap_cells)),
+    res!(core::v1::Secret, NS, "secret", [], [], [], false,
+        ops!(core::v1::Secret, "io.k8s.api.core.v1.Secret", defaults::secret, validate::secret, SECRET_COLUMNS, secret_cells)),
+    res!(core::v1::Pod, NS, "pod", ["po"], ["all"], ["status"], true,
+        ops!(core::v1::Pod, "io.k8s.api.core.v1.Pod", defaults::pod, validate::pod, POD_COLUMNS, pod_cells)),
+    res!(core::v1::Service, NS, "service", ["svc"], ["all"], ["status"], false,
+        ops!(core::v1::Service, "io.k8s.api.core.v1.Service", defaults::service, validate::service, SERVICE_COLUMNS, service_cells)),
+    res!(core::v1::ServiceAccount, NS, "serviceaccount", ["sa"], [], [], false,
+        ops!(core::v1::ServiceAccount, "io.k8s.api.core.v1.ServiceAccount", no_defaults, no_validation, SERVICEACCOUNT_COLUMNS, serviceaccount_cells)),
+    res!(core::v1::Node, CLUSTER, "node", ["no"], [], ["status"], false,
+        ops!(core::v1::Node, "io.k8s.api.core.v1.Node", no_defaults, no_validation, NODE_COLUMNS, node_cells)),
+    res!(core::v1::Event, NS, "event", ["ev"], [], [], false, ops!(core::v1::Event, "io.k8s.api.core.v1.Event")),
+    res!(core::v1::Endpoints, NS, "endpoints", ["ep"], [], [], false, ops!(core::v1::Endpoints, "io.k8s.api.core.v1.Endpoints")),
+    res!(core::v1::LimitRange, NS, "limitrange", ["limits"], [], [], false, ops!(core::v1::LimitRange, "io.k8s.api.core.v1.LimitRange")),
+    res!(core::v1::ResourceQuota, NS, "resourcequota", ["quota"], [], ["status"], false, ops!(core::v1::ResourceQuota, "io.k8s.api.core.v1.ResourceQuota")),
+    res!(core::v1::PersistentVolume, CLUSTER, "persistentvolume", ["pv"], [], ["status"], false, ops!(core::v1::PersistentVolume, "io.k8s.api.core.v1.PersistentVolume")),
+    res!(core::v1::PersistentVolumeClaim, NS, "persistentvolumeclaim", ["pvc"], [], ["status"], false,
+        ops!(core::v1::PersistentVolumeClaim, "io.k8s.api.core.v1.PersistentVolumeClaim", defaults::pvc, no_validation)),
+    res!(core::v1::ReplicationController, NS, "replicationcontroller", ["rc"], ["all"], ["status", "scale"], true,
+        ops!(core::v1::ReplicationController, "io.k8s.api.core.v1.ReplicationController", defaults::replicated, no_validation, REPLICASET_COLUMNS, replicaset_cells)),
+    // apps/v1
+    res!(apps::v1::Deployment, NS, "deployment", ["deploy"], ["all"], ["status", "scale"], true,
+        ops!(apps::v1::Deployment, "io.k8s.api.apps.v1.Deployment", defaults::deployment, validate::workload, DEPLOYMENT_COLUMNS, deployment_cells)),
+    res!(apps::v1::StatefulSet, NS, "statefulset", ["sts"], ["all"], ["status", "scale"], true,
+        ops!(apps::v1::StatefulSet, "io.k8s.api.apps.v1.StatefulSet", defaults::statefulset, validate::workload, STATEFULSET_COLUMNS, statefulset_cells)),
+    res!(apps::v1::DaemonSet, NS, "daemonset", ["ds"], ["all"], ["status"], true,
+        ops!(apps::v1::DaemonSet, "io.k8s.api.apps.v1.DaemonSet", defaults::daemonset, validate::workload)),
+    res!(apps::v1::ReplicaSet, NS, "replicaset", ["rs"], ["all"], ["status", "scale"], true,
+        ops!(apps::v1::ReplicaSet, "io.k8s.api.apps.v1.ReplicaSet", defaults::replicated, validate::workload, REPLICASET_COLUMNS, replicaset_cells)),
+    res!(apps::v1::ControllerRevision, NS, "controllerrevision", [], [], [], false, ops!(apps::v1::ControllerRevision, "io.k8s.api.apps.v1.ControllerRevision")),
+    // batch/v1
+    res!(batch::v1::Job, NS, "job", [], ["all"], ["status"], true,
+        ops!(batch::v1::Job, "io.k8s.api.batch.v1.Job", defaults::job, validate::job, JOB_COLUMNS, job_cells)),
+    res!(batch::v1::CronJob, NS, "cronjob", ["cj"], ["all"], ["status"], true,
+        ops!(batch::v1::CronJob, "io.k8s.api.batch.v1.CronJob", defaults::cronjob, validate::cronjob, CRONJOB_COLUMNS, cronjob_cells)),
+    // other groups
+    res!(coordination::v1::Lease, NS, "lease", [], [], [], false, ops!(coordination::v1::Lease, "io.k8s.api.coordination.v1.Lease")),
+    res!(discovery::v1::EndpointSlice, NS, "endpointslice", [], [], [], false, ops!(discovery::v1::EndpointSlice, "io.k8s.api.discovery.v1.EndpointSlice")),
+    res!(events::v1::Event, NS, "event", ["ev"], [], [], false, ops!(events::v1::Event, "io.k8s.api.events.v1.Event")),
+    res!(networking::v1::Ingress, NS, "ingress", ["ing"], [], ["status"], true, ops!(networking::v1::Ingress, "io.k8s.api.networking.v1.Ingress")),
+    res!(networking::v1::IngressClass, CLUSTER, "ingressclass", [], [], [], false, ops!(networking::v1::IngressClass, "io.k8s.api.networking.v1.IngressClass")),
+    res!(networking::v1::NetworkPolicy, NS, "networkpolicy", ["netpol"], [], [], true, ops!(networking::v1::NetworkPolicy, "io.k8s.api.networking.v1.NetworkPolicy")),
+    res!(policy::v1::PodDisruptionBudget, NS, "poddisruptionbudget", ["pdb"], [], ["status"], true, ops!(policy::v1::PodDisruptionBudget, "io.k8s.api.policy.v1.PodDisruptionBudget")),
+    res!(rbac::v1::Role, NS, "role", [], [], [], false, ops!(rbac::v1::Role, "io.k8s.api.rbac.v1.Role", no_defaults, validate::role)),
+    res!(rbac::v1::RoleBinding, NS, "rolebinding", [], [], [], false, ops!(rbac::v1::RoleBinding, "io.k8s.api.rbac.v1.RoleBinding", no_defaults, validate::binding)),
+    res!(rbac::v1::ClusterRole, CLUSTER, "clusterrole", [], [], [], false, ops!(rbac::v1::ClusterRole, "io.k8s.api.rbac.v1.ClusterRole", no_defaults, validate::role)),
+    res!(rbac::v1::ClusterRoleBinding, CLUSTER, "clusterrolebinding", [], [], [], false, ops!(rbac::v1::ClusterRoleBinding, "io.k8s.api.rbac.v1.ClusterRoleBinding", no_defaults, validate::binding)),
+    res!(scheduling::v1::PriorityClass, CLUSTER, "priorityclass", ["pc"], [], [], false, ops!(scheduling::v1::PriorityClass, "io.k8s.api.scheduling.v1.PriorityClass")),
+    res!(storage::v1::StorageClass, CLUSTER, "storageclass", ["sc"], [], [], false, ops!(storage::v1::StorageClass, "io.k8s.api.storage.v1.StorageClass")),
+    res!(storage::v1::CSIDriver, CLUSTER, "csidriver", [], [], [], false, ops!(storage::v1::CSIDriver, "io.k8s.api.storage.v1.CSIDriver")),
+    res!(storage::v1::CSINode, CLUSTER, "csinode", [], [], [], false, ops!(storage::v1::CSINode, "io.k8s.api.storage.v1.CSINode")),
+    res!(storage::v1::VolumeAttachment, CLUSTER, "volumeattachment", [], [], ["status"], false, ops!(storage::v1::VolumeAttachment, "io.k8s.api.storage.v1.VolumeAttachment")),
+];

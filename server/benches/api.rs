@@ -1,0 +1,213 @@
+//! The benchmark: starts the release server on a fresh data directory and measures, with
+//! 1 KiB ConfigMaps, create throughput and latency (1 and 32 clients), consistent and rv=0 GET
+//! latency, a full LIST of 10,000 objects, watch delivery latency to 100 watchers, and RSS
+//! after 100,000 objects. Run with `cargo bench -p apiserver --bench api`; set
+//! `BENCH_OBJECTS` to change the 100,000.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{GetParams, ListParams, PostParams, WatchEvent, WatchParams};
+use kube::{Api, Client, Config};
+
+struct Server {
+    child: Child,
+    _dir: tempfile::TempDir,
+    kubeconfig: std::path::PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start() -> Server {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(env!("CARGO_BIN_EXE_apiserver"))
+        .args(["--data-dir", dir.path().to_str().unwrap(), "--secure-port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start apiserver");
+    let kubeconfig = dir.path().join("admin.kubeconfig");
+    Server { child, _dir: dir, kubeconfig }
+}
+
+async fn client(server: &Server) -> Client {
+    for _ in 0..300 {
+        if server.kubeconfig.exists() {
+            if let Ok(kc) = kube::config::Kubeconfig::read_from(&server.kubeconfig) {
+                if let Ok(cfg) = Config::from_custom_kubeconfig(kc, &Default::default()).await {
+                    let client = Client::try_from(cfg).expect("client");
+                    let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+                    if ns.get("default").await.is_ok() {
+                        return client;
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("server did not become ready");
+}
+
+fn configmap(name: &str) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.to_string());
+    cm.data = Some([("payload".to_string(), "x".repeat(1024 - 100))].into());
+    cm
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn report(name: &str, mut lat: Vec<Duration>, elapsed: Duration) {
+    lat.sort();
+    println!(
+        "{name:<40} n={:<7} {:>9.0} ops/s  p50 {:>7.2} ms  p99 {:>7.2} ms",
+        lat.len(),
+        lat.len() as f64 / elapsed.as_secs_f64(),
+        percentile(&lat, 0.5).as_secs_f64() * 1e3,
+        percentile(&lat, 0.99).as_secs_f64() * 1e3
+    );
+}
+
+/// `total` creates spread over `clients` concurrent tasks; returns per-request latencies.
+async fn creates(api: &Api<ConfigMap>, prefix: &str, total: usize, clients: usize) -> (Vec<Duration>, Duration) {
+    let started = Instant::now();
+    let per = total / clients;
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let api = api.clone();
+            let prefix = prefix.to_string();
+            tokio::spawn(async move {
+                let mut lat = Vec::with_capacity(per);
+                for i in 0..per {
+                    let t = Instant::now();
+                    api.create(&PostParams::default(), &configmap(&format!("{prefix}-{c}-{i}"))).await.expect("create");
+                    lat.push(t.elapsed());
+                }
+                lat
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    (all, started.elapsed())
+}
+
+fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+#[tokio::main]
+async fn main() {
+    let objects: usize = std::env::var("BENCH_OBJECTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let server = start();
+    let client = client(&server).await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+
+    let (lat, el) = creates(&api, "single", 2_000, 1).await;
+    report("create, 1 client", lat, el);
+    let (lat, el) = creates(&api, "c32", 16_000, 32).await;
+    report("create, 32 clients", lat, el);
+
+    for (name, params) in [("get consistent (rv unset)", GetParams::default()), ("get rv=0", GetParams::any())] {
+        let started = Instant::now();
+        let mut lat = Vec::new();
+        for i in 0..2_000 {
+            let t = Instant::now();
+            let cm = format!("single-0-{}", i % 2000);
+            api.get_with(&cm, &params).await.expect("get");
+            lat.push(t.elapsed());
+        }
+        report(name, lat, started.elapsed());
+    }
+
+    // LIST of 10,000: a namespace holding exactly that many.
+    let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let mut list_ns = k8s_openapi::api::core::v1::Namespace::default();
+    list_ns.metadata.name = Some("list10k".into());
+    ns.create(&PostParams::default(), &list_ns).await.expect("namespace");
+    let list_api: Api<ConfigMap> = Api::namespaced(client.clone(), "list10k");
+    creates(&list_api, "l", 10_000, 32).await;
+    let mut lat = Vec::new();
+    let started = Instant::now();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let items = list_api.list(&ListParams::default()).await.expect("list");
+        assert_eq!(items.items.len(), 10_000);
+        lat.push(t.elapsed());
+    }
+    report("list 10,000 (consistent)", lat, started.elapsed());
+
+    // Watch delivery to 100 watchers: time from issuing a write to each watcher seeing it.
+    let watch_api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let sent: Arc<std::sync::Mutex<std::collections::HashMap<String, Instant>>> = Default::default();
+    let rv = watch_api.list_metadata(&ListParams::default().limit(1)).await.unwrap().metadata.resource_version.unwrap();
+    let updates = 200;
+    let mut watchers = Vec::new();
+    for _ in 0..100 {
+        let api = watch_api.clone();
+        let sent = sent.clone();
+        let rv = rv.clone();
+        watchers.push(tokio::spawn(async move {
+            let mut stream = api.watch(&WatchParams::default().labels("bench=watch"), &rv).await.unwrap().boxed();
+            let mut lat = Vec::new();
+            while lat.len() < updates {
+                match stream.try_next().await {
+                    Ok(Some(WatchEvent::Added(cm))) => {
+                        let name = cm.metadata.name.unwrap_or_default();
+                        if let Some(t) = sent.lock().unwrap().get(&name) {
+                            lat.push(t.elapsed());
+                        }
+                    }
+                    Ok(Some(_)) => {}
+                    _ => break,
+                }
+            }
+            lat
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    for i in 0..updates {
+        let mut cm = configmap(&format!("watched-{i}"));
+        cm.metadata.labels = Some([("bench".to_string(), "watch".to_string())].into());
+        sent.lock().unwrap().insert(format!("watched-{i}"), Instant::now());
+        watch_api.create(&PostParams::default(), &cm).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut lat = Vec::new();
+    for w in watchers {
+        lat.extend(w.await.unwrap());
+    }
+    report("watch delivery, 100 watchers", lat, started.elapsed());
+
+    // RSS with `objects` ConfigMaps stored in all.
+    let have = 2_000 + 16_000 + 10_000 + updates;
+    if objects > have {
+        let (_, el) = creates(&api, "rss", objects - have, 32).await;
+        println!("filled to {objects} objects in {:.1} s", el.as_secs_f64());
+    }
+    println!("{:<40} {:.0} MiB with {objects} objects", "RSS", rss_mib(server.child.id()));
+}

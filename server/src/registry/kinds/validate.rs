@@ -1,0 +1,162 @@
+//! Validation beyond types: required fields and the rules kubectl users meet first.
+
+use serde_json::Value;
+
+use crate::error::Cause;
+use crate::meta::is_dns_subdomain;
+
+fn pod_spec_at(spec: &Value, path: &str, out: &mut Vec<Cause>) {
+    let containers = spec["containers"].as_array().filter(|c| !c.is_empty());
+    let Some(containers) = containers else {
+        out.push(Cause::required(format!("{path}.containers")));
+        return;
+    };
+    let mut seen = std::collections::HashSet::new();
+    for (i, c) in containers.iter().enumerate() {
+        let name = c["name"].as_str().unwrap_or_default();
+        if name.is_empty() {
+            out.push(Cause::required(format!("{path}.containers[{i}].name")));
+        } else if !seen.insert(name) {
+            out.push(Cause::new("FieldValueDuplicate", format!("{path}.containers[{i}].name"), format!("Duplicate value: \"{name}\"")));
+        } else if !(name.len() <= 63 && is_dns_subdomain(name) && !name.contains('.')) {
+            out.push(Cause::invalid(format!("{path}.containers[{i}].name"), name, "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"));
+        }
+        if c["image"].as_str().is_none_or(str::is_empty) {
+            out.push(Cause::required(format!("{path}.containers[{i}].image")));
+        }
+    }
+}
+
+pub fn pod(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    pod_spec_at(&obj["spec"], "spec", &mut out);
+    out
+}
+
+/// Workloads: a selector matching the template's labels, a valid template, replicas ≥ 0.
+pub fn workload(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let spec = &obj["spec"];
+    let labels = spec["template"]["metadata"]["labels"].as_object();
+    match spec["selector"].as_object() {
+        None => out.push(Cause::required("spec.selector")),
+        Some(sel) => {
+            let match_labels = sel.get("matchLabels").and_then(Value::as_object);
+            if match_labels.is_none_or(|m| m.is_empty()) && sel.get("matchExpressions").and_then(Value::as_array).is_none_or(|e| e.is_empty()) {
+                out.push(Cause::invalid("spec.selector", "{}", "empty selector is invalid for deployment"));
+            }
+            let matches = match_labels.is_none_or(|m| m.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v)));
+            if !matches {
+                let shown = labels.map(|l| serde_json::to_string(l).unwrap_or_default()).unwrap_or_default();
+                out.push(Cause::invalid("spec.template.metadata.labels", shown, "`selector` does not match template `labels`"));
+            }
+        }
+    }
+    if spec["replicas"].as_i64().is_some_and(|r| r < 0) {
+        out.push(Cause::invalid("spec.replicas", spec["replicas"].as_i64().unwrap_or_default(), "must be greater than or equal to 0"));
+    }
+    pod_spec_at(&spec["template"]["spec"], "spec.template.spec", &mut out);
+    out
+}
+
+pub fn job(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let spec = &obj["spec"]["template"]["spec"];
+    pod_spec_at(spec, "spec.template.spec", &mut out);
+    match spec["restartPolicy"].as_str() {
+        Some("OnFailure") | Some("Never") => {}
+        other => out.push(Cause::new(
+            "FieldValueNotSupported",
+            "spec.template.spec.restartPolicy",
+            format!("Unsupported value: \"{}\": supported values: \"OnFailure\", \"Never\"", other.unwrap_or_default()),
+        )),
+    }
+    out
+}
+
+pub fn cronjob(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    if obj["spec"]["schedule"].as_str().is_none_or(str::is_empty) {
+        out.push(Cause::required("spec.schedule"));
+    }
+    pod_spec_at(&obj["spec"]["jobTemplate"]["spec"]["template"]["spec"], "spec.jobTemplate.spec.template.spec", &mut out);
+    out
+}
+
+pub fn service(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let spec = &obj["spec"];
+    let ty = spec["type"].as_str().unwrap_or("ClusterIP");
+    if !matches!(ty, "ClusterIP" | "NodePort" | "LoadBalancer" | "ExternalName") {
+        out.push(Cause::new("FieldValueNotSupported", "spec.type", format!("Unsupported value: \"{ty}\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\"")));
+    }
+    let headless = spec["clusterIP"].as_str() == Some("None");
+    let ports = spec["ports"].as_array();
+    if ty != "ExternalName" && !headless && ports.is_none_or(|p| p.is_empty()) {
+        out.push(Cause::required("spec.ports"));
+    }
+    for (i, p) in ports.into_iter().flatten().enumerate() {
+        let port = p["port"].as_i64().unwrap_or(0);
+        if !(1..=65535).contains(&port) {
+            out.push(Cause::invalid(format!("spec.ports[{i}].port"), port, "must be between 1 and 65535, inclusive"));
+        }
+    }
+    out
+}
+
+fn data_keys(obj: &Value, fields: &[&str]) -> Vec<Cause> {
+    let mut out = Vec::new();
+    for f in fields {
+        for k in obj[*f].as_object().into_iter().flat_map(|m| m.keys()) {
+            let ok = !k.is_empty() && k.len() <= 253 && k.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+            if !ok {
+                out.push(Cause::invalid(format!("{f}[{k}]"), k, "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"));
+            }
+        }
+    }
+    out
+}
+
+pub fn configmap(obj: &Value) -> Vec<Cause> {
+    data_keys(obj, &["data", "binaryData"])
+}
+
+pub fn secret(obj: &Value) -> Vec<Cause> {
+    data_keys(obj, &["data", "stringData"])
+}
+
+pub fn role(obj: &Value) -> Vec<Cause> {
+    obj["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, r)| r["verbs"].as_array().is_none_or(|v| v.is_empty()))
+        .map(|(i, _)| Cause::required(format!("rules[{i}].verbs")))
+        .collect()
+}
+
+pub fn binding(obj: &Value) -> Vec<Cause> {
+    if obj["roleRef"]["name"].as_str().is_none_or(str::is_empty) {
+        return vec![Cause::required("roleRef.name")];
+    }
+    Vec::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pods_need_containers() {
+        assert_eq!(pod(&json!({"spec": {}}))[0].field, "spec.containers");
+        assert!(pod(&json!({"spec": {"containers": [{"name": "a", "image": "x"}]}})).is_empty());
+    }
+
+    #[test]
+    fn selector_must_match_template() {
+        let d = json!({"spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "c"}}, "spec": {"containers": [{"name": "x", "image": "y"}]}}}});
+        assert_eq!(workload(&d)[0].field, "spec.template.metadata.labels");
+    }
+}
