@@ -99,6 +99,11 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
         ["api", v] => discovery::api_resource_list("", v),
         ["apis", g] => discovery::api_group(g),
         ["apis", g, v] => discovery::api_resource_list(g, v),
+        // The Swagger document is served as JSON only; a client asking only for its protobuf
+        // form gets 406 and falls back.
+        ["openapi", "v2"] if !accepts_json(headers) => {
+            return ApiError::NotAcceptable("only application/json is served for /openapi/v2".into()).into_response()
+        }
         ["openapi", "v2"] => return raw_json(openapi::v2().to_vec()),
         ["openapi", "v3"] => return raw_json(openapi::v3_index().to_vec()),
         ["openapi", "v3", rest @ ..] => match openapi::v3_group_version(&rest.join("/")) {
@@ -111,6 +116,12 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
         Some(v) => raw_json(serde_json::to_vec(&v).unwrap_or_default()),
         None => ApiError::NoRoute.into_response(),
     }
+}
+
+/// Whether the Accept header allows a JSON answer.
+fn accepts_json(headers: &http::HeaderMap) -> bool {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    accept.is_empty() || accept.split(',').any(|t| matches!(t.split(';').next().unwrap_or("").trim(), "application/json" | "*/*" | "application/*"))
 }
 
 fn version() -> Value {
