@@ -362,8 +362,18 @@ fn stamp(data: &Bytes, rev: u64) -> Bytes {
     if let serde_json::Value::Object(m) = meta {
         m.insert("resourceVersion".into(), serde_json::Value::String(rev.to_string()));
     }
-    Bytes::from(serde_json::to_vec(&obj).unwrap_or_else(|_| data.to_vec()))
+    // Sized up front: the stored bytes live as long as the object, and a vector grown by
+    // doubling would keep up to twice the object's size allocated.
+    let mut out = Vec::with_capacity(data.len() + STAMP_ROOM);
+    match serde_json::to_writer(&mut out, &obj) {
+        Ok(()) if out.capacity() == out.len() => Bytes::from(out),
+        Ok(()) => Bytes::from(out.into_boxed_slice()),
+        Err(_) => data.clone(),
+    }
 }
+
+/// Bytes a stamp may add: the `resourceVersion` field, and `metadata` when absent.
+const STAMP_ROOM: usize = 48;
 
 /// Why a watch stream ended.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -4,15 +4,20 @@
 //! Every mutation is one log entry holding a compare-and-set [`Txn`]; the entry's log index is
 //! the revision (`resourceVersion`) of everything it writes.
 
+mod admin;
 mod cache;
 mod error;
 mod log_store;
 mod network;
+mod peer;
+mod service;
 mod state_machine;
 mod store;
 mod types;
 
+pub use admin::{membership, Member, MembershipChange};
 pub use cache::{Cache, CacheOptions, Event, EventType, ListResult, WatchError, Watcher};
 pub use error::StoreError;
-pub use store::{Store, StoreOptions};
+pub use peer::PeerTls;
+pub use store::{RaftStatus, Store, StoreOptions};
 pub use types::{Action, Cond, NodeId, Object, Op, Txn, TxnResult};

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,8 +15,10 @@ use crate::cache::{Cache, CacheOptions};
 use crate::error::StoreError;
 use crate::log_store::LogStore;
 use crate::network::Network;
+use crate::peer::{self, PeerTls, Peers};
+use crate::service;
 use crate::state_machine::StateMachine;
-use crate::types::{NodeId, Raft, Txn, TxnResult};
+use crate::types::{NodeId, Raft, Txn, TxnResult, TypeConfig};
 
 /// How long a request waits for a leader to be elected.
 const LEADER_WAIT: Duration = Duration::from_secs(5);
@@ -24,8 +27,16 @@ const LEADER_WAIT: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     pub node_id: NodeId,
-    /// This node's Raft address, as peers reach it.
+    /// This node's Raft address, as peers reach it (`host:port`).
     pub raft_addr: String,
+    /// The voters a new cluster starts with, by id (this node among them); empty for a
+    /// single-node group of this node alone. Unused when joining an existing cluster.
+    pub initial_members: BTreeMap<NodeId, String>,
+    /// Join a cluster this node is a member of instead of initializing one: the leader brings
+    /// it up to date.
+    pub join_existing: bool,
+    /// Mutual TLS between peers; `None` only for a single node, which sends no RPCs.
+    pub peer_tls: Option<PeerTls>,
     pub cache: CacheOptions,
     /// Build a snapshot (and purge the log before it) after this many entries.
     pub snapshot_every: u64,
@@ -36,8 +47,30 @@ impl Default for StoreOptions {
         StoreOptions {
             node_id: 1,
             raft_addr: "127.0.0.1:0".into(),
+            initial_members: BTreeMap::new(),
+            join_existing: false,
+            peer_tls: None,
             cache: CacheOptions::default(),
             snapshot_every: 50_000,
+        }
+    }
+}
+
+/// redb's page cache. Reads are served from the watch cache, so redb only needs enough to
+/// append to the log and to read back recent entries for followers.
+const REDB_CACHE_BYTES: usize = 32 << 20;
+
+/// Opens the redb file. The last handle of a previous `Store` in this process releases the file
+/// lock just after it is dropped, so a reopen right after `shutdown` may briefly find it held.
+async fn open_db(path: &Path) -> Result<Database, StoreError> {
+    let mut attempts = 0;
+    loop {
+        match Database::builder().set_cache_size(REDB_CACHE_BYTES).create(path) {
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) if attempts < 100 => {
+                attempts += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            other => return other.map_err(StoreError::internal),
         }
     }
 }
@@ -48,7 +81,41 @@ pub struct Store {
     raft: Raft,
     cache: Arc<Cache>,
     node_id: NodeId,
+    peers: Peers,
+    peer_tls: Option<PeerTls>,
+    /// Writes proposed through this node.
+    proposals: Arc<AtomicU64>,
     db: std::sync::Weak<Database>,
+}
+
+/// A node's view of its Raft group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RaftStatus {
+    pub term: u64,
+    pub leader: Option<NodeId>,
+    pub is_leader: bool,
+    pub committed: u64,
+    pub applied: u64,
+    /// Writes proposed through this node since it started.
+    pub proposals: u64,
+}
+
+/// Where a request that only the leader can answer goes, from an openraft error.
+enum Route {
+    /// No leader is known yet: wait for an election.
+    Wait,
+    /// Ask the leader at this address.
+    Leader(NodeId, String),
+}
+
+impl Route {
+    fn of(f: Option<&openraft::errors::ForwardToLeader<TypeConfig>>) -> Option<Route> {
+        let f = f?;
+        Some(match (f.leader_id, f.leader_node.as_ref()) {
+            (Some(id), Some(node)) => Route::Leader(id, node.addr.clone()),
+            _ => Route::Wait,
+        })
+    }
 }
 
 impl Store {
@@ -56,7 +123,7 @@ impl Store {
     /// initializes itself as the only voter.
     pub async fn open(dir: &Path, opts: StoreOptions) -> Result<Store, StoreError> {
         std::fs::create_dir_all(dir).map_err(StoreError::internal)?;
-        let db = Arc::new(Database::create(dir.join("raft.redb")).map_err(StoreError::internal)?);
+        let db = Arc::new(open_db(&dir.join("raft.redb")).await?);
         let db_ref = Arc::downgrade(&db);
         let log = LogStore::open(db.clone()).map_err(StoreError::internal)?;
         let cache = Arc::new(Cache::new(opts.cache));
@@ -67,16 +134,24 @@ impl Store {
             election_timeout_min: 300,
             election_timeout_max: 600,
             snapshot_policy: SnapshotPolicy::LogsSinceLast(opts.snapshot_every),
-            max_in_snapshot_log_to_keep: 1000,
+            // Entries kept behind a snapshot for followers that lag a little; one further
+            // behind gets the snapshot.
+            max_in_snapshot_log_to_keep: (opts.snapshot_every / 10).min(1000),
             ..Default::default()
         };
         let config = Arc::new(config.validate().map_err(StoreError::internal)?);
-        let raft = Raft::new(opts.node_id, config, Network, log, sm)
+        let peers = Peers::new(opts.peer_tls.clone());
+        let raft = Raft::new(opts.node_id, config, Network { peers: peers.clone() }, log, sm)
             .await
             .map_err(StoreError::internal)?;
-        if !raft.is_initialized().await.map_err(StoreError::internal)? {
-            let mut members = BTreeMap::new();
-            members.insert(opts.node_id, BasicNode { addr: opts.raft_addr.clone() });
+        if !opts.join_existing && !raft.is_initialized().await.map_err(StoreError::internal)? {
+            // Every member of a new cluster initializes with the same voters, so each writes the
+            // same first entry; a single node is a group of itself.
+            let mut members: BTreeMap<NodeId, BasicNode> =
+                opts.initial_members.iter().map(|(id, addr)| (*id, BasicNode { addr: addr.clone() })).collect();
+            if members.is_empty() {
+                members.insert(opts.node_id, BasicNode { addr: opts.raft_addr.clone() });
+            }
             raft.initialize(members).await.map_err(StoreError::internal)?;
         }
         let expiry = Arc::downgrade(&cache);
@@ -90,39 +165,98 @@ impl Store {
                 }
             }
         });
-        Ok(Store { raft, cache, node_id: opts.node_id, db: db_ref })
+        Ok(Store { raft, cache, node_id: opts.node_id, peers, peer_tls: opts.peer_tls, proposals: Default::default(), db: db_ref })
     }
 
-    /// Proposes a transaction and waits until this node has applied it. While the group has
-    /// no leader (an election is running) the proposal waits for one, up to a few seconds.
+    /// Proposes a transaction and waits until this node has applied it. A follower forwards it
+    /// to the leader and then waits for its own state machine to reach the entry, so that a
+    /// client reads its own write on any replica. While the group has no leader (an election is
+    /// running) the proposal waits for one, up to a few seconds.
     pub async fn write(&self, txn: Txn) -> Result<TxnResult, StoreError> {
+        self.proposals.fetch_add(1, Ordering::Relaxed);
         let deadline = tokio::time::Instant::now() + LEADER_WAIT;
         loop {
-            match self.raft.client_write(txn.clone()).await {
+            let err = match self.raft.client_write(txn.clone()).await {
                 Ok(resp) => return Ok(resp.data),
-                Err(e) => match e.forward_to_leader() {
-                    Some(f) if f.leader_id.is_none() => self.wait_leader(deadline).await?,
-                    Some(_) => return Err(StoreError::NotLeader(e.to_string())),
-                    None => return Err(StoreError::Unavailable(e.to_string())),
+                Err(e) => e,
+            };
+            match Route::of(err.forward_to_leader()) {
+                Some(Route::Leader(id, addr)) if id != self.node_id => match self.forward(id, &addr, &txn).await {
+                    Ok((index, result)) => {
+                        self.cache.wait_applied(index, LEADER_WAIT).await?;
+                        return Ok(result);
+                    }
+                    Err(e) => self.retry_later(deadline, e).await?,
                 },
+                Some(_) => self.wait_leader(deadline).await?,
+                None => return Err(StoreError::Unavailable(err.to_string())),
             }
         }
     }
 
-    /// A revision for a "Most Recent" read: confirms leadership with a quorum (read index) and
-    /// waits until the local state has applied it. Returns the applied revision.
+    /// A revision for a "Most Recent" read: the read index confirmed by a quorum (asked of the
+    /// leader when this node follows), once the local state has applied it. Returns the
+    /// applied revision.
     pub async fn linearizable_rev(&self) -> Result<u64, StoreError> {
         let deadline = tokio::time::Instant::now() + LEADER_WAIT;
         loop {
-            match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
+            let err = match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
                 Ok(_) => return Ok(self.cache.applied()),
-                Err(e) => match e.forward_to_leader() {
-                    Some(f) if f.leader_id.is_none() => self.wait_leader(deadline).await?,
-                    Some(_) => return Err(StoreError::NotLeader(e.to_string())),
-                    None => return Err(StoreError::Unavailable(e.to_string())),
+                Err(e) => e,
+            };
+            match Route::of(err.forward_to_leader()) {
+                Some(Route::Leader(id, addr)) if id != self.node_id => match self.read_index(id, &addr).await {
+                    Ok(index) => {
+                        self.cache.wait_applied(index, LEADER_WAIT).await?;
+                        return Ok(self.cache.applied());
+                    }
+                    Err(e) => self.retry_later(deadline, e).await?,
                 },
+                Some(_) => self.wait_leader(deadline).await?,
+                None => return Err(StoreError::Unavailable(err.to_string())),
             }
         }
+    }
+
+    /// Sends a write to the leader; answers the log index it was applied at and its result.
+    async fn forward(&self, leader: NodeId, addr: &str, txn: &Txn) -> Result<service::Forwarded, String> {
+        let mut client = self.peers.client(leader, addr)?;
+        let req = proto::raft::ForwardRequest { txn: peer::encode(txn)? };
+        let resp = client.forward(req).await.map_err(|s| s.message().to_string())?.into_inner();
+        if !resp.error.is_empty() {
+            return Err(resp.error);
+        }
+        peer::decode(&resp.result)
+    }
+
+    /// Asks the leader for a read index.
+    async fn read_index(&self, leader: NodeId, addr: &str) -> Result<u64, String> {
+        let mut client = self.peers.client(leader, addr)?;
+        let resp = client.read_index(proto::raft::ReadIndexRequest {}).await.map_err(|s| s.message().to_string())?.into_inner();
+        if !resp.error.is_empty() {
+            return Err(resp.error);
+        }
+        Ok(resp.index)
+    }
+
+    /// After a failed call to the leader: wait a moment (leadership may be moving), unless the
+    /// deadline has passed.
+    async fn retry_later(&self, deadline: tokio::time::Instant, why: String) -> Result<(), StoreError> {
+        if tokio::time::Instant::now() >= deadline {
+            return Err(StoreError::Unavailable(format!("the leader did not answer: {why}")));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Ok(())
+    }
+
+    /// Serves the peer service (Raft RPCs, forwarded writes, read index) on `listener` until
+    /// `shutdown` completes.
+    pub async fn serve_peers(
+        &self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), StoreError> {
+        service::serve(self.raft.clone(), self.peers.clone(), listener, self.peer_tls.clone(), shutdown).await.map_err(StoreError::Internal)
     }
 
     async fn wait_leader(&self, deadline: tokio::time::Instant) -> Result<(), StoreError> {
@@ -163,12 +297,24 @@ impl Store {
         self.raft.is_leader()
     }
 
-    /// The committed and applied log indexes, for readiness and metrics.
+    /// The committed and applied log indexes, for readiness.
     pub fn progress(&self) -> (u64, u64) {
+        let s = self.status();
+        (s.committed, s.applied)
+    }
+
+    /// This node's view of the group, for metrics.
+    pub fn status(&self) -> RaftStatus {
         let m = self.raft.metrics().borrow_watched().clone();
         let applied = m.last_applied.map(|l| l.index()).unwrap_or(0);
-        let committed = m.local_committed.map(|l| l.index()).unwrap_or(applied);
-        (committed, applied)
+        RaftStatus {
+            term: m.current_term,
+            leader: m.current_leader,
+            is_leader: m.current_leader == Some(self.node_id),
+            committed: m.local_committed.map(|l| l.index()).unwrap_or(applied),
+            applied,
+            proposals: self.proposals.load(Ordering::Relaxed),
+        }
     }
 
     /// Stops Raft (pending writes fail) and waits, a few seconds at most, until the data

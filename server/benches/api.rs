@@ -4,7 +4,11 @@
 //! after 100,000 objects. Run with `cargo bench -p apiserver --bench api`; set
 //! `BENCH_OBJECTS` to change the 100,000.
 
+mod common;
+
 use std::process::{Child, Command, Stdio};
+
+use common::{configmap, creates, report};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,57 +59,6 @@ async fn client(server: &Server) -> Client {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("server did not become ready");
-}
-
-fn configmap(name: &str) -> ConfigMap {
-    let mut cm = ConfigMap::default();
-    cm.metadata.name = Some(name.to_string());
-    cm.data = Some([("payload".to_string(), "x".repeat(1024 - 100))].into());
-    cm
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn report(name: &str, mut lat: Vec<Duration>, elapsed: Duration) {
-    lat.sort();
-    println!(
-        "{name:<40} n={:<7} {:>9.0} ops/s  p50 {:>7.2} ms  p99 {:>7.2} ms",
-        lat.len(),
-        lat.len() as f64 / elapsed.as_secs_f64(),
-        percentile(&lat, 0.5).as_secs_f64() * 1e3,
-        percentile(&lat, 0.99).as_secs_f64() * 1e3
-    );
-}
-
-/// `total` creates spread over `clients` concurrent tasks; returns per-request latencies.
-async fn creates(api: &Api<ConfigMap>, prefix: &str, total: usize, clients: usize) -> (Vec<Duration>, Duration) {
-    let started = Instant::now();
-    let per = total / clients;
-    let tasks: Vec<_> = (0..clients)
-        .map(|c| {
-            let api = api.clone();
-            let prefix = prefix.to_string();
-            tokio::spawn(async move {
-                let mut lat = Vec::with_capacity(per);
-                for i in 0..per {
-                    let t = Instant::now();
-                    api.create(&PostParams::default(), &configmap(&format!("{prefix}-{c}-{i}"))).await.expect("create");
-                    lat.push(t.elapsed());
-                }
-                lat
-            })
-        })
-        .collect();
-    let mut all = Vec::new();
-    for t in tasks {
-        all.extend(t.await.unwrap());
-    }
-    (all, started.elapsed())
 }
 
 fn rss_mib(pid: u32) -> f64 {

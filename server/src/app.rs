@@ -2,7 +2,6 @@
 //! anonymous requests, body limit) in front of one dispatcher that routes discovery, health,
 //! OpenAPI and resource paths.
 
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -10,6 +9,7 @@ use http::{header, HeaderValue, Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::context::Ctx;
+use crate::metrics::RequestLabels;
 use crate::error::ApiError;
 use crate::query::Params;
 use crate::tls::ClientIdentity;
@@ -43,54 +43,133 @@ pub fn router(ctx: Ctx) -> Router {
         }))
 }
 
-/// Authenticates, then routes.
+/// Reads the body, authenticates and authorizes, then routes.
 async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let user = match parts.extensions.get::<ClientIdentity>() {
-        Some(id) => User { name: id.user.clone(), groups: id.groups.clone() },
-        None => User::anonymous(),
+    // The body is read before anything can refuse the request, so that an early answer never
+    // leaves a client still sending (HTTP/2 clients see a reset stream otherwise).
+    let body = match axum::body::to_bytes(body, ctx.settings.max_body).await {
+        Ok(b) => b,
+        Err(_) => return too_large(&ctx),
+    };
+    let user = match authenticate(&parts) {
+        Ok(user) => user,
+        Err(e) => return e.into_response(),
     };
     let path = parts.uri.path().to_string();
-    let verb = parts.method.as_str().to_ascii_lowercase();
-    // Until RBAC is enforced, only cluster administrators are authorized beyond public paths.
-    if !is_public(&path) && !user.groups.iter().any(|g| g == "system:masters") {
-        return ApiError::Forbidden(format!("forbidden: User \"{}\" cannot {verb} path \"{path}\"", user.name)).into_response();
-    }
     let params = match Params::parse(parts.uri.query()) {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
-    let started = std::time::Instant::now();
-    let resp = route(&ctx, &parts.method, &path, &params, &parts.headers, body).await;
-    tracing::debug!(method = %parts.method, %path, code = resp.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, user = %user.name, "request");
-    resp
-}
-
-async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers: &http::HeaderMap, body: Body) -> Response {
-    let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
-    if let ["livez" | "readyz" | "healthz", rest @ ..] = segments.as_slice() {
-        return health::serve(ctx, segments[0], rest.first().copied(), params);
-    }
     let watch = match params.flag("watch") {
         Ok(w) => w,
         Err(e) => return e.into_response(),
     };
-    match request::classify(method, path, watch) {
-        Ok(Some(req)) => {
-            let body = match axum::body::to_bytes(body, ctx.settings.max_body).await {
-                Ok(b) => b,
-                Err(_) => return ApiError::TooLarge.into_response(),
-            };
-            return handlers::serve(ctx, req, params.clone(), headers, body).await;
-        }
-        Ok(None) => {}
+    let resource = match request::classify(&parts.method, &path, watch) {
+        Ok(r) => r,
         Err(e) => return e.into_response(),
+    };
+    // Until RBAC is enforced, only cluster administrators are authorized beyond public paths.
+    if !is_public(&path) && !user.groups.iter().any(|g| g == "system:masters") {
+        return forbidden(&user, &parts.method, &path, resource.as_ref()).into_response();
+    }
+    let started = std::time::Instant::now();
+    let labels = request_labels(&parts.method, resource.as_ref());
+    let resp = match resource {
+        Some(req) => handlers::serve(&ctx, req, params, &parts.headers, body).await,
+        None => route(&ctx, &parts.method, &path, &params, &parts.headers).await,
+    };
+    let code = resp.status().as_u16();
+    ctx.metrics.observe(labels, code, started.elapsed());
+    tracing::debug!(method = %parts.method, %path, code, elapsed_ms = started.elapsed().as_millis() as u64, user = %user.name, "request");
+    resp
+}
+
+/// How a request is counted: Kubernetes' verbs (`LIST`, `WATCH`, `POST`, ...) for resources,
+/// the HTTP method otherwise.
+fn request_labels(method: &Method, resource: Option<&request::ResourceRequest>) -> RequestLabels {
+    let Some(req) = resource else {
+        return RequestLabels { verb: method.as_str().to_string(), ..Default::default() };
+    };
+    let verb = match req.verb {
+        request::Verb::Create => "POST",
+        request::Verb::Update => "PUT",
+        other => other.as_str(),
+    };
+    RequestLabels {
+        verb: verb.to_ascii_uppercase(),
+        group: req.info.group.to_string(),
+        version: req.info.version.to_string(),
+        resource: req.info.resource.to_string(),
+        subresource: req.subresource.clone().unwrap_or_default(),
+    }
+}
+
+/// The user a client certificate names; anonymous without one. Credentials this server cannot
+/// verify (a bearer token, basic auth) are refused rather than treated as anonymous.
+fn authenticate(parts: &http::request::Parts) -> Result<User, ApiError> {
+    if let Some(id) = parts.extensions.get::<ClientIdentity>() {
+        return Ok(User { name: id.user.clone(), groups: id.groups.clone() });
+    }
+    if parts.headers.contains_key(header::AUTHORIZATION) {
+        return Err(ApiError::Unauthorized);
+    }
+    Ok(User::anonymous())
+}
+
+/// The 403 in Kubernetes' words: per resource for resource requests, per path otherwise.
+fn forbidden(user: &User, method: &Method, path: &str, resource: Option<&request::ResourceRequest>) -> ApiError {
+    let Some(req) = resource else {
+        let verb = method.as_str().to_ascii_lowercase();
+        return ApiError::Forbidden(format!("forbidden: User \"{}\" cannot {verb} path \"{path}\"", user.name));
+    };
+    let info = req.info;
+    let qualified = if info.group.is_empty() { info.resource.to_string() } else { format!("{}.{}", info.resource, info.group) };
+    let object = match &req.name {
+        Some(name) => format!("{qualified} \"{name}\""),
+        None => qualified,
+    };
+    let resource = match &req.subresource {
+        Some(sub) => format!("{}/{sub}", info.resource),
+        None => info.resource.to_string(),
+    };
+    let scope = match &req.namespace {
+        Some(ns) => format!("in the namespace \"{ns}\""),
+        None => "at the cluster scope".to_string(),
+    };
+    ApiError::Forbidden(format!(
+        "{object} is forbidden: User \"{}\" cannot {} resource \"{resource}\" in API group \"{}\" {scope}",
+        user.name,
+        req.verb.as_str(),
+        info.group
+    ))
+}
+
+/// 413 for a body over the limit. The rest of the body is never read, so the connection cannot
+/// carry another request: an HTTP/1.1 client is told not to reuse it (HTTP/2 drops the header).
+fn too_large(ctx: &Ctx) -> Response {
+    let mut resp = ApiError::TooLarge(format!("Request entity too large: limit is {}", ctx.settings.max_body)).into_response();
+    resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    resp
+}
+
+/// Everything that is not a resource: health, version, discovery and OpenAPI documents.
+async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers: &http::HeaderMap) -> Response {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    if let ["livez" | "readyz" | "healthz", rest @ ..] = segments.as_slice() {
+        return health::serve(ctx, segments[0], rest.first().copied(), params);
     }
     if method != Method::GET {
         return ApiError::MethodNotAllowed.into_response();
     }
     let aggregated = negotiate::wants_aggregated_discovery(headers);
     let doc = match segments.as_slice() {
+        ["metrics"] => {
+            let text = ctx.metrics.render(&ctx.store.status(), ctx.store.node_id());
+            let mut resp = (StatusCode::OK, text).into_response();
+            resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+            return resp;
+        }
         ["version"] => Some(version()),
         ["api"] if aggregated => return discovery_response(discovery::aggregated(true)),
         ["apis"] if aggregated => return discovery_response(discovery::aggregated(false)),

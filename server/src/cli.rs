@@ -9,8 +9,12 @@ use clap::Parser;
 #[derive(Debug, Clone, Parser)]
 #[command(name = "apiserver", version, about)]
 pub struct Args {
+    /// Administration commands; without one, the node runs.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Directory holding this node's Raft log, snapshots, certificates and admin.kubeconfig.
-    #[arg(long, default_value = "apiserver-data")]
+    #[arg(long, default_value = "apiserver-data", global = true)]
     pub data_dir: PathBuf,
 
     /// Port to serve HTTPS on.
@@ -48,6 +52,78 @@ pub struct Args {
     /// This node's Raft id.
     #[arg(long, default_value_t = 1)]
     pub node_id: u64,
+
+    /// The voters of a new cluster and their peer (Raft) addresses, `1=host:port,2=host:port,...`,
+    /// this node among them. Empty: a single node.
+    #[arg(long, default_value = "", value_parser = parse_members)]
+    pub initial_cluster: Members,
+
+    /// `new` to form a new cluster from `--initial-cluster`; `existing` to rejoin one this node is
+    /// already a member of (for example after its data directory was lost).
+    #[arg(long, default_value = "new", value_parser = ["new", "existing"])]
+    pub initial_cluster_state: String,
+
+    /// Log entries between snapshots of the state; the log before a snapshot is purged, and a
+    /// node that fell further behind catches up from the snapshot.
+    #[arg(long, default_value_t = 50_000)]
+    pub snapshot_count: u64,
+
+    /// Address the peer listener binds to (`host:port`); this node's `--initial-cluster` entry
+    /// when absent.
+    #[arg(long)]
+    pub listen_peer_address: Option<String>,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Writes the certificates a node starts with under `--data-dir`/pki (the cluster CA unless
+    /// one is there, the serving and admin certificates) and exits. Copying `pki/ca.crt` and
+    /// `pki/ca.key` into each node's directory gives a cluster one CA.
+    Certs {
+        /// Also write `--data-dir`/admin.kubeconfig for a server at this URL.
+        #[arg(long)]
+        server: Option<String>,
+    },
+    /// Lists or changes the members of the cluster, through the peer endpoint of any member,
+    /// authenticated with the peer certificate under `--data-dir`.
+    Member {
+        /// Peer address (`host:port`) of a member.
+        #[arg(long)]
+        endpoint: String,
+        #[command(subcommand)]
+        action: MemberAction,
+    },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum MemberAction {
+    /// The voters and learners with their peer addresses.
+    List,
+    /// Adds a node as a learner and waits until it has caught up.
+    Add { id: u64, peer_address: String },
+    /// Makes a learner a voter.
+    Promote { id: u64 },
+    /// Removes a node from the cluster.
+    Remove { id: u64 },
+}
+
+/// Node ids and their peer addresses.
+pub type Members = std::collections::BTreeMap<u64, String>;
+
+/// Parses `1=host:port,2=host:port`.
+pub fn parse_members(s: &str) -> Result<Members, String> {
+    let mut members = Members::new();
+    for entry in s.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (id, addr) = entry.split_once('=').ok_or_else(|| format!("{entry:?} is not id=host:port"))?;
+        let id: u64 = id.trim().parse().map_err(|_| format!("{id:?} is not a node id"))?;
+        if id == 0 || !addr.contains(':') {
+            return Err(format!("{entry:?} is not id=host:port with a non-zero id"));
+        }
+        if members.insert(id, addr.trim().to_string()).is_some() {
+            return Err(format!("node {id} is listed twice"));
+        }
+    }
+    Ok(members)
 }
 
 /// Parses durations written as Kubernetes flags write them: `300ms`, `30s`, `5m`, `1h`, `1h30m`.

@@ -14,6 +14,7 @@ pub struct Ctx {
     pub store: Store,
     pub ips: Arc<ServiceIps>,
     pub settings: Arc<Settings>,
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// Server behaviour fixed at startup.

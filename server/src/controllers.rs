@@ -1,6 +1,7 @@
-//! Built-in controllers a standalone server needs, run on the Raft leader: the post-start
-//! hook that creates the default namespaces, and namespace deletion (empty the namespace, then
-//! drop its `kubernetes` finalizer so it goes away).
+//! Built-in controllers a standalone server needs: the post-start hook that creates the default
+//! namespaces and the `kubernetes` Service (on every node; creating what exists is a no-op), and,
+//! on the Raft leader only, namespace deletion (empty the namespace, then drop its `kubernetes`
+//! finalizer so it goes away).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -30,12 +31,31 @@ fn request(info: &'static registry::ResourceInfo, namespace: Option<&str>, name:
     }
 }
 
-/// Creates the default namespaces that do not exist yet, then marks the hook done.
+/// Creates what every cluster has from the start and does not have yet (the default namespaces,
+/// the `kubernetes` Service in `default` with the first IP of the service range, and its
+/// Endpoints), then marks the hook done.
 pub async fn bootstrap(ctx: &Ctx) -> ApiResult<()> {
-    let info = namespaces();
-    for name in DEFAULT_NAMESPACES {
-        let req = ResourceRequest { name: None, ..request(info, None, name, Verb::Create) };
-        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    let mut objects: Vec<(&str, Option<&str>, Value)> = DEFAULT_NAMESPACES
+        .iter()
+        .map(|name| ("namespaces", None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})))
+        .collect();
+    let url: http::Uri = ctx.settings.address.parse().map_err(ApiError::internal)?;
+    let (host, port) = (url.host().unwrap_or("127.0.0.1"), url.port_u16().unwrap_or(443));
+    let labels = json!({"component": "apiserver", "provider": "kubernetes"});
+    let ip = ctx.ips.first().to_string();
+    objects.push(("services", Some("default"), json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kubernetes", "labels": labels},
+        "spec": {"clusterIP": ip, "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
+    })));
+    objects.push(("endpoints", Some("default"), json!({
+        "apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+        "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
+    })));
+    for (resource, namespace, obj) in objects {
+        let info = registry::lookup("", "v1", resource).expect("core resources are served");
+        let req = ResourceRequest { info, namespace: namespace.map(str::to_string), name: None, subresource: None, verb: Verb::Create };
         match handlers::create_object(ctx, &req, obj).await {
             Ok(()) | Err(ApiError::AlreadyExists { .. }) => {}
             Err(e) => return Err(e),

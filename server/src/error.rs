@@ -54,13 +54,13 @@ pub enum ApiError {
     NotAcceptable(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
-    #[error("the request body is too large")]
-    TooLarge,
+    #[error("{0}")]
+    TooLarge(String),
     #[error("{kind} \"{name}\" is invalid")]
     Invalid { group: String, kind: String, name: String, causes: Vec<Cause> },
     #[error("{0}")]
     Unprocessable(String),
-    #[error("Too large resource version: {requested}, current: {current}")]
+    #[error("Timeout: Too large resource version: {requested}, current: {current}")]
     TooLargeResourceVersion { requested: u64, current: u64 },
     #[error("{0}")]
     Timeout(String),
@@ -92,7 +92,7 @@ impl ApiError {
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Invalid { .. } | Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             TooLargeResourceVersion { .. } | Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -113,7 +113,7 @@ impl ApiError {
             MethodNotAllowed => "MethodNotAllowed",
             NotAcceptable(_) => "NotAcceptable",
             UnsupportedMediaType(_) => "UnsupportedMediaType",
-            TooLarge => "RequestEntityTooLarge",
+            TooLarge(_) => "RequestEntityTooLarge",
             Invalid { .. } | Unprocessable(_) => "Invalid",
             TooLargeResourceVersion { .. } | Timeout(_) => "Timeout",
             Unavailable(_) => "ServiceUnavailable",
@@ -166,7 +166,9 @@ impl ApiError {
             _ => {}
         }
         let message = match self {
-            Invalid { kind, name, causes, .. } => {
+            Invalid { group, kind, name, causes } => {
+                // The kind qualified by its group, as Kubernetes names it: `Deployment.apps`.
+                let kind = if group.is_empty() { kind.clone() } else { format!("{kind}.{group}") };
                 let parts: Vec<String> = causes
                     .iter()
                     .map(|c| if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) })
@@ -242,6 +244,9 @@ mod tests {
         assert_eq!(s["reason"], "Invalid");
         assert_eq!(s["details"]["causes"][0]["field"], "spec.containers");
         assert_eq!(s["message"], "Pod \"p\" is invalid: spec.containers: Required value");
+        let e = ApiError::Invalid { group: "apps".into(), kind: "Deployment".into(), name: "d".into(), causes: vec![] };
+        assert_eq!(e.status()["message"], "Deployment.apps \"d\" is invalid");
+        assert_eq!(e.status()["details"]["kind"], "Deployment");
     }
 
     #[test]
@@ -249,6 +254,6 @@ mod tests {
         let e = ApiError::TooLargeResourceVersion { requested: 10, current: 5 };
         assert_eq!(e.code(), StatusCode::GATEWAY_TIMEOUT);
         assert_eq!(e.retry_after(), Some(1));
-        assert!(e.status()["message"].as_str().unwrap().starts_with("Too large resource version"));
+        assert!(e.status()["message"].as_str().unwrap().starts_with("Timeout: Too large resource version"));
     }
 }

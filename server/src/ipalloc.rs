@@ -31,11 +31,12 @@ impl ServiceIps {
         Ipv4Addr::from(base + 1)
     }
 
-    /// Checks a requested IP lies in the range.
-    pub fn check(&self, ip: &str) -> ApiResult<()> {
-        let parsed: Ipv4Addr = ip.parse().map_err(|_| invalid(ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))?;
+    /// Checks a requested IP lies in the range; the cause says why not.
+    pub fn check(&self, ip: &str) -> Result<(), Cause> {
+        let invalid = |detail: &str| Cause::invalid("spec.clusterIPs", ip, detail);
+        let parsed: Ipv4Addr = ip.parse().map_err(|_| invalid("must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))?;
         if !self.range.contains(&parsed) || parsed == self.range.network() || parsed == self.range.broadcast() {
-            return Err(invalid(ip, &format!("provided IP is not in the valid range. The range of valid IPs is {}", self.range)));
+            return Err(invalid(&format!("provided IP is not in the valid range. The range of valid IPs is {}", self.range)));
         }
         Ok(())
     }
@@ -59,15 +60,6 @@ impl ServiceIps {
             .map(|off| Ipv4Addr::from(base + off as u32).to_string())
             .find(|ip| !taken(ip))
             .ok_or_else(|| ApiError::Internal("range is full: no more service IPs available".into()))
-    }
-}
-
-fn invalid(ip: &str, detail: &str) -> ApiError {
-    ApiError::Invalid {
-        group: String::new(),
-        kind: "Service".into(),
-        name: String::new(),
-        causes: vec![Cause::invalid("spec.clusterIPs", ip, detail)],
     }
 }
 

@@ -1,4 +1,4 @@
-//! The `apiserver` binary: parses flags and runs one node.
+//! The `apiserver` binary: parses flags and runs one node, or an administration command.
 
 use clap::Parser;
 
@@ -11,5 +11,16 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = apiserver::cli::Args::parse();
-    apiserver::server::run(args).await
+    match &args.command {
+        Some(apiserver::cli::Command::Member { endpoint, action }) => apiserver::member::run(&args.data_dir, endpoint, action).await,
+        Some(apiserver::cli::Command::Certs { server }) => {
+            let pki = apiserver::tls::ensure_pki(&args.data_dir, &Default::default())?;
+            if let Some(url) = server {
+                apiserver::tls::write_admin_kubeconfig(&args.data_dir.join("admin.kubeconfig"), url, &pki)?;
+            }
+            println!("certificates in {}", args.data_dir.join("pki").display());
+            Ok(())
+        }
+        None => apiserver::server::run(args).await,
+    }
 }

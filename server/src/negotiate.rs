@@ -20,6 +20,8 @@ pub enum Output {
     /// `application/json;as=Table;g=meta.k8s.io;v=v1` (or `v1beta1`); always answered as
     /// `meta.k8s.io/v1`.
     Table,
+    /// `application/json;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`: metadata only.
+    Metadata,
 }
 
 /// What one Accept clause asks for, when this server can produce it at all.
@@ -28,6 +30,7 @@ enum Media {
     Json,
     Yaml,
     Table,
+    Metadata,
     /// `application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`.
     AggregatedDiscovery,
 }
@@ -37,6 +40,7 @@ enum Media {
 pub enum BodyKind {
     Json,
     Yaml,
+    Protobuf,
     Patch(PatchKind),
 }
 
@@ -53,7 +57,7 @@ const RESPONSE_TYPES: &[&str] = &["application/json", "application/yaml"];
 /// The media types a watch stream can have.
 const STREAM_TYPES: &[&str] = &["application/json;stream=watch"];
 /// The media types of an object in a create or update body.
-const BODY_TYPES: &[&str] = &["application/json", "application/yaml"];
+const BODY_TYPES: &[&str] = &["application/json", "application/yaml", crate::protobuf::MEDIA_TYPE];
 
 /// One clause of an Accept header.
 #[derive(Debug)]
@@ -86,6 +90,7 @@ impl Clause {
         }
         match (kind.unwrap_or(""), group.unwrap_or(""), version.unwrap_or("")) {
             ("Table", "meta.k8s.io", "v1" | "v1beta1") => Some(Media::Table),
+            ("PartialObjectMetadata" | "PartialObjectMetadataList", "meta.k8s.io", "v1" | "v1beta1") => Some(Media::Metadata),
             ("APIGroupDiscoveryList", "apidiscovery.k8s.io", "v2") if base == Media::Json => {
                 Some(Media::AggregatedDiscovery)
             }
@@ -153,6 +158,7 @@ pub fn output(headers: &HeaderMap, watch: bool) -> ApiResult<Output> {
         Media::Json => Some(Output::Json),
         Media::Yaml => Some(Output::Yaml),
         Media::Table => Some(Output::Table),
+        Media::Metadata => Some(Output::Metadata),
         Media::AggregatedDiscovery => None,
     });
     match chosen {
@@ -168,7 +174,7 @@ pub fn wants_aggregated_discovery(headers: &HeaderMap) -> bool {
     negotiate(headers, |m| match m {
         Media::Json | Media::Yaml => Some(false),
         Media::AggregatedDiscovery => Some(true),
-        Media::Table => None,
+        Media::Table | Media::Metadata => None,
     })
     .unwrap_or(false)
 }
@@ -179,13 +185,17 @@ pub fn request_body_kind(content_type: Option<&str>) -> ApiResult<BodyKind> {
     match mime.as_str() {
         "" | "application/json" => Ok(BodyKind::Json),
         "application/yaml" => Ok(BodyKind::Yaml),
-        other => PatchKind::from_media_type(other).map(BodyKind::Patch).ok_or_else(|| {
-            ApiError::UnsupportedMediaType(format!(
-                "the body of the request was in an unknown format - accepted media types include: {}",
-                BODY_TYPES.join(", ")
-            ))
-        }),
+        crate::protobuf::MEDIA_TYPE => Ok(BodyKind::Protobuf),
+        other => PatchKind::from_media_type(other).map(BodyKind::Patch).ok_or_else(unsupported_body),
     }
+}
+
+/// The 415 for a create or update body in a media type other than an object's.
+pub fn unsupported_body() -> ApiError {
+    ApiError::UnsupportedMediaType(format!(
+        "the body of the request was in an unknown format - accepted media types include: {}",
+        BODY_TYPES.join(", ")
+    ))
 }
 
 /// What the request's body is, by its Content-Type header.
@@ -200,7 +210,7 @@ impl Output {
     pub fn content_type(self) -> &'static str {
         match self {
             Output::Yaml => "application/yaml",
-            Output::Json | Output::Table => "application/json",
+            Output::Json | Output::Table | Output::Metadata => "application/json",
         }
     }
 
@@ -211,7 +221,7 @@ impl Output {
                 let value: Value = serde_json::from_slice(&json).map_err(ApiError::internal)?;
                 self.encode(&value)
             }
-            Output::Json | Output::Table => Ok(json),
+            Output::Json | Output::Table | Output::Metadata => Ok(json),
         }
     }
 
@@ -219,7 +229,7 @@ impl Output {
     pub fn encode(self, value: &Value) -> ApiResult<Vec<u8>> {
         match self {
             Output::Yaml => serde_yaml::to_string(value).map(String::into_bytes).map_err(ApiError::internal),
-            Output::Json | Output::Table => serde_json::to_vec(value).map_err(ApiError::internal),
+            Output::Json | Output::Table | Output::Metadata => serde_json::to_vec(value).map_err(ApiError::internal),
         }
     }
 }
@@ -252,9 +262,12 @@ mod tests {
         assert_eq!(output(&accept(kubectl), false).unwrap(), Output::Table);
         assert_eq!(output(&accept(kubectl), true).unwrap(), Output::Table);
         assert_eq!(output(&accept("application/json;g=meta.k8s.io;v=v1beta1;as=Table"), false).unwrap(), Output::Table);
-        // A conversion to something else is skipped in favour of the next clause.
+        // The metadata-only form is served; a conversion to something unknown is skipped in
+        // favour of the next clause.
         let partial = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
-        assert_eq!(output(&accept(partial), false).unwrap(), Output::Json);
+        assert_eq!(output(&accept(partial), false).unwrap(), Output::Metadata);
+        let unknown = "application/json;as=Unknown;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(output(&accept(unknown), false).unwrap(), Output::Json);
         assert!(matches!(
             output(&accept("application/json;as=Table;g=meta.k8s.io;v=v2"), false),
             Err(ApiError::NotAcceptable(_))
@@ -300,6 +313,7 @@ mod tests {
         assert_eq!(request_body_kind(None).unwrap(), BodyKind::Json);
         assert_eq!(request_body_kind(Some("application/json; charset=utf-8")).unwrap(), BodyKind::Json);
         assert_eq!(request_body_kind(Some("application/yaml")).unwrap(), BodyKind::Yaml);
+        assert_eq!(request_body_kind(Some("application/vnd.kubernetes.protobuf")).unwrap(), BodyKind::Protobuf);
         assert_eq!(request_body_kind(Some("application/merge-patch+json")).unwrap(), BodyKind::Patch(PatchKind::Merge));
         assert_eq!(request_body_kind(Some("application/json-patch+json")).unwrap(), BodyKind::Patch(PatchKind::Json));
         assert_eq!(
@@ -309,7 +323,7 @@ mod tests {
         assert_eq!(request_body_kind(Some("application/apply-patch+yaml")).unwrap(), BodyKind::Patch(PatchKind::Apply));
         let err = request_body_kind(Some("text/plain")).unwrap_err();
         assert_eq!(err.code(), http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
-        assert!(err.to_string().ends_with("accepted media types include: application/json, application/yaml"));
+        assert!(err.to_string().ends_with("accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"));
         for t in PATCH_TYPES {
             assert!(matches!(request_body_kind(Some(t)).unwrap(), BodyKind::Patch(_)));
         }

@@ -10,7 +10,13 @@ use std::sync::OnceLock;
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
+use crate::negotiate::PATCH_TYPES;
 use crate::registry::{ResourceInfo, RESOURCES};
+
+/// The Swagger 2.0 definitions of every kind and what it refers to, keyed by definition name.
+pub fn definitions() -> Map<String, Value> {
+    schemas("#/definitions/", false)
+}
 
 /// Schemas of every kind, keyed by definition name, with refs under `ref_prefix`.
 fn schemas(ref_prefix: &str, openapi3: bool) -> Map<String, Value> {
@@ -76,11 +82,21 @@ fn paths(r: &ResourceInfo, openapi3: bool) -> Vec<(String, Value)> {
         }
         o
     };
+    // A patch body is one of the patch media types, as kubectl checks before it sends a
+    // strategic merge patch.
+    let mut patch = op("patch", "patch", true);
+    if openapi3 {
+        let content: Map<String, Value> =
+            PATCH_TYPES.iter().map(|t| (t.to_string(), json!({"schema": {"type": "object"}}))).collect();
+        patch["requestBody"] = json!({"content": content, "required": true});
+    } else {
+        patch["consumes"] = json!(PATCH_TYPES);
+    }
     vec![
         (base.clone(), json!({"get": op("list", "list", false), "post": op("post", "create", true)})),
         (
             format!("{base}/{{name}}"),
-            json!({"get": op("get", "read", false), "put": op("put", "replace", true), "patch": op("patch", "patch", true), "delete": op("delete", "delete", false)}),
+            json!({"get": op("get", "read", false), "put": op("put", "replace", true), "patch": patch, "delete": op("delete", "delete", false)}),
         ),
     ]
 }
@@ -94,7 +110,7 @@ pub fn v2() -> &'static [u8] {
             "swagger": "2.0",
             "info": {"title": "Kubernetes", "version": "v1.34.0"},
             "paths": all_paths,
-            "definitions": schemas("#/definitions/", false),
+            "definitions": definitions(),
         });
         serde_json::to_vec(&doc).unwrap_or_default()
     })
@@ -179,6 +195,8 @@ mod tests {
         assert_eq!(pod["x-kubernetes-group-version-kind"][0]["kind"], "Pod");
         let post = &doc["paths"]["/api/v1/namespaces/{namespace}/pods"]["post"];
         assert!(post["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation"));
+        let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
+        assert!(patch["requestBody"]["content"].get("application/strategic-merge-patch+json").is_some(), "{patch}");
         let mut all = Vec::new();
         refs(&doc, &mut all);
         assert!(!all.is_empty());

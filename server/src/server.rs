@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use anyhow::Context;
-use raft_store::{CacheOptions, Store, StoreOptions};
+use raft_store::{CacheOptions, PeerTls, Store, StoreOptions};
 
 use crate::cli::Args;
 use crate::context::{Ctx, Settings};
@@ -18,11 +18,18 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .parse()
         .with_context(|| format!("--service-cluster-ip-range {:?} is not an IPv4 CIDR", args.service_cluster_ip_range))?;
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
+    let peer_addr = match args.initial_cluster.get(&args.node_id) {
+        Some(addr) => Some(addr.clone()),
+        None if args.initial_cluster.is_empty() => None,
+        None => anyhow::bail!("--initial-cluster does not list this node (--node-id {})", args.node_id),
+    };
+    let host_of = |addr: &str| addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_matches(['[', ']']).to_string();
     let tls_opts = tls::TlsOptions {
         cert_file: args.tls_cert_file.clone(),
         key_file: args.tls_private_key_file.clone(),
         client_ca_file: args.client_ca_file.clone(),
         extra_sans: vec![args.bind_address.clone()],
+        peer_sans: peer_addr.iter().chain(&args.listen_peer_address).map(|a| host_of(a)).collect(),
     };
     let pki = tls::ensure_pki(&args.data_dir, &tls_opts)?;
     let tls_config = tls::server_config(&pki)?;
@@ -38,19 +45,39 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     let address = format!("https://{host}:{port}");
 
+    let peer_tls = pki.peer.clone().map(|(cert_pem, key_pem)| PeerTls { ca_pem: pki.ca_pem.clone(), cert_pem, key_pem });
     let store = Store::open(
         &args.data_dir,
         StoreOptions {
             node_id: args.node_id,
+            raft_addr: peer_addr.clone().unwrap_or_else(|| "127.0.0.1:0".into()),
+            initial_members: args.initial_cluster.clone(),
+            join_existing: args.initial_cluster_state == "existing",
+            snapshot_every: args.snapshot_count,
+            peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
             ..Default::default()
         },
     )
     .await
     .context("opening the store")?;
+    // Replicas reach each other on the peer listener.
+    let (stop_peers, peers_stopped) = tokio::sync::oneshot::channel::<()>();
+    let peers = match args.listen_peer_address.as_ref().or(peer_addr.as_ref()) {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening for peers on {addr}"))?;
+            let store = store.clone();
+            Some(tokio::spawn(async move {
+                if let Err(e) = store.serve_peers(listener, async move { peers_stopped.await.unwrap_or(()) }).await {
+                    tracing::error!(error = %e, "peer service failed");
+                }
+            }))
+        }
+        None => None,
+    };
 
     let settings = Settings { address: address.clone(), ..Default::default() };
-    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings) };
+    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics: Default::default() };
 
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     tls::write_admin_kubeconfig(&kubeconfig, &address, &pki)?;
@@ -67,6 +94,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     tls::serve(listener, tls_config, app::router(ctx), shutdown).await?;
     controllers.abort();
+    let _ = stop_peers.send(());
+    if let Some(peers) = peers {
+        let _ = peers.await;
+    }
     store.shutdown().await;
     Ok(())
 }

@@ -50,18 +50,23 @@ fn columns(info: &ResourceInfo) -> &'static [Column] {
     }
 }
 
+/// Columns shown as the time since their timestamp cell (`5m`), as kubectl prints them.
 fn is_age(c: &Column) -> bool {
-    c.type_ == "date" && c.name == "Age"
+    c.type_ == "date" && matches!(c.name, "Age" | "Last Seen" | "First Seen")
+}
+
+/// Whether the name comes first (most kinds) or the kind places a `Name` column itself.
+fn name_first(info: &ResourceInfo) -> bool {
+    !columns(info).iter().any(|c| c.name == "Name")
 }
 
 fn column_definitions(info: &ResourceInfo) -> Vec<Value> {
-    let name =
-        json!({"name": "Name", "type": "string", "format": "name", "description": NAME_DESCRIPTION, "priority": 0});
+    let name = json!({"name": "Name", "type": "string", "format": "name", "description": NAME_DESCRIPTION, "priority": 0});
     let rest = columns(info).iter().map(|c| {
         let type_ = if is_age(c) { "string" } else { c.type_ };
         json!({"name": c.name, "type": type_, "format": c.format, "description": c.description, "priority": c.priority})
     });
-    std::iter::once(name).chain(rest).collect()
+    name_first(info).then_some(name).into_iter().chain(rest).collect()
 }
 
 fn row(info: &ResourceInfo, obj: &Value, include: Include, now: DateTime<Utc>) -> Value {
@@ -72,7 +77,8 @@ fn row(info: &ResourceInfo, obj: &Value, include: Include, now: DateTime<Utc>) -
     } else {
         (info.ops.cells)(obj)
     };
-    let cells = std::iter::once(name).chain(columns(info).iter().zip(cells).map(|(c, cell)| {
+    let name = name_first(info).then_some(name);
+    let cells = name.into_iter().chain(columns(info).iter().zip(cells).map(|(c, cell)| {
         if is_age(c) {
             json!(age(cell.as_str(), now))
         } else {
@@ -81,11 +87,7 @@ fn row(info: &ResourceInfo, obj: &Value, include: Include, now: DateTime<Utc>) -
     }));
     let object = match include {
         Include::None => Value::Null,
-        Include::Metadata => json!({
-            "kind": "PartialObjectMetadata",
-            "apiVersion": "meta.k8s.io/v1",
-            "metadata": meta.cloned().unwrap_or_else(|| json!({})),
-        }),
+        Include::Metadata => crate::metadata_form::object(obj),
         Include::Object => obj.clone(),
     };
     json!({"cells": cells.collect::<Vec<_>>(), "object": object})
@@ -208,6 +210,7 @@ mod tests {
         Box::leak(Box::new(KindOps {
             decode: |_| Err(String::new()),
             default: |_| {},
+            update: |_, _| Vec::new(),
             validate: |_| Vec::new(),
             columns,
             cells,

@@ -24,7 +24,7 @@ use crate::negotiate::{self, BodyKind, Output};
 use crate::query::Params;
 use crate::registry::ResourceInfo;
 use crate::request::{ResourceRequest, Verb};
-use crate::table_form;
+use crate::{metadata_form, table_form};
 
 pub use prepare::FieldValidation;
 pub use reply::{list_json, ListReply, Reply};
@@ -73,16 +73,13 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
     Ok(resp)
 }
 
-/// Decodes a JSON or YAML request body into an object.
+/// Decodes a JSON, YAML or Protobuf request body into an object.
 fn decode_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
     let value: Value = match negotiate::body_kind(headers)? {
         BodyKind::Json => serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}")))?,
         BodyKind::Yaml => serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't decode the request body as YAML: {e}")))?,
-        BodyKind::Patch(_) => {
-            return Err(ApiError::UnsupportedMediaType(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml".into(),
-            ))
-        }
+        BodyKind::Protobuf => crate::protobuf::decode_body(body)?,
+        BodyKind::Patch(_) => return Err(negotiate::unsupported_body()),
     };
     if !value.is_object() {
         return Err(ApiError::bad_request("the request body must be a JSON or YAML object"));
@@ -109,6 +106,11 @@ fn encode(info: &'static ResourceInfo, subresource: bool, reply: Reply, output: 
             let table = table_form::list_table(info, &items, list.rev, list.continue_token.as_deref(), list.remaining, params)?;
             (StatusCode::OK, serde_json::to_vec(&table).map_err(ApiError::internal)?)
         }
+        (Reply::Object { code, data }, Output::Metadata) => {
+            let obj: Value = serde_json::from_slice(data).map_err(ApiError::internal)?;
+            (*code, serde_json::to_vec(&metadata_form::object(&obj)).map_err(ApiError::internal)?)
+        }
+        (Reply::List(list), Output::Metadata) => (StatusCode::OK, serde_json::to_vec(&metadata_form::list(list)).map_err(ApiError::internal)?),
         (Reply::Object { code, data }, _) => (*code, data.to_vec()),
         (Reply::List(list), _) => (StatusCode::OK, list_json(info, list)),
         (Reply::Document { code, value }, _) => (*code, serde_json::to_vec(value).map_err(ApiError::internal)?),
@@ -137,6 +139,13 @@ async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, outpu
                 table_form::watch_table(info, &obj, &params_for_table).unwrap_or(obj)
             };
             frame(kind, &serde_json::to_vec(&object).unwrap_or_default())
+        }),
+        Output::Metadata => Arc::new(|kind: &str, data: &[u8]| match kind {
+            "ERROR" => frame(kind, data),
+            _ => {
+                let obj: Value = serde_json::from_slice(data).unwrap_or(Value::Null);
+                frame(kind, &serde_json::to_vec(&metadata_form::object(&obj)).unwrap_or_default())
+            }
         }),
         _ => Arc::new(|kind: &str, data: &[u8]| frame(kind, data)),
     };

@@ -42,7 +42,7 @@ async fn plan(ctx: &Ctx, params: &Params) -> ApiResult<Start> {
     if send_initial.is_some() && rvm != Some("NotOlderThan") {
         return Err(invalid_options(
             "ListOptions",
-            vec![Cause::new("FieldValueForbidden", "sendInitialEvents", "Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan")],
+            vec![Cause::new("FieldValueForbidden", "resourceVersionMatch", "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")],
         ));
     }
     if send_initial.is_none() && rvm.is_some() {

@@ -42,11 +42,18 @@ fn conflict(req: &ResourceRequest, detail: &str) -> ApiError {
 
 pub const MODIFIED: &str = "the object has been modified; please apply your changes to the latest version and try again";
 
-/// A namespaced write needs its namespace to exist and not be terminating.
-fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>) -> ApiResult<()> {
+/// A namespaced write needs its namespace to exist and not be terminating. The local cache
+/// answers first; when it has no such namespace (this replica may not have applied its
+/// creation yet), a quorum read decides.
+async fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>) -> ApiResult<()> {
     let Some(ns) = ns.filter(|_| info.namespaced) else { return Ok(()) };
     let key = format!("/registry/namespaces/{ns}");
-    match ctx.store.cache().get(&key, None)? {
+    let mut found = ctx.store.cache().get(&key, None)?;
+    if found.is_none() {
+        ctx.store.linearizable_rev().await?;
+        found = ctx.store.cache().get(&key, None)?;
+    }
+    match found {
         None => Err(ApiError::NotFound { group: String::new(), resource: "namespaces".into(), name: ns.into() }),
         Some(o) => {
             let v = parse(&o)?;
@@ -98,12 +105,12 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, validation
     meta::stamp_create(info, &mut obj);
     let name = meta_str(&obj, "name").unwrap_or_default().to_string();
     let key = info.key(req.namespace.as_deref(), &name);
-    check_namespace(ctx, info, req.namespace.as_deref())?;
+    check_namespace(ctx, info, req.namespace.as_deref()).await?;
     let named = ResourceRequest { name: Some(name.clone()), ..req.clone() };
     let wants_ip = info.resource == "services" && info.group.is_empty() && service_wants_ip(&obj);
     let requested_ip = obj["spec"]["clusterIP"].as_str().filter(|s| !s.is_empty() && *s != "None").map(str::to_string);
     if let Some(ip) = &requested_ip {
-        ctx.ips.check(ip)?;
+        ctx.ips.check(ip).map_err(|cause| ApiError::Invalid { group: String::new(), kind: "Service".into(), name: name.clone(), causes: vec![cause] })?;
     }
     for _ in 0..MAX_RETRIES {
         let mut ops = Vec::new();
@@ -190,6 +197,10 @@ pub async fn update(
         let mut w = Vec::new();
         new = admit(info, new, opts.validation, &mut w)?;
         meta::carry_over(info, &old, &mut new);
+        let causes = (info.ops.update)(&old, &mut new);
+        if !causes.is_empty() {
+            return Err(ApiError::Invalid { group: info.group.into(), kind: info.kind.into(), name: req.name().into(), causes });
+        }
         if meta::without_rv(&new) == meta::without_rv(&old) {
             warnings.extend(w);
             return Ok(Reply::object(StatusCode::OK, current.data));
@@ -251,11 +262,17 @@ pub struct DeleteOptions {
     pub dry_run: bool,
 }
 
+/// Namespaces the server needs and never deletes.
+const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
+
 /// Deletes one object. Objects with finalizers (and namespaces, which the namespace
 /// controller empties first) are marked with `deletionTimestamp` and stay until finalized.
 pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> ApiResult<Reply> {
     let info = req.info;
     let key = req.key();
+    if info.resource == "namespaces" && info.group.is_empty() && IMMORTAL_NAMESPACES.contains(&req.name()) {
+        return Err(ApiError::Forbidden(format!("namespaces \"{}\" is forbidden: this namespace may not be deleted", req.name())));
+    }
     for _ in 0..MAX_RETRIES {
         let current = ctx.store.cache().get(&key, None)?.ok_or_else(|| req.not_found())?;
         let mut obj = parse(&current)?;

@@ -79,7 +79,10 @@ fn bad_json_patch() -> ApiError {
 fn json_patch(current: &Value, body: &[u8]) -> ApiResult<Value> {
     let patch: json_patch::Patch = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))?;
     if patch.0.len() > MAX_JSON_PATCH_OPERATIONS {
-        return Err(ApiError::TooLarge);
+        return Err(ApiError::TooLarge(format!(
+            "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+            patch.0.len()
+        )));
     }
     let mut doc = current.clone();
     json_patch::patch(&mut doc, &patch.0).map_err(|_| ApiError::Unprocessable(PATCH_REJECTED.into()))?;
@@ -151,7 +154,7 @@ mod tests {
             .map(|_| json!({"op": "test", "path": "/kind", "value": "ConfigMap"}))
             .collect();
         let body = serde_json::to_vec(&ops).unwrap();
-        assert_eq!(apply(PatchKind::Json, &cm(), &body).unwrap_err(), ApiError::TooLarge);
+        assert!(matches!(apply(PatchKind::Json, &cm(), &body).unwrap_err(), ApiError::TooLarge(_)));
     }
 
     #[test]

@@ -41,6 +41,9 @@ pub struct KindOps {
     pub default: fn(&mut Value),
     /// Field validation beyond types: required fields, formats. Empty means valid.
     pub validate: fn(&Value) -> Vec<Cause>,
+    /// Rules of an update, given the stored object and the new one: fields kept when the new
+    /// object leaves them out, and fields that may not change. Empty means allowed.
+    pub update: fn(&Value, &mut Value) -> Vec<Cause>,
     /// Table columns after `Name` (kubectl's columns for the kind), and the cells for one object
     /// (without the name cell).
     pub columns: &'static [Column],

@@ -7,7 +7,8 @@ use k8s_openapi::Resource;
 use super::kinds::{self, *};
 use super::{KindOps, ResourceInfo, ALL_VERBS};
 
-/// The behaviour of one kind: `ops!(Type, "definition", defaults, validation, columns, cells)`.
+/// The behaviour of one kind: `ops!(Type, "definition", defaults, validation, columns, cells
+/// [, update = rules])`.
 macro_rules! ops {
     ($t:ty, $def:literal) => {
         ops!($t, $def, no_defaults, no_validation, &[], no_cells)
@@ -16,10 +17,14 @@ macro_rules! ops {
         ops!($t, $def, $default, $validate, &[], no_cells)
     };
     ($t:ty, $def:literal, $default:expr, $validate:expr, $columns:expr, $cells:expr) => {
+        ops!($t, $def, $default, $validate, $columns, $cells, update = no_update_rules)
+    };
+    ($t:ty, $def:literal, $default:expr, $validate:expr, $columns:expr, $cells:expr, update = $update:expr) => {
         &KindOps {
             decode: kinds::decode::<$t>,
             default: $default,
             validate: $validate,
+            update: $update,
             columns: $columns,
             cells: $cells,
             schema: <$t as schemars::JsonSchema>::json_schema,
@@ -57,18 +62,22 @@ pub static RESOURCES: &[ResourceInfo] = &[
     res!(core::v1::Namespace, CLUSTER, "namespace", ["ns"], [], ["status", "finalize"], false,
         ops!(core::v1::Namespace, "io.k8s.api.core.v1.Namespace", defaults::namespace, no_validation, NAMESPACE_COLUMNS, namespace_cells)),
     res!(core::v1::ConfigMap, NS, "configmap", ["cm"], [], [], false,
-        ops!(core::v1::ConfigMap, "io.k8s.api.core.v1.ConfigMap", no_defaults, validate::configmap, CONFIGMAP_COLUMNS, configmap_cells)),
+        ops!(core::v1::ConfigMap, "io.k8s.api.core.v1.ConfigMap", no_defaults, validate::configmap, CONFIGMAP_COLUMNS, configmap_cells,
+            update = immutable::data)),
     res!(core::v1::Secret, NS, "secret", [], [], [], false,
-        ops!(core::v1::Secret, "io.k8s.api.core.v1.Secret", defaults::secret, validate::secret, SECRET_COLUMNS, secret_cells)),
+        ops!(core::v1::Secret, "io.k8s.api.core.v1.Secret", defaults::secret, validate::secret, SECRET_COLUMNS, secret_cells,
+            update = immutable::data)),
     res!(core::v1::Pod, NS, "pod", ["po"], ["all"], ["status"], true,
-        ops!(core::v1::Pod, "io.k8s.api.core.v1.Pod", defaults::pod, validate::pod, POD_COLUMNS, pod_cells)),
+        ops!(core::v1::Pod, "io.k8s.api.core.v1.Pod", defaults::pod, validate::pod, POD_COLUMNS, pod_cells, update = immutable::pod)),
     res!(core::v1::Service, NS, "service", ["svc"], ["all"], ["status"], false,
-        ops!(core::v1::Service, "io.k8s.api.core.v1.Service", defaults::service, validate::service, SERVICE_COLUMNS, service_cells)),
+        ops!(core::v1::Service, "io.k8s.api.core.v1.Service", defaults::service, validate::service, SERVICE_COLUMNS, service_cells,
+            update = immutable::service)),
     res!(core::v1::ServiceAccount, NS, "serviceaccount", ["sa"], [], [], false,
         ops!(core::v1::ServiceAccount, "io.k8s.api.core.v1.ServiceAccount", no_defaults, no_validation, SERVICEACCOUNT_COLUMNS, serviceaccount_cells)),
     res!(core::v1::Node, CLUSTER, "node", ["no"], [], ["status"], false,
         ops!(core::v1::Node, "io.k8s.api.core.v1.Node", no_defaults, no_validation, NODE_COLUMNS, node_cells)),
-    res!(core::v1::Event, NS, "event", ["ev"], [], [], false, ops!(core::v1::Event, "io.k8s.api.core.v1.Event")),
+    res!(core::v1::Event, NS, "event", ["ev"], [], [], false,
+        ops!(core::v1::Event, "io.k8s.api.core.v1.Event", no_defaults, no_validation, EVENT_COLUMNS, event_cells)),
     res!(core::v1::Endpoints, NS, "endpoints", ["ep"], [], [], false, ops!(core::v1::Endpoints, "io.k8s.api.core.v1.Endpoints")),
     res!(core::v1::LimitRange, NS, "limitrange", ["limits"], [], [], false, ops!(core::v1::LimitRange, "io.k8s.api.core.v1.LimitRange")),
     res!(core::v1::ResourceQuota, NS, "resourcequota", ["quota"], [], ["status"], false, ops!(core::v1::ResourceQuota, "io.k8s.api.core.v1.ResourceQuota")),
@@ -79,23 +88,28 @@ pub static RESOURCES: &[ResourceInfo] = &[
         ops!(core::v1::ReplicationController, "io.k8s.api.core.v1.ReplicationController", defaults::replicated, no_validation, REPLICASET_COLUMNS, replicaset_cells)),
     // apps/v1
     res!(apps::v1::Deployment, NS, "deployment", ["deploy"], ["all"], ["status", "scale"], true,
-        ops!(apps::v1::Deployment, "io.k8s.api.apps.v1.Deployment", defaults::deployment, validate::workload, DEPLOYMENT_COLUMNS, deployment_cells)),
+        ops!(apps::v1::Deployment, "io.k8s.api.apps.v1.Deployment", defaults::deployment, validate::workload, DEPLOYMENT_COLUMNS, deployment_cells,
+            update = immutable::workload)),
     res!(apps::v1::StatefulSet, NS, "statefulset", ["sts"], ["all"], ["status", "scale"], true,
-        ops!(apps::v1::StatefulSet, "io.k8s.api.apps.v1.StatefulSet", defaults::statefulset, validate::workload, STATEFULSET_COLUMNS, statefulset_cells)),
+        ops!(apps::v1::StatefulSet, "io.k8s.api.apps.v1.StatefulSet", defaults::statefulset, validate::workload, STATEFULSET_COLUMNS, statefulset_cells,
+            update = immutable::statefulset)),
     res!(apps::v1::DaemonSet, NS, "daemonset", ["ds"], ["all"], ["status"], true,
-        ops!(apps::v1::DaemonSet, "io.k8s.api.apps.v1.DaemonSet", defaults::daemonset, validate::workload)),
+        ops!(apps::v1::DaemonSet, "io.k8s.api.apps.v1.DaemonSet", defaults::daemonset, validate::workload, &[], no_cells,
+            update = immutable::workload)),
     res!(apps::v1::ReplicaSet, NS, "replicaset", ["rs"], ["all"], ["status", "scale"], true,
-        ops!(apps::v1::ReplicaSet, "io.k8s.api.apps.v1.ReplicaSet", defaults::replicated, validate::workload, REPLICASET_COLUMNS, replicaset_cells)),
+        ops!(apps::v1::ReplicaSet, "io.k8s.api.apps.v1.ReplicaSet", defaults::replicated, validate::workload, REPLICASET_COLUMNS, replicaset_cells,
+            update = immutable::workload)),
     res!(apps::v1::ControllerRevision, NS, "controllerrevision", [], [], [], false, ops!(apps::v1::ControllerRevision, "io.k8s.api.apps.v1.ControllerRevision")),
     // batch/v1
     res!(batch::v1::Job, NS, "job", [], ["all"], ["status"], true,
-        ops!(batch::v1::Job, "io.k8s.api.batch.v1.Job", defaults::job, validate::job, JOB_COLUMNS, job_cells)),
+        ops!(batch::v1::Job, "io.k8s.api.batch.v1.Job", defaults::job, validate::job, JOB_COLUMNS, job_cells, update = immutable::job)),
     res!(batch::v1::CronJob, NS, "cronjob", ["cj"], ["all"], ["status"], true,
         ops!(batch::v1::CronJob, "io.k8s.api.batch.v1.CronJob", defaults::cronjob, validate::cronjob, CRONJOB_COLUMNS, cronjob_cells)),
     // other groups
     res!(coordination::v1::Lease, NS, "lease", [], [], [], false, ops!(coordination::v1::Lease, "io.k8s.api.coordination.v1.Lease")),
     res!(discovery::v1::EndpointSlice, NS, "endpointslice", [], [], [], false, ops!(discovery::v1::EndpointSlice, "io.k8s.api.discovery.v1.EndpointSlice")),
-    res!(events::v1::Event, NS, "event", ["ev"], [], [], false, ops!(events::v1::Event, "io.k8s.api.events.v1.Event")),
+    res!(events::v1::Event, NS, "event", [], [], [], false,
+        ops!(events::v1::Event, "io.k8s.api.events.v1.Event", no_defaults, no_validation, EVENT_COLUMNS, event_cells)),
     res!(networking::v1::Ingress, NS, "ingress", ["ing"], [], ["status"], true, ops!(networking::v1::Ingress, "io.k8s.api.networking.v1.Ingress")),
     res!(networking::v1::IngressClass, CLUSTER, "ingressclass", [], [], [], false, ops!(networking::v1::IngressClass, "io.k8s.api.networking.v1.IngressClass")),
     res!(networking::v1::NetworkPolicy, NS, "networkpolicy", ["netpol"], [], [], true, ops!(networking::v1::NetworkPolicy, "io.k8s.api.networking.v1.NetworkPolicy")),
@@ -104,7 +118,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
     res!(rbac::v1::RoleBinding, NS, "rolebinding", [], [], [], false, ops!(rbac::v1::RoleBinding, "io.k8s.api.rbac.v1.RoleBinding", no_defaults, validate::binding)),
     res!(rbac::v1::ClusterRole, CLUSTER, "clusterrole", [], [], [], false, ops!(rbac::v1::ClusterRole, "io.k8s.api.rbac.v1.ClusterRole", no_defaults, validate::role)),
     res!(rbac::v1::ClusterRoleBinding, CLUSTER, "clusterrolebinding", [], [], [], false, ops!(rbac::v1::ClusterRoleBinding, "io.k8s.api.rbac.v1.ClusterRoleBinding", no_defaults, validate::binding)),
-    res!(scheduling::v1::PriorityClass, CLUSTER, "priorityclass", ["pc"], [], [], false, ops!(scheduling::v1::PriorityClass, "io.k8s.api.scheduling.v1.PriorityClass")),
+    res!(scheduling::v1::PriorityClass, CLUSTER, "priorityclass", ["pc"], [], [], false, ops!(scheduling::v1::PriorityClass, "io.k8s.api.scheduling.v1.PriorityClass", defaults::priority_class, no_validation)),
     res!(storage::v1::StorageClass, CLUSTER, "storageclass", ["sc"], [], [], false, ops!(storage::v1::StorageClass, "io.k8s.api.storage.v1.StorageClass")),
     res!(storage::v1::CSIDriver, CLUSTER, "csidriver", [], [], [], false, ops!(storage::v1::CSIDriver, "io.k8s.api.storage.v1.CSIDriver")),
     res!(storage::v1::CSINode, CLUSTER, "csinode", [], [], [], false, ops!(storage::v1::CSINode, "io.k8s.api.storage.v1.CSINode")),

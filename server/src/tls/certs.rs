@@ -54,6 +54,9 @@ pub struct TlsOptions {
     /// certificate, e.g. the bind address, the host name, a load balancer's name.
     /// Unspecified addresses (`0.0.0.0`, `::`) are ignored.
     pub extra_sans: Vec<String>,
+    /// Names of this node's peer (Raft) address; when not empty, `pki/peer.crt` is issued for
+    /// them, for mutual TLS between replicas.
+    pub peer_sans: Vec<String>,
 }
 
 /// The certificates and keys the server runs with, all PEM.
@@ -75,6 +78,8 @@ pub struct Pki {
     pub admin_cert_pem: String,
     /// The admin client certificate's private key.
     pub admin_key_pem: String,
+    /// The peer certificate and key (PEM), when this node has peers.
+    pub peer: Option<(String, String)>,
 }
 
 impl fmt::Debug for Pki {
@@ -87,6 +92,7 @@ impl fmt::Debug for Pki {
             .field("client_ca_pem", &self.client_ca_pem)
             .field("admin_cert_pem", &self.admin_cert_pem)
             .field("admin_key_pem", &"<redacted>")
+            .field("peer", &self.peer.as_ref().map(|(cert, _)| (cert, "<redacted>")))
             .finish()
     }
 }
@@ -105,7 +111,14 @@ pub fn ensure_pki(data_dir: &Path, opts: &TlsOptions) -> anyhow::Result<Pki> {
 
     let (serving_cert_pem, serving_key_pem) = match (&opts.cert_file, &opts.key_file) {
         (Some(cert), Some(key)) => (read(cert)?, read(key)?),
-        (None, None) => ensure_serving_cert(&dir, &ca, &serving_sans(&opts.extra_sans))?,
+        (None, None) => ensure_named_leaf(
+            &dir,
+            "apiserver",
+            &ca,
+            &serving_sans(&opts.extra_sans),
+            "kube-apiserver",
+            vec![ExtendedKeyUsagePurpose::ServerAuth],
+        )?,
         _ => bail!("--tls-cert-file and --tls-private-key-file must be given together"),
     };
     let client_ca_pem = match &opts.client_ca_file {
@@ -146,7 +159,20 @@ pub fn ensure_pki(data_dir: &Path, opts: &TlsOptions) -> anyhow::Result<Pki> {
             bail!("the {what} file holds no PEM certificate");
         }
     }
+    // Replicas authenticate each other with one certificate, as server and as client.
+    let peer = match opts.peer_sans.is_empty() {
+        true => None,
+        false => Some(ensure_named_leaf(
+            &dir,
+            "peer",
+            &ca,
+            &serving_sans(&opts.peer_sans),
+            "apiserver-peer",
+            vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth],
+        )?),
+    };
     Ok(Pki {
+        peer,
         ca_pem: ca.cert_pem,
         server_ca_pem,
         serving_cert_pem,
@@ -213,10 +239,14 @@ impl CaFiles {
     }
 }
 
-fn ensure_serving_cert(
+/// A leaf certificate `dir/<base>.crt` for `sans`, reissued when it lacks one of them.
+fn ensure_named_leaf(
     dir: &Path,
+    base: &str,
     ca: &CaFiles,
     sans: &[String],
+    common_name: &str,
+    usages: Vec<ExtendedKeyUsagePurpose>,
 ) -> anyhow::Result<(String, String)> {
     let lacks_a_name = |cert_pem: &str| match cert_names(cert_pem) {
         Ok(have) => sans
@@ -224,10 +254,10 @@ fn ensure_serving_cert(
             .any(|want| !have.iter().any(|h| san_eq(h, want))),
         Err(_) => true,
     };
-    ensure_leaf(dir, "apiserver", ca, lacks_a_name, || {
+    ensure_leaf(dir, base, ca, lacks_a_name, || {
         let mut params = leaf_params(sans.to_vec())?;
-        params.distinguished_name = name(&[(DnType::CommonName, "kube-apiserver")]);
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.distinguished_name = name(&[(DnType::CommonName, common_name)]);
+        params.extended_key_usages = usages;
         Ok(params)
     })
 }
@@ -504,6 +534,18 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn peer_certificate_only_for_cluster_members() {
+        let dir = temp_dir("peer");
+        assert!(ensure_pki(&dir, &TlsOptions::default()).unwrap().peer.is_none());
+        let opts = TlsOptions { peer_sans: vec!["node-2.internal".into()], ..Default::default() };
+        let pki = ensure_pki(&dir, &opts).unwrap();
+        let (cert, _) = pki.peer.expect("a peer certificate");
+        let names = cert_names(&cert).unwrap();
+        assert!(names.iter().any(|n| n == "node-2.internal") && names.iter().any(|n| n == "127.0.0.1"), "{names:?}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn overrides_are_used() {
         let other = temp_dir("other");
         let other_pki = ensure_pki(&other, &TlsOptions::default()).unwrap();
@@ -512,7 +554,7 @@ pub(crate) mod tests {
             cert_file: Some(other.join("pki/apiserver.crt")),
             key_file: Some(other.join("pki/apiserver.key")),
             client_ca_file: Some(other.join("pki/ca.crt")),
-            extra_sans: vec![],
+            ..Default::default()
         };
         let pki = ensure_pki(&dir, &opts).unwrap();
         assert_eq!(pki.serving_cert_pem, other_pki.serving_cert_pem);

@@ -172,18 +172,109 @@ pub fn cronjob_cells(obj: &Value) -> Vec<Value> {
     ]
 }
 
-pub const NODE_COLUMNS: &[Column] = &[col("Status", "string", 0), col("Roles", "string", 0), AGE, col("Version", "string", 0)];
+pub const NODE_COLUMNS: &[Column] = &[
+    col("Status", "string", 0),
+    col("Roles", "string", 0),
+    AGE,
+    col("Version", "string", 0),
+    col("Internal-IP", "string", 1),
+    col("External-IP", "string", 1),
+    col("OS-Image", "string", 1),
+    col("Kernel-Version", "string", 1),
+    col("Container-Runtime", "string", 1),
+];
 
+/// `Ready`/`NotReady` from the Ready condition, `Unknown` without one, plus
+/// `SchedulingDisabled` when cordoned; roles from the `node-role.kubernetes.io/*` labels.
 pub fn node_cells(obj: &Value) -> Vec<Value> {
-    let ready = obj["status"]["conditions"]
-        .as_array()
+    let ready = obj["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Ready");
+    let mut status = vec![match ready {
+        Some(c) if c["status"] == "True" => "Ready",
+        Some(_) => "NotReady",
+        None => "Unknown",
+    }];
+    if obj["spec"]["unschedulable"] == true {
+        status.push("SchedulingDisabled");
+    }
+    let roles: Vec<&str> = obj["metadata"]["labels"]
+        .as_object()
         .into_iter()
         .flatten()
-        .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/").filter(|r| !r.is_empty()))
+        .collect();
+    let address = |kind: &str| {
+        let found = obj["status"]["addresses"].as_array().into_iter().flatten().find(|a| a["type"] == kind);
+        json!(found.and_then(|a| a["address"].as_str()).unwrap_or("<none>"))
+    };
+    let info = &obj["status"]["nodeInfo"];
+    let text = |v: &Value| json!(v.as_str().filter(|s| !s.is_empty()).unwrap_or("<unknown>"));
     vec![
-        json!(if ready { "Ready" } else { "NotReady" }),
-        json!("<none>"),
+        json!(status.join(",")),
+        json!(if roles.is_empty() { "<none>".to_string() } else { roles.join(",") }),
         age(obj),
-        json!(obj["status"]["nodeInfo"]["kubeletVersion"].as_str().unwrap_or_default()),
+        json!(info["kubeletVersion"].as_str().unwrap_or_default()),
+        address("InternalIP"),
+        address("ExternalIP"),
+        text(&info["osImage"]),
+        text(&info["kernelVersion"]),
+        text(&info["containerRuntimeVersion"]),
     ]
 }
+
+pub const EVENT_COLUMNS: &[Column] = &[
+    col("Last Seen", "date", 0),
+    col("Type", "string", 0),
+    col("Reason", "string", 0),
+    col("Object", "string", 0),
+    col("Subobject", "string", 1),
+    col("Source", "string", 1),
+    col("Message", "string", 0),
+    col("First Seen", "date", 1),
+    col("Count", "string", 1),
+    col("Name", "string", 1),
+];
+
+/// Events of both `v1` (`involvedObject`, `message`, `lastTimestamp`) and `events.k8s.io/v1`
+/// (`regarding`, `note`, `deprecatedLastTimestamp`); the last sighting is the series' when
+/// there is one. Events place their name last, among the wide columns.
+pub fn event_cells(obj: &Value) -> Vec<Value> {
+    let first = |fields: &[&str]| fields.iter().map(|f| obj.pointer(f)).find_map(|v| v.filter(|v| v.is_string()).cloned());
+    let last_seen = first(&["/series/lastObservedTime", "/lastTimestamp", "/deprecatedLastTimestamp", "/eventTime", "/firstTimestamp"]);
+    let first_seen = first(&["/firstTimestamp", "/deprecatedFirstTimestamp", "/eventTime"]);
+    let target = if obj["regarding"].is_object() { &obj["regarding"] } else { &obj["involvedObject"] };
+    let kind = target["kind"].as_str().unwrap_or_default().to_ascii_lowercase();
+    let source = first(&["/source/component", "/reportingController", "/deprecatedSource/component"]);
+    let count = obj.pointer("/series/count").or(obj.get("count")).or(obj.get("deprecatedCount")).and_then(Value::as_i64).unwrap_or(1);
+    vec![
+        last_seen.unwrap_or(Value::Null),
+        obj["type"].clone(),
+        obj["reason"].clone(),
+        json!(format!("{kind}/{}", target["name"].as_str().unwrap_or_default())),
+        json!(target["fieldPath"].as_str().unwrap_or_default()),
+        source.unwrap_or(Value::Null),
+        first(&["/message", "/note"]).unwrap_or(Value::Null),
+        first_seen.unwrap_or(Value::Null),
+        json!(count.to_string()),
+        obj["metadata"]["name"].clone(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_status_and_roles() {
+        let bare = json!({"metadata": {"name": "n"}});
+        assert_eq!(node_cells(&bare)[..2], [json!("Unknown"), json!("<none>")]);
+        let node = json!({
+            "metadata": {"name": "n", "labels": {"node-role.kubernetes.io/control-plane": ""}},
+            "spec": {"unschedulable": true},
+            "status": {"conditions": [{"type": "Ready", "status": "False"}], "addresses": [{"type": "InternalIP", "address": "10.0.0.5"}]},
+        });
+        let cells = node_cells(&node);
+        assert_eq!(cells[..2], [json!("NotReady,SchedulingDisabled"), json!("control-plane")]);
+        assert_eq!((&cells[4], &cells[5]), (&json!("10.0.0.5"), &json!("<none>")));
+    }
+}
+

@@ -3,6 +3,7 @@
 
 mod columns;
 pub mod defaults;
+pub mod immutable;
 pub mod validate;
 
 pub use columns::*;
@@ -58,6 +59,11 @@ pub fn no_defaults(_: &mut Value) {}
 
 /// A kind without checks beyond its types and metadata.
 pub fn no_validation(_: &Value) -> Vec<Cause> {
+    Vec::new()
+}
+
+/// A kind whose fields may all change on update.
+pub fn no_update_rules(_: &Value, _: &mut Value) -> Vec<Cause> {
     Vec::new()
 }
 

@@ -24,6 +24,28 @@ fn pod_spec_at(spec: &Value, path: &str, out: &mut Vec<Cause>) {
         if c["image"].as_str().is_none_or(str::is_empty) {
             out.push(Cause::required(format!("{path}.containers[{i}].image")));
         }
+        one_of(&c["imagePullPolicy"], &format!("{path}.containers[{i}].imagePullPolicy"), &["Always", "IfNotPresent", "Never"], out);
+        for (j, p) in c["ports"].as_array().into_iter().flatten().enumerate() {
+            let field = format!("{path}.containers[{i}].ports[{j}]");
+            let port = p["containerPort"].as_i64().unwrap_or(0);
+            if !(1..=65535).contains(&port) {
+                out.push(Cause::invalid(format!("{field}.containerPort"), port, "must be between 1 and 65535, inclusive"));
+            }
+            if p["hostPort"].as_i64().is_some_and(|h| !(0..=65535).contains(&h)) {
+                out.push(Cause::invalid(format!("{field}.hostPort"), &p["hostPort"], "must be between 1 and 65535, inclusive"));
+            }
+            one_of(&p["protocol"], &format!("{field}.protocol"), &["SCTP", "TCP", "UDP"], out);
+        }
+    }
+    one_of(&spec["restartPolicy"], &format!("{path}.restartPolicy"), &["Always", "Never", "OnFailure"], out);
+    one_of(&spec["dnsPolicy"], &format!("{path}.dnsPolicy"), &["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"], out);
+}
+
+/// A field that, when set, must hold one of `allowed` (listed in Kubernetes' order).
+fn one_of(value: &Value, field: &str, allowed: &[&str], out: &mut Vec<Cause>) {
+    if let Some(v) = value.as_str().filter(|v| !allowed.contains(v)) {
+        let list: Vec<String> = allowed.iter().map(|a| format!("\"{a}\"")).collect();
+        out.push(Cause::new("FieldValueNotSupported", field, format!("Unsupported value: \"{v}\": supported values: {}", list.join(", "))));
     }
 }
 
@@ -152,6 +174,13 @@ mod tests {
     fn pods_need_containers() {
         assert_eq!(pod(&json!({"spec": {}}))[0].field, "spec.containers");
         assert!(pod(&json!({"spec": {"containers": [{"name": "a", "image": "x"}]}})).is_empty());
+    }
+
+    #[test]
+    fn enumerations_and_ports() {
+        let p = json!({"spec": {"restartPolicy": "Sometimes", "containers": [{"name": "a", "image": "x", "imagePullPolicy": "Sometimes", "ports": [{"containerPort": 0}]}]}});
+        let fields: Vec<String> = pod(&p).into_iter().map(|c| c.field).collect();
+        assert_eq!(fields, ["spec.containers[0].imagePullPolicy", "spec.containers[0].ports[0].containerPort", "spec.restartPolicy"]);
     }
 
     #[test]

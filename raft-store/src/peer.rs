@@ -1,0 +1,91 @@
+//! Connections between replicas: gRPC channels over mutual TLS from the cluster CA, one per
+//! peer, shared by the Raft network and by write forwarding; and the CBOR encoding of the
+//! openraft messages they carry.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use proto::raft::raft_client::RaftClient;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
+
+use crate::types::NodeId;
+
+/// Certificates of the peer transport, all PEM: every node presents `cert` (signed by `ca`),
+/// and accepts only peers whose certificate `ca` signed.
+#[derive(Clone)]
+pub struct PeerTls {
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for PeerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerTls").field("ca_pem", &self.ca_pem).field("cert_pem", &self.cert_pem).field("key_pem", &"<redacted>").finish()
+    }
+}
+
+impl PeerTls {
+    pub(crate) fn server(&self) -> ServerTlsConfig {
+        ServerTlsConfig::new()
+            .identity(Identity::from_pem(&self.cert_pem, &self.key_pem))
+            .client_ca_root(Certificate::from_pem(&self.ca_pem))
+    }
+
+    fn client(&self, host: &str) -> ClientTlsConfig {
+        ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(&self.ca_pem))
+            .identity(Identity::from_pem(&self.cert_pem, &self.key_pem))
+            .domain_name(host)
+    }
+}
+
+/// A lazily connected channel to every peer, by node id.
+#[derive(Clone)]
+pub struct Peers {
+    tls: Option<PeerTls>,
+    channels: Arc<Mutex<HashMap<(NodeId, String), Channel>>>,
+}
+
+impl Peers {
+    pub fn new(tls: Option<PeerTls>) -> Self {
+        Peers { tls, channels: Default::default() }
+    }
+
+    /// A client to the peer `id` at `addr` (`host:port`).
+    pub fn client(&self, id: NodeId, addr: &str) -> Result<RaftClient<Channel>, String> {
+        let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(ch) = channels.get(&(id, addr.to_string())) {
+            return Ok(RaftClient::new(ch.clone()).max_decoding_message_size(MAX_MESSAGE));
+        }
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
+            .map_err(|e| e.to_string())?
+            .connect_timeout(Duration::from_secs(1))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(10));
+        if let Some(tls) = &self.tls {
+            let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_matches(['[', ']']);
+            endpoint = endpoint.tls_config(tls.client(host)).map_err(|e| e.to_string())?;
+        }
+        let ch = endpoint.connect_lazy();
+        channels.insert((id, addr.to_string()), ch.clone());
+        Ok(RaftClient::new(ch).max_decoding_message_size(MAX_MESSAGE))
+    }
+}
+
+/// The largest gRPC message between peers (an append with a full batch of 3 MiB objects).
+pub(crate) const MAX_MESSAGE: usize = 256 << 20;
+
+pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    ciborium::into_writer(value, &mut out).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    ciborium::from_reader(bytes).map_err(|e| e.to_string())
+}

@@ -1,0 +1,132 @@
+//! The peer gRPC service every replica serves: openraft's RPCs from the leader, snapshot
+//! installs, writes forwarded by followers, read-index requests, and membership changes
+//! (carried out by the leader; a follower passes them on).
+
+use std::collections::BTreeSet;
+use std::io::Cursor;
+
+use futures::StreamExt;
+use openraft::errors::RaftError;
+use openraft::async_runtime::WatchReceiver;
+use openraft::{BasicNode, ChangeMembers, ReadPolicy};
+use proto::raft::raft_server::{Raft as RaftRpc, RaftServer};
+use proto::raft::{
+    ForwardRequest, ForwardResponse, Member, MembershipRequest, MembershipResponse, RaftPayload, ReadIndexRequest, ReadIndexResponse,
+    SnapshotChunk,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::network::SnapshotHeader;
+use crate::peer::{decode, encode, PeerTls, Peers, MAX_MESSAGE};
+use crate::types::{Raft, Txn, TxnResult, TypeConfig};
+
+/// What a forwarded write answers: the log index it was applied at, and its result.
+pub(crate) type Forwarded = (u64, TxnResult);
+
+/// The service of one replica.
+pub(crate) struct Service {
+    pub raft: Raft,
+    pub peers: Peers,
+}
+
+fn payload<T: Serialize>(value: &T) -> Result<Response<RaftPayload>, Status> {
+    encode(value).map(|payload| Response::new(RaftPayload { payload })).map_err(Status::internal)
+}
+
+fn request<T: DeserializeOwned>(req: Request<RaftPayload>) -> Result<T, Status> {
+    decode(&req.into_inner().payload).map_err(Status::invalid_argument)
+}
+
+#[tonic::async_trait]
+impl RaftRpc for Service {
+    async fn append_entries(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+        payload(&self.raft.append_entries(request(req)?).await)
+    }
+
+    async fn vote(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+        payload(&self.raft.vote(request(req)?).await)
+    }
+
+    async fn install_snapshot(&self, req: Request<Streaming<SnapshotChunk>>) -> Result<Response<RaftPayload>, Status> {
+        let mut chunks = req.into_inner();
+        let first = chunks.next().await.ok_or_else(|| Status::invalid_argument("empty snapshot stream"))??;
+        let header: SnapshotHeader = decode(&first.header).map_err(Status::invalid_argument)?;
+        let mut data = first.data;
+        while let Some(chunk) = chunks.next().await {
+            data.extend_from_slice(&chunk?.data);
+        }
+        let snapshot = openraft::alias::SnapshotOf::<TypeConfig, Cursor<Vec<u8>>> { meta: header.meta, snapshot: Cursor::new(data) };
+        let result = self.raft.install_full_snapshot(header.vote, snapshot).await.map_err(RaftError::<TypeConfig>::Fatal);
+        payload(&result)
+    }
+
+    async fn forward(&self, req: Request<ForwardRequest>) -> Result<Response<ForwardResponse>, Status> {
+        let txn: Txn = decode(&req.into_inner().txn).map_err(Status::invalid_argument)?;
+        let answer = match self.raft.client_write(txn).await {
+            Ok(resp) => {
+                let forwarded: Forwarded = (resp.log_id.index(), resp.data);
+                ForwardResponse { result: encode(&forwarded).map_err(Status::internal)?, error: String::new() }
+            }
+            Err(e) => ForwardResponse { result: Vec::new(), error: e.to_string() },
+        };
+        Ok(Response::new(answer))
+    }
+
+    async fn membership(&self, req: Request<MembershipRequest>) -> Result<Response<MembershipResponse>, Status> {
+        let req = req.into_inner();
+        let ids = || BTreeSet::from([req.node_id]);
+        let changed = match req.action.as_str() {
+            "" => Ok(()),
+            "add-learner" => self.raft.add_learner(req.node_id, BasicNode { addr: req.addr.clone() }, true).await.map(drop),
+            "promote" => self.raft.change_membership(ChangeMembers::AddVoterIds(ids()), false).await.map(drop),
+            "remove" => self.raft.change_membership(ChangeMembers::RemoveVoters(ids()), false).await.map(drop),
+            other => return Err(Status::invalid_argument(format!("unknown membership action {other:?}"))),
+        };
+        let metrics = self.raft.metrics().borrow_watched().clone();
+        let leader_id = metrics.current_leader.unwrap_or(0);
+        if let Err(e) = changed {
+            // Changes are made by the leader: forward there when this node follows.
+            if let Some((leader, addr)) = e.forward_to_leader().and_then(|f| Some((f.leader_id?, f.leader_node.clone()?.addr))) {
+                let mut client = self.peers.client(leader, &addr).map_err(Status::unavailable)?;
+                return client.membership(req).await;
+            }
+            return Ok(Response::new(MembershipResponse { members: Vec::new(), leader_id, error: e.to_string() }));
+        }
+        let membership = metrics.membership_config.membership().clone();
+        let voters: BTreeSet<u64> = membership.voter_ids().collect();
+        let members = membership.nodes().map(|(id, node)| Member { id: *id, addr: node.addr.clone(), voter: voters.contains(id) }).collect();
+        Ok(Response::new(MembershipResponse { members, leader_id, error: String::new() }))
+    }
+
+    async fn read_index(&self, _req: Request<ReadIndexRequest>) -> Result<Response<ReadIndexResponse>, Status> {
+        let answer = match self.raft.get_read_linearizer(ReadPolicy::ReadIndex).await {
+            Ok(linearizer) => ReadIndexResponse { index: linearizer.read_log_id().index(), error: String::new() },
+            Err(e) => ReadIndexResponse { index: 0, error: e.to_string() },
+        };
+        Ok(Response::new(answer))
+    }
+}
+
+/// Serves the peer service on `listener` until `shutdown` completes.
+pub(crate) async fn serve(
+    raft: Raft,
+    peers: Peers,
+    listener: tokio::net::TcpListener,
+    tls: Option<PeerTls>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = &tls {
+        builder = builder.tls_config(tls.server()).map_err(|e| e.to_string())?;
+    }
+    let service = RaftServer::new(Service { raft, peers }).max_decoding_message_size(MAX_MESSAGE).max_encoding_message_size(MAX_MESSAGE);
+    // Small RPCs (votes, heartbeats, single appends) must not wait for Nagle's algorithm.
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener).map(|conn| {
+        let conn = conn?;
+        conn.set_nodelay(true)?;
+        Ok::<_, std::io::Error>(conn)
+    });
+    builder.add_service(service).serve_with_incoming_shutdown(incoming, shutdown).await.map_err(|e| e.to_string())
+}

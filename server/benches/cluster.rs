@@ -1,0 +1,106 @@
+//! The cluster benchmark: three release nodes started by `deploy/local-cluster` behind HAProxy,
+//! 1 KiB ConfigMaps. Create throughput at 32 and 128 clients through the balancer and straight at
+//! the leader; consistent and rv=0 GET throughput on each node; leader-kill recovery (from
+//! `kill -9` of the leader to the next acknowledged write through the balancer).
+//! Run with `cargo bench -p apiserver --bench cluster`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{client, configmap, creates, gets, report};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{GetParams, PostParams};
+use kube::Api;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn local_cluster(args: &[&str]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local-cluster");
+    let status = Command::new(script).args(args).env("APISERVER_BIN", env!("CARGO_BIN_EXE_apiserver")).status().expect("deploy/local-cluster");
+    assert!(status.success(), "deploy/local-cluster {args:?} failed");
+}
+
+/// Stops the cluster when dropped.
+struct Cluster(PathBuf);
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        local_cluster(&["down", "--dir", self.0.to_str().unwrap()]);
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap().to_string();
+    let (lb, base, peer) = (free_port(), free_port(), free_port());
+    local_cluster(&["up", "--nodes", "3", "--dir", &d, "--lb-port", &lb.to_string(), "--base-port", &base.to_string(), "--peer-base-port", &peer.to_string()]);
+    let cluster = Cluster(dir.path().to_path_buf());
+    let through_lb: Api<ConfigMap> = Api::default_namespaced(client(&dir.path().join("admin.kubeconfig")).await);
+    let mut nodes = Vec::new();
+    for i in 1..=3 {
+        nodes.push(client(&dir.path().join(format!("node-{i}.kubeconfig"))).await);
+    }
+    let leader_id = leader_of(&nodes[0]).await;
+    let on_leader: Api<ConfigMap> = Api::default_namespaced(nodes[leader_id as usize - 1].clone());
+    println!("leader: node {leader_id}");
+
+    let (lat, el) = creates(&through_lb, "lb32", 8_000, 32).await;
+    report("create via LB, 32 clients", lat, el);
+    let (lat, el) = creates(&through_lb, "lb128", 16_000, 128).await;
+    report("create via LB, 128 clients", lat, el);
+    let (lat, el) = creates(&on_leader, "ld32", 8_000, 32).await;
+    report("create on the leader, 32 clients", lat, el);
+
+    let names: Vec<String> = (0..1000).map(|i| format!("lb32-{}-{}", i % 32, i / 32)).collect();
+    for (i, node) in nodes.iter().enumerate() {
+        let api: Api<ConfigMap> = Api::default_namespaced(node.clone());
+        let role = if i as u64 + 1 == leader_id { "leader" } else { "follower" };
+        for (what, params) in [("consistent", GetParams::default()), ("rv=0", GetParams::any())] {
+            let (lat, el) = gets(&api, &names, &params, 1_000, 1).await;
+            report(&format!("GET {what}, node {} ({role}), 1 client", i + 1), lat, el);
+            let (lat, el) = gets(&api, &names, &params, 8_000, 32).await;
+            report(&format!("GET {what}, node {} ({role}), 32 clients", i + 1), lat, el);
+        }
+    }
+
+    // Leader kill: time from SIGKILL to the next write acknowledged through the balancer.
+    let pids = std::fs::read_to_string(dir.path().join("pids")).unwrap();
+    let pid = pids.lines().find_map(|l| l.strip_prefix(&format!("node-{leader_id} "))).unwrap().trim().to_string();
+    let killed = Instant::now();
+    assert!(Command::new("kill").args(["-9", &pid]).status().unwrap().success());
+    let mut n = 0;
+    loop {
+        n += 1;
+        if through_lb.create(&PostParams::default(), &configmap(&format!("recovery-{n}"))).await.is_ok() {
+            break;
+        }
+        assert!(killed.elapsed() < Duration::from_secs(30), "no write within 30 s of the leader kill");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    println!("{:<40} {:.0} ms ({n} attempts)", "leader kill -> next acknowledged write", killed.elapsed().as_secs_f64() * 1e3);
+    drop(cluster);
+}
+
+/// The leader's id as a node's `/metrics` reports it.
+async fn leader_of(node: &kube::Client) -> u64 {
+    for _ in 0..100 {
+        let text = node.request_text(http::Request::get("/metrics").body(vec![]).unwrap()).await.expect("metrics");
+        let id = text
+            .lines()
+            .find_map(|l| l.strip_prefix("apiserver_raft_leader_id{"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if id != 0 {
+            return id;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no leader");
+}

@@ -1,0 +1,131 @@
+//! `/metrics` in the Prometheus text format: request counts and latency histograms by verb,
+//! resource and code (named as kube-apiserver names them), and this node's Raft state.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use raft_store::RaftStatus;
+
+/// Upper bounds of the latency buckets, in seconds (kube-apiserver's).
+const BUCKETS: &[f64] = &[0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0];
+
+/// What one request is counted under.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RequestLabels {
+    /// `GET`, `LIST`, `WATCH`, `POST`, `PUT`, `PATCH`, `DELETE`, `DELETECOLLECTION`.
+    pub verb: String,
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub subresource: String,
+}
+
+#[derive(Default)]
+struct Latency {
+    /// Observations at or below each bucket bound.
+    buckets: Vec<u64>,
+    count: u64,
+    sum: f64,
+}
+
+#[derive(Default)]
+struct Counters {
+    requests: BTreeMap<(RequestLabels, u16), u64>,
+    latency: BTreeMap<RequestLabels, Latency>,
+}
+
+/// The server's metrics; one per process.
+#[derive(Default)]
+pub struct Metrics {
+    counters: Mutex<Counters>,
+}
+
+impl Metrics {
+    /// Counts one finished request.
+    pub fn observe(&self, labels: RequestLabels, code: u16, took: Duration) {
+        let mut c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        *c.requests.entry((labels.clone(), code)).or_default() += 1;
+        let l = c.latency.entry(labels).or_default();
+        if l.buckets.is_empty() {
+            l.buckets = vec![0; BUCKETS.len()];
+        }
+        let secs = took.as_secs_f64();
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            if secs <= *bound {
+                l.buckets[i] += 1;
+            }
+        }
+        l.count += 1;
+        l.sum += secs;
+    }
+
+    /// The text exposition of every metric, with the Raft state given.
+    pub fn render(&self, raft: &RaftStatus, node_id: u64) -> String {
+        let mut out = String::new();
+        let gauges: [(&str, &str, u64); 6] = [
+            ("apiserver_raft_term", "Current Raft term of this node.", raft.term),
+            ("apiserver_raft_leader_id", "Node id of the leader this node knows, 0 when none.", raft.leader.unwrap_or(0)),
+            ("apiserver_raft_is_leader", "1 when this node is the leader.", u64::from(raft.is_leader)),
+            ("apiserver_raft_commit_index", "Highest log index this node knows to be committed.", raft.committed),
+            ("apiserver_raft_applied_index", "Highest log index applied to this node's state.", raft.applied),
+            ("apiserver_raft_apply_lag", "Committed entries not applied yet on this node.", raft.committed.saturating_sub(raft.applied)),
+        ];
+        for (name, help, value) in gauges {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{node_id=\"{node_id}\"}} {value}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP apiserver_raft_proposals_total Writes proposed through this node.\n# TYPE apiserver_raft_proposals_total counter\napiserver_raft_proposals_total{{node_id=\"{node_id}\"}} {}",
+            raft.proposals
+        );
+        let c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = writeln!(out, "# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, group, version, resource, subresource and HTTP response code.");
+        let _ = writeln!(out, "# TYPE apiserver_request_total counter");
+        for ((l, code), n) in &c.requests {
+            let _ = writeln!(out, "apiserver_request_total{{{},code=\"{code}\"}} {n}", labels(l));
+        }
+        let _ = writeln!(out, "# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb, group, version, resource and subresource.");
+        let _ = writeln!(out, "# TYPE apiserver_request_duration_seconds histogram");
+        for (l, lat) in &c.latency {
+            let base = labels(l);
+            for (bound, n) in BUCKETS.iter().zip(&lat.buckets) {
+                let _ = writeln!(out, "apiserver_request_duration_seconds_bucket{{{base},le=\"{bound}\"}} {n}");
+            }
+            let _ = writeln!(out, "apiserver_request_duration_seconds_bucket{{{base},le=\"+Inf\"}} {}", lat.count);
+            let _ = writeln!(out, "apiserver_request_duration_seconds_sum{{{base}}} {}", lat.sum);
+            let _ = writeln!(out, "apiserver_request_duration_seconds_count{{{base}}} {}", lat.count);
+        }
+        out
+    }
+}
+
+fn labels(l: &RequestLabels) -> String {
+    format!(
+        "verb=\"{}\",group=\"{}\",version=\"{}\",resource=\"{}\",subresource=\"{}\"",
+        l.verb, l.group, l.version, l.resource, l.subresource
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_buckets() {
+        let m = Metrics::default();
+        let l = RequestLabels { verb: "GET".into(), group: "".into(), version: "v1".into(), resource: "pods".into(), subresource: "".into() };
+        m.observe(l.clone(), 200, Duration::from_millis(3));
+        m.observe(l.clone(), 200, Duration::from_millis(30));
+        m.observe(l, 404, Duration::from_millis(3));
+        let raft = RaftStatus { term: 4, leader: Some(2), is_leader: false, committed: 10, applied: 9, proposals: 7 };
+        let text = m.render(&raft, 1);
+        assert!(text.contains("apiserver_raft_term{node_id=\"1\"} 4"), "{text}");
+        assert!(text.contains("apiserver_raft_apply_lag{node_id=\"1\"} 1"), "{text}");
+        assert!(text.contains(r#"apiserver_request_total{verb="GET",group="",version="v1",resource="pods",subresource="",code="200"} 2"#), "{text}");
+        assert!(text.contains(r#"resource="pods",subresource="",le="0.005"} 2"#), "{text}");
+        assert!(text.contains(r#"resource="pods",subresource="",le="0.05"} 3"#), "{text}");
+        assert!(text.contains(r#"apiserver_request_duration_seconds_count{verb="GET",group="",version="v1",resource="pods",subresource=""} 3"#), "{text}");
+    }
+}

@@ -1,0 +1,256 @@
+//! Request bodies in `application/vnd.kubernetes.protobuf`, as client-go's typed clients (and
+//! so `kubectl create deployment`, `kubectl create namespace`, controllers) send them.
+//!
+//! A body is the magic `k8s\0` followed by a `runtime.Unknown` message: `typeMeta` (1, holding
+//! `apiVersion` 1 and `kind` 2), `raw` (2, the object's own message), `contentEncoding` (3) and
+//! `contentType` (4). The kind names the message; the object is decoded into the JSON form the
+//! rest of the server works with.
+
+mod decode;
+#[cfg(test)]
+mod generate;
+pub mod schema;
+
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+use crate::registry;
+
+pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+const MAGIC: &[u8] = b"k8s\0";
+
+/// Kinds that are not resources of their own but come as bodies, by (apiVersion, kind); an
+/// empty apiVersion matches any.
+const BODY_KINDS: &[(&str, &str, &str)] = &[
+    ("", "DeleteOptions", "apimachinery.pkg.apis.meta.v1.DeleteOptions"),
+    ("autoscaling/v1", "Scale", "api.autoscaling.v1.Scale"),
+];
+
+/// The `runtime.Unknown` envelope, as far as it matters here.
+#[derive(Default)]
+struct Unknown<'a> {
+    api_version: String,
+    kind: String,
+    raw: &'a [u8],
+    content_encoding: String,
+}
+
+/// Decodes a Protobuf request body into the object's JSON form, `apiVersion` and `kind`
+/// included.
+pub fn decode_body(body: &[u8]) -> ApiResult<Value> {
+    let bad = |msg: String| ApiError::bad_request(format!("couldn't decode the request body as Protobuf: {msg}"));
+    let envelope = body.strip_prefix(MAGIC).ok_or_else(|| bad("the body does not start with the Kubernetes Protobuf prefix".into()))?;
+    let unknown = envelope_of(envelope).map_err(bad)?;
+    if !unknown.content_encoding.is_empty() {
+        return Err(bad(format!("content encoding {:?} is not supported", unknown.content_encoding)));
+    }
+    let message = message_for(&unknown.api_version, &unknown.kind)
+        .ok_or_else(|| bad(format!("no Protobuf schema for kind {:?} in {:?}", unknown.kind, unknown.api_version)))?;
+    let mut obj = decode::message(message, unknown.raw).map_err(bad)?;
+    obj["apiVersion"] = Value::String(unknown.api_version);
+    obj["kind"] = Value::String(unknown.kind);
+    Ok(obj)
+}
+
+/// The message of a kind: a served resource's definition, or one of the body kinds.
+fn message_for(api_version: &str, kind: &str) -> Option<&'static str> {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    if let Some(info) = registry::lookup_kind(group, version, kind) {
+        return info.ops.definition.strip_prefix("io.k8s.");
+    }
+    BODY_KINDS
+        .iter()
+        .find(|(v, k, _)| *k == kind && (v.is_empty() || *v == api_version))
+        .map(|(_, _, m)| *m)
+}
+
+fn envelope_of(bytes: &[u8]) -> Result<Unknown<'_>, String> {
+    let text = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| "a string field is not valid UTF-8".to_string());
+    let mut unknown = Unknown::default();
+    for (number, value) in decode::length_delimited(bytes)? {
+        match number {
+            1 => {
+                for (number, value) in decode::length_delimited(value)? {
+                    match number {
+                        1 => unknown.api_version = text(value)?,
+                        2 => unknown.kind = text(value)?,
+                        _ => {}
+                    }
+                }
+            }
+            2 => unknown.raw = value,
+            3 => unknown.content_encoding = text(value)?,
+            _ => {}
+        }
+    }
+    Ok(unknown)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_pb::api::apps::v1 as apps;
+    use k8s_pb::api::core::v1 as core;
+    use k8s_pb::apimachinery::pkg::api::resource::Quantity;
+    use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+    use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+    use k8s_pb::apimachinery::pkg::util::intstr::IntOrString;
+    use prost::Message;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A body as client-go writes it: the magic, then `Unknown` around the object.
+    fn body(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
+        let unknown = Unknown {
+            type_meta: Some(TypeMeta { api_version: Some(api_version.into()), kind: Some(kind.into()) }),
+            raw: Some(raw),
+            content_encoding: Some(String::new()),
+            content_type: Some(String::new()),
+        };
+        [MAGIC, &unknown.encode_to_vec()].concat()
+    }
+
+    fn s(v: &str) -> Option<String> {
+        Some(v.into())
+    }
+
+    #[test]
+    fn deployment_as_kubectl_sends_it() {
+        let container = core::Container {
+            name: s("web"),
+            image: s("nginx:1.27"),
+            args: vec!["-g".into(), "daemon off;".into()],
+            ports: vec![core::ContainerPort { container_port: Some(80), protocol: s("TCP"), ..Default::default() }],
+            env: vec![core::EnvVar {
+                name: s("MODE"),
+                value_from: Some(core::EnvVarSource {
+                    config_map_key_ref: Some(core::ConfigMapKeySelector {
+                        local_object_reference: Some(core::LocalObjectReference { name: s("settings") }),
+                        key: s("mode"),
+                        optional: Some(false),
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            resources: Some(core::ResourceRequirements {
+                limits: [("memory".to_string(), Quantity { string: s("128Mi") })].into(),
+                ..Default::default()
+            }),
+            readiness_probe: Some(core::Probe {
+                handler: Some(core::ProbeHandler {
+                    http_get: Some(core::HttpGetAction {
+                        path: s("/healthz"),
+                        port: Some(IntOrString { r#type: Some(1), int_val: Some(0), str_val: s("http") }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                period_seconds: Some(5),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let deployment = apps::Deployment {
+            metadata: Some(meta::ObjectMeta {
+                name: s("web"),
+                namespace: s(""),
+                labels: [("app".to_string(), "web".to_string())].into(),
+                creation_timestamp: Some(meta::Time::default()),
+                ..Default::default()
+            }),
+            spec: Some(apps::DeploymentSpec {
+                replicas: Some(0),
+                selector: Some(meta::LabelSelector { match_labels: [("app".into(), "web".into())].into(), ..Default::default() }),
+                template: Some(core::PodTemplateSpec {
+                    metadata: Some(meta::ObjectMeta { labels: [("app".into(), "web".into())].into(), ..Default::default() }),
+                    spec: Some(core::PodSpec { containers: vec![container], ..Default::default() }),
+                }),
+                strategy: Some(apps::DeploymentStrategy {
+                    rolling_update: Some(apps::RollingUpdateDeployment {
+                        max_surge: Some(IntOrString { r#type: Some(0), int_val: Some(2), str_val: s("") }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            status: Some(apps::DeploymentStatus::default()),
+        };
+        let obj = decode_body(&body("apps/v1", "Deployment", deployment.encode_to_vec())).unwrap();
+        assert_eq!(
+            obj,
+            json!({
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "web", "labels": {"app": "web"}},
+                "spec": {
+                    "replicas": 0,
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "web"}},
+                        "spec": {"containers": [{
+                            "name": "web",
+                            "image": "nginx:1.27",
+                            "args": ["-g", "daemon off;"],
+                            "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                            "env": [{"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode", "optional": false}}}],
+                            "resources": {"limits": {"memory": "128Mi"}},
+                            "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 5},
+                        }]},
+                    },
+                    "strategy": {"rollingUpdate": {"maxSurge": 2}},
+                },
+                "status": {},
+            })
+        );
+    }
+
+    #[test]
+    fn times_bytes_and_delete_options() {
+        let secret = core::Secret {
+            metadata: Some(meta::ObjectMeta {
+                name: s("creds"),
+                creation_timestamp: Some(meta::Time { seconds: Some(1_700_000_000), nanos: Some(0) }),
+                ..Default::default()
+            }),
+            data: [("token".to_string(), b"\x00hi".to_vec())].into(),
+            r#type: s("Opaque"),
+            ..Default::default()
+        };
+        let obj = decode_body(&body("v1", "Secret", secret.encode_to_vec())).unwrap();
+        assert_eq!(obj["metadata"]["creationTimestamp"], "2023-11-14T22:13:20Z");
+        assert_eq!(obj["data"]["token"], "AGhp");
+        assert_eq!(obj["type"], "Opaque");
+
+        let options = meta::DeleteOptions {
+            grace_period_seconds: Some(0),
+            propagation_policy: s("Foreground"),
+            preconditions: Some(meta::Preconditions { uid: s("u-1"), resource_version: None }),
+            ..Default::default()
+        };
+        let obj = decode_body(&body("meta.k8s.io/v1", "DeleteOptions", options.encode_to_vec())).unwrap();
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                   "propagationPolicy": "Foreground", "preconditions": {"uid": "u-1"}})
+        );
+    }
+
+    #[test]
+    fn bad_bodies_are_400() {
+        let cm = core::ConfigMap { metadata: Some(meta::ObjectMeta { name: s("a"), ..Default::default() }), ..Default::default() };
+        let good = body("v1", "ConfigMap", cm.encode_to_vec());
+        assert!(decode_body(&good).is_ok());
+        let cases = [
+            good[4..].to_vec(),                                   // no magic
+            good[..good.len() - 1].to_vec(),                      // truncated
+            body("v1", "NoSuchKind", cm.encode_to_vec()),         // unknown kind
+            body("v1", "ConfigMap", vec![0x0a, 0x02, 0xff, 0xff]), // garbage inside the object
+        ];
+        for case in cases {
+            let err = decode_body(&case).unwrap_err();
+            assert!(matches!(err, ApiError::BadRequest(_)), "{err:?}");
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! Three real nodes on loopback, one Raft group behind three API servers: writes on any node
+//! are read on every node, a watch resumes on another node, acknowledged writes survive
+//! `kill -9` of any node (the leader among them, also under load), a full restart keeps
+//! everything, a wiped node rejoins from a snapshot, members are added and removed, and every
+//! node's `/metrics` names the same leader.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use common::{configmap, free_port, names, rv, TestServer};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{ListParams, PostParams, WatchEvent, WatchParams};
+use kube::Api;
+
+/// Three members of one new cluster, sharing the first one's CA, with extra flags.
+async fn cluster_with(extra: &[&str]) -> Vec<TestServer> {
+    let peers: Vec<String> = (0..3).map(|_| format!("127.0.0.1:{}", free_port())).collect();
+    let initial = peers.iter().enumerate().map(|(i, p)| format!("{}={p}", i + 1)).collect::<Vec<_>>().join(",");
+    let mut nodes: Vec<TestServer> =
+        (1..=3).map(|id| TestServer::new(&[&["--node-id", &id.to_string(), "--initial-cluster", &initial], extra].concat())).collect();
+    nodes[0].launch();
+    let ca = nodes[0].data_dir().join("pki");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // Each file appears whole (written aside, then renamed).
+    while !(ca.join("ca.crt").exists() && ca.join("ca.key").exists()) {
+        assert!(Instant::now() < deadline, "the first node wrote no CA:\n{}", nodes[0].log());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for node in &mut nodes[1..] {
+        let pki = node.data_dir().join("pki");
+        std::fs::create_dir_all(&pki).unwrap();
+        for f in ["ca.crt", "ca.key"] {
+            std::fs::copy(ca.join(f), pki.join(f)).unwrap();
+        }
+        node.launch();
+    }
+    for node in &mut nodes {
+        node.wait_ready().await.unwrap_or_else(|log| panic!("node did not become ready:\n{log}"));
+    }
+    nodes
+}
+
+async fn cluster() -> Vec<TestServer> {
+    cluster_with(&[]).await
+}
+
+fn configmaps(node: &TestServer) -> Api<ConfigMap> {
+    Api::namespaced(node.client(), "default")
+}
+
+/// Names of the ConfigMaps a consistent list on `node` returns.
+async fn stored(node: &TestServer) -> BTreeSet<String> {
+    names(&configmaps(node).list(&ListParams::default()).await.unwrap()).into_iter().collect()
+}
+
+#[tokio::test]
+async fn writes_on_any_node_are_read_on_every_node() {
+    let nodes = cluster().await;
+    let mut written = BTreeSet::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let name = format!("from-{}", i + 1);
+        let created = configmaps(node).create(&PostParams::default(), &configmap(&name, &[])).await.unwrap();
+        // Read-your-writes on the same node, and on the others by a consistent read.
+        assert_eq!(rv(&configmaps(node).get(&name).await.unwrap()), rv(&created));
+        written.insert(name);
+        for other in &nodes {
+            assert!(stored(other).await.is_superset(&written), "a consistent read on another node missed a write");
+        }
+    }
+    // Optimistic concurrency holds across nodes: a stale update fails wherever it is sent.
+    let mut current = configmaps(&nodes[0]).get("from-1").await.unwrap();
+    current.data = Some([("k".to_string(), "first".to_string())].into());
+    configmaps(&nodes[1]).replace("from-1", &PostParams::default(), &current).await.unwrap();
+    current.data = Some([("k".to_string(), "second".to_string())].into());
+    let stale = configmaps(&nodes[2]).replace("from-1", &PostParams::default(), &current).await;
+    assert!(matches!(stale, Err(kube::Error::Api(s)) if s.code == 409), "stale update was not refused");
+}
+
+/// The value of an unlabelled-but-for-node metric in `/metrics` text.
+fn gauge(text: &str, name: &str) -> u64 {
+    let line = text.lines().find(|l| l.starts_with(&format!("{name}{{"))).unwrap_or_else(|| panic!("no {name} in:\n{text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn metrics_agree_on_one_leader() {
+    let nodes = cluster().await;
+    configmaps(&nodes[1]).create(&PostParams::default(), &configmap("counted", &[])).await.unwrap();
+    let mut leaders = BTreeSet::new();
+    let mut leading = 0;
+    for node in &nodes {
+        let text = node.get("/metrics").await.text();
+        leaders.insert(gauge(&text, "apiserver_raft_leader_id"));
+        leading += gauge(&text, "apiserver_raft_is_leader");
+        assert!(gauge(&text, "apiserver_raft_term") >= 1);
+        assert!(gauge(&text, "apiserver_raft_applied_index") >= 1);
+    }
+    assert_eq!((leaders.len(), leading), (1, 1), "nodes disagree on the leader: {leaders:?}");
+    assert!(!leaders.contains(&0));
+    let text = nodes[1].get("/metrics").await.text();
+    assert!(
+        text.contains(r#"apiserver_request_total{verb="POST",group="",version="v1",resource="configmaps",subresource="",code="201"} 1"#),
+        "{text}"
+    );
+    assert!(gauge(&text, "apiserver_raft_proposals_total") >= 1);
+}
+
+#[tokio::test]
+async fn a_watch_resumes_on_another_node() {
+    let nodes = cluster().await;
+    let start = rv(&configmaps(&nodes[0]).create(&PostParams::default(), &configmap("w-0", &[])).await.unwrap());
+    let mut first = configmaps(&nodes[0]).watch(&WatchParams::default(), &start.to_string()).await.unwrap().boxed();
+    for i in 1..=3 {
+        configmaps(&nodes[1]).create(&PostParams::default(), &configmap(&format!("w-{i}"), &[])).await.unwrap();
+    }
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        match tokio::time::timeout(Duration::from_secs(10), first.try_next()).await.unwrap().unwrap() {
+            Some(WatchEvent::Added(cm)) => seen.push((cm.metadata.name.unwrap(), cm.metadata.resource_version.unwrap())),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    drop(first);
+    // Resume on the third node from the last revision seen: exactly the events after it.
+    let last = seen.last().unwrap().1.clone();
+    for i in 4..=5 {
+        configmaps(&nodes[0]).create(&PostParams::default(), &configmap(&format!("w-{i}"), &[])).await.unwrap();
+    }
+    let mut resumed = configmaps(&nodes[2]).watch(&WatchParams::default(), &last).await.unwrap().boxed();
+    while seen.len() < 5 {
+        match tokio::time::timeout(Duration::from_secs(10), resumed.try_next()).await.unwrap().unwrap() {
+            Some(WatchEvent::Added(cm)) => seen.push((cm.metadata.name.unwrap(), cm.metadata.resource_version.unwrap())),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let order: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(order, ["w-1", "w-2", "w-3", "w-4", "w-5"]);
+}
+
+#[tokio::test]
+async fn acknowledged_writes_survive_killing_each_node_and_a_full_restart() {
+    let mut nodes = cluster().await;
+    let mut acknowledged = BTreeSet::new();
+    let mut n = 0;
+    for victim in 0..3 {
+        nodes[victim].kill9();
+        // The others keep accepting writes once they have (re)elected a leader.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut ok = 0;
+        while ok < 10 {
+            let node = &nodes[(victim + 1 + n % 2) % 3];
+            let name = format!("k-{n}");
+            n += 1;
+            match configmaps(node).create(&PostParams::default(), &configmap(&name, &[])).await {
+                Ok(_) => {
+                    acknowledged.insert(name);
+                    ok += 1;
+                }
+                Err(e) => assert!(Instant::now() < deadline, "no write accepted within 10 s of killing node {}: {e}", victim + 1),
+            }
+        }
+        nodes[victim].launch();
+        nodes[victim].wait_ready().await.unwrap_or_else(|log| panic!("node {} did not come back:\n{log}", victim + 1));
+    }
+    for node in &nodes {
+        assert!(stored(node).await.is_superset(&acknowledged), "an acknowledged write is missing");
+    }
+    for node in &mut nodes {
+        node.kill9();
+    }
+    for node in &mut nodes {
+        node.launch();
+    }
+    for node in &mut nodes {
+        node.wait_ready().await.unwrap_or_else(|log| panic!("node did not come back after a full restart:\n{log}"));
+    }
+    for node in &nodes {
+        assert!(stored(node).await.is_superset(&acknowledged), "an acknowledged write is missing after a full restart");
+    }
+}
+
+/// The leader's index in `nodes`, from the first node's `/metrics`.
+async fn leader_index(nodes: &[TestServer]) -> usize {
+    let live = nodes.iter().find(|n| n.is_running()).expect("a running node");
+    let id = gauge(&live.get("/metrics").await.text(), "apiserver_raft_leader_id");
+    assert!(id >= 1, "no leader");
+    id as usize - 1
+}
+
+#[tokio::test]
+async fn killing_the_leader_under_load_loses_no_acknowledged_write() {
+    let mut nodes = cluster().await;
+    let leader = leader_index(&nodes).await;
+    let others: Vec<Api<ConfigMap>> = (0..3).filter(|i| *i != leader).map(|i| configmaps(&nodes[i])).collect();
+    // Eight writers on the two followers, each recording what was acknowledged and when.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let (api, stop) = (others[w % 2].clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut acked = Vec::new();
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let name = format!("load-{w}-{i}");
+                    i += 1;
+                    if api.create(&PostParams::default(), &configmap(&name, &[])).await.is_ok() {
+                        acked.push((name, Instant::now()));
+                    }
+                }
+                acked
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let killed = Instant::now();
+    nodes[leader].kill9();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut acknowledged = BTreeSet::new();
+    let mut resumed = None;
+    for w in writers {
+        for (name, at) in w.await.unwrap() {
+            if at > killed {
+                resumed = Some(resumed.map_or(at, |r: Instant| r.min(at)));
+            }
+            acknowledged.insert(name);
+        }
+    }
+    let resumed = resumed.expect("no write was acknowledged after the leader was killed");
+    // A few election timeouts (300-600 ms each), with room for a loaded test machine.
+    assert!(resumed - killed < Duration::from_secs(3), "writes resumed only after {:?}", resumed - killed);
+    for i in (0..3).filter(|i| *i != leader) {
+        let have = stored(&nodes[i]).await;
+        let missing: Vec<_> = acknowledged.difference(&have).collect();
+        assert!(missing.is_empty(), "node {} lost acknowledged writes: {missing:?}", i + 1);
+    }
+    nodes[leader].launch();
+    nodes[leader].wait_ready().await.unwrap_or_else(|log| panic!("the old leader did not come back:\n{log}"));
+    assert!(stored(&nodes[leader]).await.is_superset(&acknowledged));
+}
+
+#[tokio::test]
+async fn any_reads_on_a_node_never_go_back_in_time() {
+    let nodes = cluster().await;
+    let writer = configmaps(&nodes[0]);
+    let reader = configmaps(&nodes[2]);
+    let mut last = 0u64;
+    for i in 0..40 {
+        writer.create(&PostParams::default(), &configmap(&format!("t-{i}"), &[])).await.unwrap();
+        let list = reader.list(&ListParams::default().match_any()).await.unwrap();
+        let at: u64 = list.metadata.resource_version.unwrap().parse().unwrap();
+        assert!(at >= last, "an rv=0 list went back from {last} to {at}");
+        last = at;
+    }
+}
+
+#[tokio::test]
+async fn a_wiped_node_rejoins_from_a_snapshot() {
+    let mut nodes = cluster_with(&["--snapshot-count", "20"]).await;
+    let mut written = BTreeSet::new();
+    for i in 0..60 {
+        let name = format!("s-{i}");
+        configmaps(&nodes[i % 2]).create(&PostParams::default(), &configmap(&name, &[])).await.unwrap();
+        written.insert(name);
+    }
+    // Lose node 3's log and state (keeping its certificates), then let it rejoin.
+    nodes[2].kill9();
+    std::fs::remove_file(nodes[2].data_dir().join("raft.redb")).unwrap();
+    nodes[2].set_flag("--initial-cluster-state", "existing");
+    nodes[2].launch();
+    nodes[2].wait_ready().await.unwrap_or_else(|log| panic!("the wiped node did not rejoin:\n{log}"));
+    let local = names(&configmaps(&nodes[2]).list(&ListParams::default().match_any()).await.unwrap());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut local: BTreeSet<String> = local.into_iter().collect();
+    while !local.is_superset(&written) {
+        assert!(Instant::now() < deadline, "the rejoined node has {} of {} objects", local.len(), written.len());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        local = names(&configmaps(&nodes[2]).list(&ListParams::default().match_any()).await.unwrap()).into_iter().collect();
+    }
+    assert!(nodes[2].log().contains("snapshot installed"), "caught up without a snapshot:\n{}", nodes[2].log());
+    // And it takes part in writes again.
+    configmaps(&nodes[2]).create(&PostParams::default(), &configmap("after-rejoin", &[])).await.unwrap();
+    assert!(stored(&nodes[0]).await.contains("after-rejoin"));
+}
+
+/// Runs `apiserver member ...` with the peer certificate of `via`, against its peer address.
+fn member(via: &TestServer, peer: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_apiserver"))
+        .args(["member", "--endpoint", peer, "--data-dir"])
+        .arg(via.data_dir())
+        .args(args)
+        .output()
+        .expect("run apiserver member");
+    assert!(out.status.success(), "apiserver member {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `(id, role)` of every member in `apiserver member list` output.
+fn roles(listing: &str) -> Vec<(String, String)> {
+    listing.lines().skip(1).map(|l| l.split_whitespace().collect::<Vec<_>>()).map(|f| (f[0].to_string(), f[2].to_string())).collect()
+}
+
+#[tokio::test]
+async fn members_are_added_promoted_and_removed() {
+    let nodes = cluster().await;
+    let peer_of = |node: &TestServer| {
+        node.flag("--initial-cluster").split(',').find_map(|e| e.strip_prefix(&format!("{}=", node.flag("--node-id")))).unwrap().to_string()
+    };
+    let endpoint = peer_of(&nodes[0]);
+    let listing = member(&nodes[0], &endpoint, &["list"]);
+    assert_eq!(roles(&listing).len(), 3, "{listing}");
+    assert_eq!(listing.matches('*').count(), 1, "one leader: {listing}");
+
+    // A fourth node joins as a learner, catches up, and becomes a voter.
+    let fourth_peer = format!("127.0.0.1:{}", free_port());
+    let mut fourth = TestServer::new(&["--node-id", "4", "--initial-cluster", &format!("4={fourth_peer}"), "--initial-cluster-state", "existing"]);
+    let pki = fourth.data_dir().join("pki");
+    std::fs::create_dir_all(&pki).unwrap();
+    for f in ["ca.crt", "ca.key"] {
+        std::fs::copy(nodes[0].data_dir().join("pki").join(f), pki.join(f)).unwrap();
+    }
+    configmaps(&nodes[0]).create(&PostParams::default(), &configmap("before-join", &[])).await.unwrap();
+    fourth.launch();
+    let added = member(&nodes[1], &peer_of(&nodes[1]), &["add", "4", &fourth_peer]);
+    assert!(roles(&added).contains(&("4".into(), "learner".into())), "{added}");
+    let promoted = member(&nodes[2], &peer_of(&nodes[2]), &["promote", "4"]);
+    assert!(roles(&promoted).contains(&("4".into(), "voter".into())), "{promoted}");
+    fourth.wait_ready().await.unwrap_or_else(|log| panic!("the fourth node is not ready:\n{log}"));
+    assert!(stored(&fourth).await.contains("before-join"));
+    configmaps(&fourth).create(&PostParams::default(), &configmap("from-4", &[])).await.unwrap();
+    assert!(stored(&nodes[0]).await.contains("from-4"));
+
+    // Removing a member leaves four minus one voters, and the rest keep serving.
+    let removed = member(&nodes[0], &endpoint, &["remove", "2"]);
+    let ids: Vec<String> = roles(&removed).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ids, ["1", "3", "4"], "{removed}");
+    configmaps(&nodes[2]).create(&PostParams::default(), &configmap("after-remove", &[])).await.unwrap();
+    assert!(stored(&fourth).await.contains("after-remove"));
+}
+

@@ -1,0 +1,57 @@
+//! `deploy/local-cluster`: three nodes behind HAProxy as a user starts them; kubectl through the
+//! load balancer keeps working while a node is down, and `down` stops every process.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{expect_success, free_port};
+
+fn local_cluster(args: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local-cluster");
+    let out = Command::new(script).args(args).env("APISERVER_BIN", env!("CARGO_BIN_EXE_apiserver")).output().expect("run deploy/local-cluster");
+    expect_success(args, out)
+}
+
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("kubectl").arg("--kubeconfig").arg(kubeconfig).args(args).output().expect("run kubectl")
+}
+
+#[test]
+fn kubectl_through_haproxy_survives_a_node_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let (lb, base, peer) = (free_port(), free_port(), free_port());
+    let up = local_cluster(&["up", "--nodes", "3", "--dir", d, "--lb-port", &lb.to_string(), "--base-port", &base.to_string(), "--peer-base-port", &peer.to_string()]);
+    assert!(up.contains(&format!("https://127.0.0.1:{lb}")), "{up}");
+    let kubeconfig = dir.path().join("admin.kubeconfig");
+    let cleanup = scopeguard(d);
+    expect_success(&["create"], kubectl(&kubeconfig, &["create", "configmap", "before", "--from-literal=k=v"]));
+
+    // Lose one node: every request through the balancer still succeeds.
+    let pids = std::fs::read_to_string(dir.path().join("pids")).unwrap();
+    let victim = pids.lines().find(|l| l.starts_with("node-1 ")).unwrap().split(' ').nth(1).unwrap().to_string();
+    assert!(Command::new("kill").args(["-9", &victim]).status().unwrap().success());
+    for i in 0..10 {
+        expect_success(&["create"], kubectl(&kubeconfig, &["create", "configmap", &format!("after-{i}"), "--from-literal=k=v"]));
+    }
+    let names = expect_success(&["get"], kubectl(&kubeconfig, &["get", "configmaps", "-o", "name"]));
+    assert_eq!(names.lines().filter(|l| l.starts_with("configmap/after-") || *l == "configmap/before").count(), 11, "{names}");
+    // Each node also answers on its own kubeconfig.
+    let direct = dir.path().join("node-2.kubeconfig");
+    expect_success(&["get"], kubectl(&direct, &["get", "configmap", "before"]));
+    drop(cleanup);
+    assert!(!dir.path().join("pids").exists(), "down left the pid file");
+}
+
+/// Runs `down` when dropped, so a failing test leaves no processes behind.
+fn scopeguard(dir: &str) -> impl Drop + '_ {
+    struct Down<'a>(&'a str);
+    impl Drop for Down<'_> {
+        fn drop(&mut self) {
+            let _ = local_cluster(&["down", "--dir", self.0]);
+        }
+    }
+    Down(dir)
+}

@@ -1,0 +1,397 @@
+//! Writes through kube-rs against the real binary: create/get/list/update/patch/delete of
+//! ConfigMaps, Pods, Deployments, Services and Namespaces, generateName, conflicts, validation
+//! errors with causes, defaulting, generation, cluster IP allocation, and Secret `stringData`.
+
+mod common;
+
+use std::collections::HashSet;
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+use common::{api_error, configmap, names, rv, TestServer};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+fn pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+    }))
+    .unwrap()
+}
+
+/// A Deployment; `strategy` is left out when null.
+fn deployment(name: &str, strategy: serde_json::Value) -> Deployment {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "strategy": strategy,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+            },
+        },
+    }))
+    .unwrap()
+}
+
+fn service(name: &str, cluster_ip: Option<&str>) -> Service {
+    let mut spec = json!({"selector": {"app": name}, "ports": [{"port": 80}]});
+    if let Some(ip) = cluster_ip {
+        spec["clusterIP"] = json!(ip);
+    }
+    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
+}
+
+async fn json_patch(s: &TestServer, path: &str, ops: serde_json::Value) -> common::Reply {
+    let req = http::Request::patch(path)
+        .header("content-type", "application/json-patch+json")
+        .body(serde_json::to_vec(&ops).unwrap())
+        .unwrap();
+    s.request(req).await
+}
+
+/// Asserts a 422 Invalid whose causes name `field`.
+fn assert_invalid_field(status: &kube::core::Status, field: &str) {
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"), "{status:?}");
+    let causes = &status.details.as_ref().expect("Invalid without details").causes;
+    assert!(causes.iter().any(|c| c.field == field), "no cause on {field}: {status:?}");
+}
+
+#[tokio::test]
+async fn configmap_create_get_list_update_delete() {
+    let s = TestServer::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+
+    let created = api.create(&PostParams::default(), &configmap("cfg", &[("app", "a")])).await.unwrap();
+    assert_eq!(created.namespace().as_deref(), Some("default"));
+    assert!(created.uid().is_some_and(|u| !u.is_empty()));
+    assert!(created.creation_timestamp().is_some());
+    let got = api.get("cfg").await.unwrap();
+    assert_eq!((got.uid(), rv(&got)), (created.uid(), rv(&created)));
+    assert_eq!(got.data, created.data);
+    assert_eq!(names(&api.list(&ListParams::default()).await.unwrap()), ["cfg"]);
+
+    let exists = api_error(api.create(&PostParams::default(), &configmap("cfg", &[])).await);
+    assert_eq!((exists.code, exists.reason.as_str()), (409, "AlreadyExists"), "{exists:?}");
+    assert_eq!(exists.details.unwrap().name, "cfg");
+
+    let mut changed = created.clone();
+    changed.data = Some([("key".to_string(), "new".to_string())].into());
+    let updated = api.replace("cfg", &PostParams::default(), &changed).await.unwrap();
+    assert!(rv(&updated) > rv(&created));
+    assert_eq!(updated.data.as_ref().unwrap()["key"], "new");
+    assert_eq!(updated.uid(), created.uid());
+    // The same, now stale, resourceVersion again.
+    let stale = api_error(api.replace("cfg", &PostParams::default(), &changed).await);
+    assert_eq!((stale.code, stale.reason.as_str()), (409, "Conflict"), "{stale:?}");
+    assert_eq!(api.get("cfg").await.unwrap().data, updated.data);
+
+    api.delete("cfg", &DeleteParams::default()).await.unwrap();
+    let gone = api_error(api.get("cfg").await);
+    assert_eq!((gone.code, gone.reason.as_str()), (404, "NotFound"), "{gone:?}");
+    assert!(api.list(&ListParams::default()).await.unwrap().items.is_empty());
+    let again = api_error(api.delete("cfg", &DeleteParams::default()).await);
+    assert_eq!(again.code, 404);
+    // The name is free again.
+    api.create(&PostParams::default(), &configmap("cfg", &[])).await.unwrap();
+}
+
+#[tokio::test]
+async fn merge_patch_json_patch_and_failed_test_op() {
+    let s = TestServer::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let created = api.create(&PostParams::default(), &configmap("p", &[("app", "a")])).await.unwrap();
+
+    let merged = api
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"extra": "1"}, "metadata": {"labels": {"app": null}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(merged.data.as_ref().unwrap()["key"], "value");
+    assert_eq!(merged.data.as_ref().unwrap()["extra"], "1");
+    assert!(!merged.labels().contains_key("app"));
+    assert!(rv(&merged) > rv(&created));
+
+    let path = "/api/v1/namespaces/default/configmaps/p";
+    let ok = json_patch(
+        &s,
+        path,
+        json!([
+            {"op": "test", "path": "/data/extra", "value": "1"},
+            {"op": "replace", "path": "/data/key", "value": "patched"},
+            {"op": "remove", "path": "/data/extra"},
+        ]),
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.text());
+    let patched = api.get("p").await.unwrap();
+    assert_eq!(patched.data, Some([("key".to_string(), "patched".to_string())].into()));
+    assert_eq!(ok.json()["metadata"]["resourceVersion"], patched.resource_version().unwrap());
+
+    // A failing `test` op rejects the whole patch: 422 and nothing changes.
+    json_patch(
+        &s,
+        path,
+        json!([
+            {"op": "replace", "path": "/data/key", "value": "should-not-stick"},
+            {"op": "test", "path": "/data/key", "value": "something-else"},
+        ]),
+    )
+    .await
+    .expect_status(422, "Invalid");
+    let after = api.get("p").await.unwrap();
+    assert_eq!((rv(&after), &after.data), (rv(&patched), &patched.data));
+    // A patch document that is not a JSON patch at all is a bad request.
+    json_patch(&s, path, json!({"op": "replace"})).await.expect_status(400, "BadRequest");
+
+    // A patch carrying a stale resourceVersion is a conditional write: 409.
+    let conditional = json!({"metadata": {"resourceVersion": created.resource_version()}, "data": {"x": "y"}});
+    let err = api_error(api.patch("p", &PatchParams::default(), &Patch::Merge(conditional)).await);
+    assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"), "{err:?}");
+    // A patch of a missing object is 404.
+    let err = api_error(api.patch("missing", &PatchParams::default(), &Patch::Merge(json!({"data": {}}))).await);
+    assert_eq!((err.code, err.reason.as_str()), (404, "NotFound"), "{err:?}");
+}
+
+#[tokio::test]
+async fn generate_name_gives_distinct_names() {
+    let s = TestServer::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let template: ConfigMap = serde_json::from_value(json!({"metadata": {"generateName": "gen-"}})).unwrap();
+    let mut seen = HashSet::new();
+    for _ in 0..5 {
+        let created = api.create(&PostParams::default(), &template).await.unwrap();
+        let name = created.name_any();
+        assert!(name.starts_with("gen-") && name.len() > "gen-".len(), "{name}");
+        assert_eq!(api.get(&name).await.unwrap().uid(), created.uid());
+        assert!(seen.insert(name), "generateName produced a name twice");
+    }
+}
+
+#[tokio::test]
+async fn invalid_objects_get_422_with_causes() {
+    let s = TestServer::start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    for bad in ["Upper_Case", "-leading-dash", "has space", &"x".repeat(254)] {
+        let err = api_error(cms.create(&PostParams::default(), &configmap(bad, &[])).await);
+        assert_invalid_field(&err, "metadata.name");
+    }
+    let err = api_error(cms.create(&PostParams::default(), &configmap("ok", &[("bad label!", "v")])).await);
+    assert_invalid_field(&err, "metadata.labels");
+    assert!(cms.list(&ListParams::default()).await.unwrap().items.is_empty(), "an invalid object was stored");
+
+    let pods: Api<Pod> = Api::namespaced(s.client(), "default");
+    let no_containers: Pod =
+        serde_json::from_value(json!({"metadata": {"name": "empty"}, "spec": {"containers": []}})).unwrap();
+    let err = api_error(pods.create(&PostParams::default(), &no_containers).await);
+    assert_invalid_field(&err, "spec.containers");
+    assert_eq!(api_error(pods.get("empty").await).code, 404);
+}
+
+#[tokio::test]
+async fn pod_defaults_and_lifecycle() {
+    let s = TestServer::start().await;
+    let pods: Api<Pod> = Api::namespaced(s.client(), "default");
+    let created = pods.create(&PostParams::default(), &pod("web")).await.unwrap();
+    let spec = created.spec.as_ref().unwrap();
+    assert_eq!(spec.restart_policy.as_deref(), Some("Always"));
+    assert_eq!(spec.dns_policy.as_deref(), Some("ClusterFirst"));
+    assert_eq!(spec.termination_grace_period_seconds, Some(30));
+    assert_eq!(spec.scheduler_name.as_deref(), Some("default-scheduler"));
+    assert_eq!(spec.containers[0].termination_message_path.as_deref(), Some("/dev/termination-log"));
+    assert_eq!(spec.containers[0].image_pull_policy.as_deref(), Some("Always"));
+    assert_eq!(created.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Pending"));
+    // Defaults are stored, not only shown on create.
+    assert_eq!(pods.get("web").await.unwrap().spec, created.spec);
+
+    let labelled = pods
+        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"tier": "fe"}}})))
+        .await
+        .unwrap();
+    assert_eq!(labelled.labels()["tier"], "fe");
+    assert_eq!(names(&pods.list(&ListParams::default().labels("tier=fe")).await.unwrap()), ["web"]);
+    pods.delete("web", &DeleteParams::default().grace_period(0)).await.unwrap();
+    assert_eq!(api_error(pods.get("web").await).code, 404);
+}
+
+#[tokio::test]
+async fn deployment_defaults_and_generation() {
+    let s = TestServer::start().await;
+    let api: Api<Deployment> = Api::namespaced(s.client(), "default");
+    // An absent and an empty strategy (as `kubectl create deployment` sends) get the same defaults.
+    for (name, strategy) in [("empty-strategy", json!({})), ("web", json!(null))] {
+        let created = api.create(&PostParams::default(), &deployment(name, strategy)).await.unwrap();
+        assert_eq!(created.metadata.generation, Some(1));
+        let spec = created.spec.as_ref().unwrap();
+        assert_eq!(spec.replicas, Some(1));
+        let strategy = spec.strategy.as_ref().unwrap_or_else(|| panic!("{name}: no strategy"));
+        assert_eq!(strategy.type_.as_deref(), Some("RollingUpdate"), "{name}");
+        let rolling = strategy.rolling_update.as_ref().unwrap_or_else(|| panic!("{name}: no rollingUpdate"));
+        let quarter = Some(IntOrString::String("25%".into()));
+        assert_eq!((&rolling.max_surge, &rolling.max_unavailable), (&quarter, &quarter), "{name}");
+        assert_eq!(spec.revision_history_limit, Some(10));
+        assert_eq!(spec.progress_deadline_seconds, Some(600));
+    }
+
+    let scaled =
+        api.patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}}))).await.unwrap();
+    assert_eq!((scaled.metadata.generation, scaled.spec.as_ref().unwrap().replicas), (Some(2), Some(3)));
+    // A metadata-only change leaves the generation alone.
+    let labelled = api
+        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})))
+        .await
+        .unwrap();
+    assert_eq!(labelled.metadata.generation, Some(2));
+    // A spec change through PUT bumps it too.
+    let mut next = labelled.clone();
+    next.spec.as_mut().unwrap().template.spec.as_mut().unwrap().containers[0].image = Some("nginx:2".into());
+    let replaced = api.replace("web", &PostParams::default(), &next).await.unwrap();
+    assert_eq!(replaced.metadata.generation, Some(3));
+
+    api.delete("web", &DeleteParams::default()).await.unwrap();
+    assert_eq!(api_error(api.get("web").await).code, 404);
+}
+
+#[tokio::test]
+async fn services_get_defaults_and_unique_cluster_ips() {
+    let s = TestServer::start().await;
+    let api: Api<Service> = Api::namespaced(s.client(), "default");
+    let range = ipnet::Ipv4Net::new(Ipv4Addr::new(10, 96, 0, 0), 12).unwrap();
+    let creates = (0..12).map(|i| {
+        let api = api.clone();
+        async move { api.create(&PostParams::default(), &service(&format!("svc-{i}"), None)).await.unwrap() }
+    });
+    let created = futures::future::join_all(creates).await;
+    let mut ips = HashSet::new();
+    for svc in &created {
+        let spec = svc.spec.as_ref().unwrap();
+        assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
+        assert_eq!(spec.session_affinity.as_deref(), Some("None"));
+        let ip = spec.cluster_ip.clone().expect("no clusterIP");
+        assert_eq!(spec.cluster_ips.as_deref(), Some(std::slice::from_ref(&ip)));
+        let ip: Ipv4Addr = ip.parse().unwrap();
+        assert!(range.contains(&ip), "{ip} outside 10.96.0.0/12");
+        assert!(ips.insert(ip), "{ip} handed to two services");
+    }
+    // Asking for an address that is taken is refused; a free one is granted.
+    let taken = created[0].spec.as_ref().unwrap().cluster_ip.clone().unwrap();
+    let err = api_error(api.create(&PostParams::default(), &service("dup", Some(&taken))).await);
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"), "{err:?}");
+    let free =
+        (10..250).map(|n| format!("10.100.7.{n}")).find(|ip| !ips.contains(&ip.parse::<Ipv4Addr>().unwrap())).unwrap();
+    let chosen = api.create(&PostParams::default(), &service("chosen", Some(&free))).await.unwrap();
+    assert_eq!(chosen.spec.as_ref().unwrap().cluster_ip, Some(free));
+    // Headless services keep `None`.
+    let headless = api.create(&PostParams::default(), &service("headless", Some("None"))).await.unwrap();
+    assert_eq!(headless.spec.unwrap().cluster_ip.as_deref(), Some("None"));
+
+    // An update that leaves the IPs out keeps them; one that changes them is refused, so the
+    // address stays reserved for this service alone.
+    let mut replacement = service("chosen", None);
+    replacement.metadata.resource_version = chosen.metadata.resource_version.clone();
+    let replaced = api.replace("chosen", &PostParams::default(), &replacement).await.unwrap();
+    assert_eq!(replaced.spec.as_ref().unwrap().cluster_ips, chosen.spec.as_ref().unwrap().cluster_ips);
+    let moved = Patch::Merge(json!({"spec": {"clusterIP": "10.100.8.8", "clusterIPs": ["10.100.8.8"]}}));
+    let err = api_error(api.patch("chosen", &PatchParams::default(), &moved).await);
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"), "{err:?}");
+    assert!(err.message.contains("spec.clusterIP: Invalid value: \"10.100.8.8\": field is immutable"), "{err:?}");
+    assert_eq!(api.get("chosen").await.unwrap().spec.unwrap().cluster_ip, replaced.spec.unwrap().cluster_ip);
+
+    // The `kubernetes` Service holds the first address of the range.
+    let kubernetes = api.get("kubernetes").await.unwrap();
+    assert_eq!(kubernetes.spec.unwrap().cluster_ip.as_deref(), Some("10.96.0.1"));
+}
+
+#[tokio::test]
+async fn updates_keep_immutable_fields() {
+    let s = TestServer::start().await;
+    let invalid = |r: kube::Result<_>| {
+        let err = api_error::<()>(r.map(|_: serde_json::Value| ()));
+        assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"), "{err:?}");
+        err.message
+    };
+    let deployments: Api<Deployment> = Api::namespaced(s.client(), "default");
+    deployments.create(&PostParams::default(), &deployment("web", json!(null))).await.unwrap();
+    let reselect = json!({"spec": {"selector": {"matchLabels": {"app": "other"}}, "template": {"metadata": {"labels": {"app": "other"}}}}});
+    let message = invalid(deployments.patch("web", &PatchParams::default(), &Patch::Merge(reselect)).await.map(|_| json!({})));
+    assert!(message.starts_with("Deployment.apps \"web\" is invalid: spec.selector"), "{message}");
+
+    let pods: Api<Pod> = Api::namespaced(s.client(), "default");
+    pods.create(&PostParams::default(), &pod("p")).await.unwrap();
+    let policy = Patch::Merge(json!({"spec": {"restartPolicy": "Never"}}));
+    assert!(invalid(pods.patch("p", &PatchParams::default(), &policy).await.map(|_| json!({}))).contains("pod updates may not change fields"));
+    // As `kubectl set image` sends it: a strategic merge patch, merging containers by name.
+    let image = Patch::Strategic(json!({"spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}));
+    let updated = pods.patch("p", &PatchParams::default(), &image).await.unwrap();
+    assert_eq!(updated.spec.unwrap().containers[0].image.as_deref(), Some("busybox:1.36"));
+
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let mut frozen = configmap("frozen", &[]);
+    frozen.immutable = Some(true);
+    frozen.data = Some([("k".to_string(), "v".to_string())].into());
+    cms.create(&PostParams::default(), &frozen).await.unwrap();
+    let change = Patch::Merge(json!({"data": {"k": "w"}}));
+    assert!(invalid(cms.patch("frozen", &PatchParams::default(), &change).await.map(|_| json!({}))).contains("field is immutable when `immutable` is set"));
+    assert_eq!(cms.get("frozen").await.unwrap().data.unwrap()["k"], "v");
+}
+
+#[tokio::test]
+async fn secret_string_data_is_merged_into_data() {
+    let s = TestServer::start().await;
+    let api: Api<Secret> = Api::namespaced(s.client(), "default");
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "creds"},
+        "data": {"user": "YWRtaW4=", "token": "b2xk"},
+        "stringData": {"token": "new", "extra": "x"},
+    }))
+    .unwrap();
+    let created = api.create(&PostParams::default(), &secret).await.unwrap();
+    assert_eq!(created.string_data, None);
+    let data = created.data.unwrap();
+    let text = |k: &str| String::from_utf8(data[k].0.clone()).unwrap();
+    assert_eq!((text("user"), text("token"), text("extra")), ("admin".into(), "new".into(), "x".into()));
+    assert_eq!(created.type_.as_deref(), Some("Opaque"));
+}
+
+#[tokio::test]
+async fn namespace_create_use_and_delete() {
+    let s = TestServer::start().await;
+    let namespaces: Api<Namespace> = Api::all(s.client());
+    let all = names(&namespaces.list(&ListParams::default()).await.unwrap());
+    for ns in ["default", "kube-node-lease", "kube-public", "kube-system"] {
+        assert!(all.iter().any(|n| n == ns), "{ns} missing from {all:?}");
+    }
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "team-a"}})).unwrap();
+    let created = namespaces.create(&PostParams::default(), &ns).await.unwrap();
+    assert_eq!(created.labels().get("kubernetes.io/metadata.name").map(String::as_str), Some("team-a"));
+    assert_eq!(created.status.and_then(|s| s.phase).as_deref(), Some("Active"));
+    // The namespaces the server itself needs cannot be deleted.
+    for ns in ["default", "kube-system", "kube-public"] {
+        let err = api_error(namespaces.delete(ns, &DeleteParams::default()).await);
+        assert_eq!((err.code, err.reason.as_str()), (403, "Forbidden"), "{err:?}");
+        assert!(namespaces.get(ns).await.unwrap().metadata.deletion_timestamp.is_none());
+    }
+    assert_eq!(created.metadata.namespace, None);
+
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "team-a");
+    cms.create(&PostParams::default(), &configmap("inside", &[])).await.unwrap();
+    namespaces.delete("team-a", &DeleteParams::default()).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while namespaces.get_opt("team-a").await.unwrap().is_some() {
+        assert!(Instant::now() < deadline, "namespace team-a still there after 15 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(api_error(cms.get("inside").await).code, 404);
+    // Writing into a namespace that does not exist.
+    let err = api_error(cms.create(&PostParams::default(), &configmap("late", &[])).await);
+    assert_eq!((err.code, err.reason.as_str()), (404, "NotFound"), "{err:?}");
+}
