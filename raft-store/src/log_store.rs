@@ -191,6 +191,8 @@ fn commit_batch(db: &Database, batch: &[Job]) -> Result<(), String> {
             }
         }
     }
+    // `sleep(ms)` makes the flush slow, `return` makes it fail.
+    fail::fail_point!("raft-log-fsync", |_| Err("injected fsync failure".to_string()));
     txn.commit().map_err(|e| e.to_string())
 }
 

@@ -144,14 +144,17 @@ impl Store {
         let raft = Raft::new(opts.node_id, config, Network { peers: peers.clone() }, log, sm)
             .await
             .map_err(StoreError::internal)?;
-        if !opts.join_existing && !raft.is_initialized().await.map_err(StoreError::internal)? {
-            // Every member of a new cluster initializes with the same voters, so each writes the
-            // same first entry; a single node is a group of itself.
-            let mut members: BTreeMap<NodeId, BasicNode> =
-                opts.initial_members.iter().map(|(id, addr)| (*id, BasicNode { addr: addr.clone() })).collect();
-            if members.is_empty() {
-                members.insert(opts.node_id, BasicNode { addr: opts.raft_addr.clone() });
-            }
+        // A new cluster is initialized by exactly one member, the one with the lowest id: the
+        // first log entry carries the id of the node that wrote it, so entries written by several
+        // members would conflict. The others learn the membership from its leader. A single node
+        // is a group of itself.
+        let mut members: BTreeMap<NodeId, BasicNode> =
+            opts.initial_members.iter().map(|(id, addr)| (*id, BasicNode { addr: addr.clone() })).collect();
+        if members.is_empty() {
+            members.insert(opts.node_id, BasicNode { addr: opts.raft_addr.clone() });
+        }
+        let founder = members.keys().next() == Some(&opts.node_id);
+        if founder && !opts.join_existing && !raft.is_initialized().await.map_err(StoreError::internal)? {
             raft.initialize(members).await.map_err(StoreError::internal)?;
         }
         let expiry = Arc::downgrade(&cache);
@@ -198,6 +201,9 @@ impl Store {
     /// leader when this node follows), once the local state has applied it. Returns the
     /// applied revision.
     pub async fn linearizable_rev(&self) -> Result<u64, StoreError> {
+        // The deliberately broken mode the fault-injection suite must catch: serve "Most
+        // Recent" reads from local state without asking a quorum.
+        fail::fail_point!("read-index-skip", |_| Ok(self.cache.applied()));
         let deadline = tokio::time::Instant::now() + LEADER_WAIT;
         loop {
             let err = match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {

@@ -77,7 +77,7 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     let labels = request_labels(&parts.method, resource.as_ref());
     let resp = match resource {
         Some(req) => handlers::serve(&ctx, req, params, &parts.headers, body).await,
-        None => route(&ctx, &parts.method, &path, &params, &parts.headers).await,
+        None => route(&ctx, &parts.method, &path, &params, &parts.headers, &body).await,
     };
     let code = resp.status().as_u16();
     ctx.metrics.observe(labels, code, started.elapsed());
@@ -154,8 +154,14 @@ fn too_large(ctx: &Ctx) -> Response {
 }
 
 /// Everything that is not a resource: health, version, discovery and OpenAPI documents.
-async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers: &http::HeaderMap) -> Response {
+async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers: &http::HeaderMap, body: &[u8]) -> Response {
     let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    #[cfg(feature = "failpoints")]
+    if let ["debug", "failpoints", rest @ ..] = segments.as_slice() {
+        return crate::failpoints::serve(method, rest.first().copied(), body);
+    }
+    #[cfg(not(feature = "failpoints"))]
+    let _ = body;
     if let ["livez" | "readyz" | "healthz", rest @ ..] = segments.as_slice() {
         return health::serve(ctx, segments[0], rest.first().copied(), params);
     }

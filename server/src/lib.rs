@@ -11,6 +11,8 @@ pub mod context;
 pub mod controllers;
 pub mod discovery;
 pub mod error;
+#[cfg(feature = "failpoints")]
+pub mod failpoints;
 pub mod handlers;
 pub mod health;
 pub mod ipalloc;

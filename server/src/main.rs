@@ -10,6 +10,9 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    // Failpoints named in the FAILPOINTS environment variable (`name=action;...`).
+    #[cfg(feature = "failpoints")]
+    let _failpoints = fail::FailScenario::setup();
     let args = apiserver::cli::Args::parse();
     match &args.command {
         Some(apiserver::cli::Command::Member { endpoint, action }) => apiserver::member::run(&args.data_dir, endpoint, action).await,

@@ -167,6 +167,30 @@ fn service_wants_ip(obj: &Value) -> bool {
     spec["type"].as_str() != Some("ExternalName") && spec["clusterIP"].as_str() != Some("None")
 }
 
+/// The current object for a write that depends on it. The local cache answers when it holds
+/// the object at the revision the client expects (or no revision is expected); otherwise this
+/// replica may only be behind, so a quorum read decides between 404, 409 and going on (as
+/// Kubernetes re-reads storage before answering from a cached object that did not match).
+async fn current(ctx: &Ctx, req: &ResourceRequest, key: &str, expect: Option<u64>) -> ApiResult<Object> {
+    let cache = ctx.store.cache();
+    if let Some(o) = cache.get(key, None)? {
+        if expect.is_none_or(|rv| rv == o.rev) {
+            return Ok(o);
+        }
+    }
+    ctx.store.linearizable_rev().await?;
+    cache.get(key, None)?.ok_or_else(|| req.not_found())
+}
+
+/// The answer to a compare-and-set that lost to another write, when the client pinned the
+/// revision: 404 if the object is gone, 409 otherwise.
+fn lost(req: &ResourceRequest, current: Option<Object>) -> ApiError {
+    match current {
+        None => req.not_found(),
+        Some(_) => conflict(req, MODIFIED),
+    }
+}
+
 /// What an update computes from the current object.
 pub struct Update {
     /// Fail with 409 unless the current object is at this revision.
@@ -188,7 +212,7 @@ pub async fn update(
     let info = req.info;
     let key = req.key();
     for _ in 0..MAX_RETRIES {
-        let current = ctx.store.cache().get(&key, None)?.ok_or_else(|| req.not_found())?;
+        let current = current(ctx, req, &key, opts.precondition).await?;
         if opts.precondition.is_some_and(|rv| rv != current.rev) {
             return Err(conflict(req, MODIFIED));
         }
@@ -226,7 +250,7 @@ pub async fn update(
                 let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
                 return Ok(Reply::object(StatusCode::OK, stored.data));
             }
-            TxnResult::Failed { .. } if opts.precondition.is_some() => return Err(conflict(req, MODIFIED)),
+            TxnResult::Failed { current, .. } if opts.precondition.is_some() => return Err(lost(req, current)),
             TxnResult::Failed { .. } => continue,
             TxnResult::None => return Err(ApiError::internal("unexpected entry result")),
         }
@@ -274,7 +298,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
         return Err(ApiError::Forbidden(format!("namespaces \"{}\" is forbidden: this namespace may not be deleted", req.name())));
     }
     for _ in 0..MAX_RETRIES {
-        let current = ctx.store.cache().get(&key, None)?.ok_or_else(|| req.not_found())?;
+        let current = current(ctx, req, &key, opts.resource_version).await?;
         let mut obj = parse(&current)?;
         let uid = meta_str(&obj, "uid").map(str::to_string);
         if let Some(want) = &opts.uid {
@@ -314,7 +338,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
                     let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
                     return Ok(Reply::object(StatusCode::OK, stored.data));
                 }
-                _ if opts.resource_version.is_some() => return Err(conflict(req, MODIFIED)),
+                TxnResult::Failed { current, .. } if opts.resource_version.is_some() => return Err(lost(req, current)),
                 _ => continue,
             }
         }
@@ -325,7 +349,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
         ops.extend(release_ops(info, &obj));
         match ctx.store.write(Txn { ops }).await? {
             TxnResult::Ok { .. } => return Ok(Reply::deleted(info, req.name(), uid.as_deref())),
-            _ if opts.resource_version.is_some() => return Err(conflict(req, MODIFIED)),
+            TxnResult::Failed { current, .. } if opts.resource_version.is_some() => return Err(lost(req, current)),
             _ => continue,
         }
     }

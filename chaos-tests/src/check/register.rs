@@ -1,0 +1,316 @@
+//! The register model and the linearizability search over one key's operations: Wing & Gong's
+//! depth-first search with Lowe's memo of (linearized set, state) pairs, as in Porcupine.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use crate::history::{Call, Op, Ret};
+
+/// The state token of an absent key.
+const ABSENT: u32 = 0;
+/// The state token of every value that no read or CAS ever looks for: they are interchangeable.
+const ANON: u32 = 1;
+
+/// One operation handed to the search.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Part<'a> {
+    pub op: &'a Op,
+    /// May take effect at any time after its invoke, or never (an unknown or still running write).
+    pub optional: bool,
+}
+
+/// What the key held before the first operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Start<'a> {
+    Absent,
+    Value(&'a str),
+    /// A value that no operation reads or expects.
+    Other,
+}
+
+/// Whether the answer is one this call can give.
+pub(super) fn possible(op: &Op) -> bool {
+    matches!(op.ret, Ret::Unknown { .. }) || effect(&op.call, &op.ret, |_| ANON).is_some()
+}
+
+/// Whether the call is a write that was acknowledged.
+pub(super) fn acknowledged(op: &Op) -> bool {
+    op.call.is_write() && op.ret == Ret::Done
+}
+
+/// The value an operation needs the key to hold: a CAS's expected one, or the one a read saw.
+pub(super) fn looked_for(op: &Op) -> Option<&str> {
+    match (&op.call, &op.ret) {
+        (Call::Cas { expect, .. }, _) => Some(expect),
+        (_, Ret::Read { value: Some(v) }) => Some(v),
+        _ => None,
+    }
+}
+
+/// The first `len` operations of a key's history (by invoke time) as the history stood when the
+/// next one was invoked: operations still running then are optional if acknowledged writes, left
+/// out if not. Unknown writes are always optional; reads that got no answer are left out.
+pub(super) fn prefix<'a>(history: &[&'a Op], len: usize) -> Vec<Part<'a>> {
+    let cut = history.get(len).map_or(u64::MAX, |op| op.invoke);
+    history[..len]
+        .iter()
+        .filter_map(|&op| match (&op.ret, op.complete >= cut) {
+            (Ret::Unknown { .. }, _) if op.call.is_write() => Some(Part { op, optional: true }),
+            (Ret::Unknown { .. }, _) => None,
+            (_, false) => Some(Part { op, optional: false }),
+            (_, true) => acknowledged(op).then_some(Part { op, optional: true }),
+        })
+        .collect()
+}
+
+/// Whether the operations can be ordered, each at one instant inside its time window, so that the
+/// register, holding `start` at first, answers every required one as recorded.
+pub(super) fn linearizable(parts: &[Part], start: Start) -> bool {
+    Search::new(parts, start).is_some_and(|search| search.run())
+}
+
+/// What an operation needs the state to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Pre {
+    Absent,
+    Present,
+    Is(u32),
+    /// Present with another value.
+    IsNot(u32),
+}
+
+impl Pre {
+    fn allows(self, state: u32) -> bool {
+        match self {
+            Pre::Absent => state == ABSENT,
+            Pre::Present => state != ABSENT,
+            Pre::Is(v) => state == v,
+            Pre::IsNot(v) => state != ABSENT && state != v,
+        }
+    }
+}
+
+/// What an operation needs, and the state it leaves (`None`: unchanged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Effect {
+    pre: Pre,
+    post: Option<u32>,
+}
+
+/// The register semantics of one call and answer; `None` when the answer is impossible.
+fn effect(call: &Call, ret: &Ret, mut token: impl FnMut(&str) -> u32) -> Option<Effect> {
+    let (pre, post) = match (call, ret) {
+        (Call::Read { .. }, Ret::Read { value: None }) => (Pre::Absent, None),
+        (Call::Read { .. }, Ret::Read { value: Some(v) }) => (Pre::Is(token(v)), None),
+        (Call::Create { value, .. }, Ret::Done) => (Pre::Absent, Some(token(value))),
+        (Call::Create { .. }, Ret::Conflict) => (Pre::Present, None),
+        (Call::Cas { expect, value, .. }, Ret::Done) => (Pre::Is(token(expect)), Some(token(value))),
+        (Call::Cas { expect, .. }, Ret::Conflict) => (Pre::IsNot(token(expect)), None),
+        (Call::Cas { .. } | Call::Delete { .. }, Ret::NotFound) => (Pre::Absent, None),
+        (Call::Delete { .. }, Ret::Done) => (Pre::Present, Some(ABSENT)),
+        _ => return None,
+    };
+    Some(Effect { pre, post })
+}
+
+struct Node {
+    invoke: u64,
+    /// When it must have taken effect by.
+    deadline: u64,
+    effect: Effect,
+}
+
+/// A choice at one step: a required operation, or the next unused optional one of a class.
+#[derive(Debug, Clone, Copy)]
+enum Choice {
+    Required(usize),
+    Class(usize),
+}
+
+struct Frame {
+    choices: Vec<Choice>,
+    next: usize,
+    /// The choice that led here and the state before it.
+    undo: Option<(Choice, u32)>,
+}
+
+/// The memo key: the state and the linearized sets, without their settled beginning.
+#[derive(PartialEq, Eq, Hash)]
+struct Seen {
+    state: u32,
+    frontier: usize,
+    required: Box<[u64]>,
+    optional: Box<[u64]>,
+}
+
+struct Search {
+    start: u32,
+    /// Required operations by invoke time.
+    required: Vec<Node>,
+    optional: Vec<Node>,
+    /// Optional operations with the same effect are interchangeable: only the earliest unused
+    /// one of each class is ever chosen, so the used ones are a prefix of the class.
+    classes: Vec<Vec<usize>>,
+}
+
+/// Where the search stands.
+struct State {
+    value: u32,
+    /// Every required operation before it is linearized.
+    frontier: usize,
+    required: Vec<u64>,
+    optional: Vec<u64>,
+    used: Vec<usize>,
+}
+
+impl Search {
+    fn new(parts: &[Part], start: Start) -> Option<Search> {
+        let looked_for: BTreeSet<&str> = parts.iter().filter_map(|p| looked_for(p.op)).collect();
+        let tokens: HashMap<&str, u32> = looked_for.into_iter().zip(ANON + 1..).collect();
+        let token = |v: &str| tokens.get(v).copied().unwrap_or(ANON);
+        let start = match start {
+            Start::Absent => ABSENT,
+            Start::Value(v) => token(v),
+            Start::Other => ANON,
+        };
+        let (mut required, mut optional) = (Vec::new(), Vec::new());
+        for p in parts {
+            let invoke = p.op.invoke;
+            match p.optional {
+                true => optional.push(Node { invoke, deadline: u64::MAX, effect: effect(&p.op.call, &Ret::Done, token)? }),
+                false => required.push(Node { invoke, deadline: p.op.complete, effect: effect(&p.op.call, &p.op.ret, token)? }),
+            }
+        }
+        required.sort_by_key(|n| n.invoke);
+        optional.sort_by_key(|n| n.invoke);
+        let mut class_of: HashMap<Effect, usize> = HashMap::new();
+        let mut classes: Vec<Vec<usize>> = Vec::new();
+        for (i, node) in optional.iter().enumerate() {
+            let next = classes.len();
+            let c = *class_of.entry(node.effect).or_insert(next);
+            if c == next {
+                classes.push(Vec::new());
+            }
+            classes[c].push(i);
+        }
+        Some(Search { start, required, optional, classes })
+    }
+
+    fn run(&self) -> bool {
+        let mut st = State {
+            value: self.start,
+            frontier: 0,
+            required: vec![0; self.required.len().div_ceil(64)],
+            optional: vec![0; self.optional.len().div_ceil(64)],
+            used: vec![0; self.classes.len()],
+        };
+        if self.required.is_empty() {
+            return true;
+        }
+        let mut seen = HashSet::from([st.seen()]);
+        let mut stack = vec![Frame { choices: self.choices(&st), next: 0, undo: None }];
+        while let Some(top) = stack.last_mut() {
+            let Some(&choice) = top.choices.get(top.next) else {
+                if let Some(undo) = stack.pop().and_then(|frame| frame.undo) {
+                    self.undo(&mut st, undo);
+                }
+                continue;
+            };
+            top.next += 1;
+            let undo = (choice, st.value);
+            self.apply(&mut st, choice);
+            if st.frontier == self.required.len() {
+                return true;
+            }
+            if seen.insert(st.seen()) {
+                stack.push(Frame { choices: self.choices(&st), next: 0, undo: Some(undo) });
+            } else {
+                self.undo(&mut st, undo);
+            }
+        }
+        false
+    }
+
+    /// The operations that may come next: invoked before every unlinearized required one must
+    /// have completed, and allowed by the state. A required one that leaves the state as it is
+    /// (a read, a failed write) is then the only choice: taking it at once loses nothing.
+    fn choices(&self, st: &State) -> Vec<Choice> {
+        let mut deadline = u64::MAX;
+        let mut end = st.frontier;
+        while end < self.required.len() && self.required[end].invoke <= deadline {
+            if !get(&st.required, end) {
+                deadline = deadline.min(self.required[end].deadline);
+            }
+            end += 1;
+        }
+        let ready = |n: &Node| n.invoke <= deadline && n.effect.pre.allows(st.value);
+        let required: Vec<usize> = (st.frontier..end).filter(|&i| !get(&st.required, i) && ready(&self.required[i])).collect();
+        if let Some(&read) = required.iter().find(|&&i| self.required[i].effect.post.is_none()) {
+            return vec![Choice::Required(read)];
+        }
+        let optional = self.classes.iter().enumerate().filter_map(|(c, members)| {
+            let &i = members.get(st.used[c])?;
+            ready(&self.optional[i]).then_some(Choice::Class(c))
+        });
+        required.into_iter().map(Choice::Required).chain(optional).collect()
+    }
+
+    fn apply(&self, st: &mut State, choice: Choice) {
+        let node = match choice {
+            Choice::Required(i) => {
+                set(&mut st.required, i, true);
+                while st.frontier < self.required.len() && get(&st.required, st.frontier) {
+                    st.frontier += 1;
+                }
+                &self.required[i]
+            }
+            Choice::Class(c) => {
+                let i = self.classes[c][st.used[c]];
+                st.used[c] += 1;
+                set(&mut st.optional, i, true);
+                &self.optional[i]
+            }
+        };
+        st.value = node.effect.post.unwrap_or(st.value);
+    }
+
+    fn undo(&self, st: &mut State, (choice, value): (Choice, u32)) {
+        match choice {
+            Choice::Required(i) => {
+                set(&mut st.required, i, false);
+                st.frontier = st.frontier.min(i);
+            }
+            Choice::Class(c) => {
+                st.used[c] -= 1;
+                set(&mut st.optional, self.classes[c][st.used[c]], false);
+            }
+        }
+        st.value = value;
+    }
+}
+
+impl State {
+    fn seen(&self) -> Seen {
+        let trimmed = |words: &[u64]| {
+            let len = words.iter().rposition(|&w| w != 0).map_or(0, |i| i + 1);
+            words[..len].into()
+        };
+        let from = (self.frontier / 64).min(self.required.len());
+        Seen {
+            state: self.value,
+            frontier: self.frontier,
+            required: trimmed(&self.required[from..]),
+            optional: trimmed(&self.optional),
+        }
+    }
+}
+
+fn get(bits: &[u64], i: usize) -> bool {
+    bits[i / 64] >> (i % 64) & 1 == 1
+}
+
+fn set(bits: &mut [u64], i: usize, on: bool) {
+    match on {
+        true => bits[i / 64] |= 1 << (i % 64),
+        false => bits[i / 64] &= !(1 << (i % 64)),
+    }
+}

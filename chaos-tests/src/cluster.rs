@@ -1,0 +1,290 @@
+//! The cluster under test: one apiserver process per network-namespace host, HAProxy in front
+//! of them on the runner's loopback, and the operations faults are made of (kill, pause, wipe,
+//! restart, membership changes, failpoints). Clients are kube-rs clients with the admin
+//! certificate the binary generated.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use crate::net::Net;
+
+const API_PORT: u16 = 6443;
+const PEER_PORT: u16 = 2380;
+
+/// One replica: its data directory and, while it runs, its process.
+struct Node {
+    dir: PathBuf,
+    process: Option<Child>,
+    paused: bool,
+}
+
+pub struct Cluster {
+    pub net: Net,
+    bin: PathBuf,
+    dir: PathBuf,
+    nodes: Vec<Node>,
+    haproxy: Option<Child>,
+    pub lb_port: u16,
+    /// `FAILPOINTS` given to every node at start (the deliberately broken modes).
+    failpoints: Option<String>,
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn signal(pid: u32, sig: &str) -> Result<()> {
+    let status = Command::new("kill").args([sig, &pid.to_string()]).status()?;
+    if !status.success() {
+        bail!("kill {sig} {pid} failed");
+    }
+    Ok(())
+}
+
+impl Cluster {
+    /// Starts `nodes` replicas of a new cluster under `dir` and the load balancer.
+    pub fn start(bin: &Path, dir: &Path, nodes: u32, failpoints: Option<String>) -> Result<Cluster> {
+        let net = Net::create(nodes)?;
+        let lb_port = free_port()?;
+        let status = Command::new(bin)
+            .args(["certs", "--data-dir"])
+            .arg(dir.join("ca"))
+            .args(["--server", &format!("https://127.0.0.1:{lb_port}")])
+            .stdout(Stdio::null())
+            .status()
+            .context("apiserver certs")?;
+        if !status.success() {
+            bail!("apiserver certs failed");
+        }
+        let mut cluster = Cluster { net, bin: bin.to_path_buf(), dir: dir.to_path_buf(), nodes: Vec::new(), haproxy: None, lb_port, failpoints };
+        cluster.nodes = (1..=nodes).map(|i| Node { dir: dir.join(format!("node-{i}")), process: None, paused: false }).collect();
+        for i in 1..=nodes {
+            cluster.seed_pki(i)?;
+            cluster.launch(i, "new")?;
+        }
+        cluster.start_haproxy()?;
+        Ok(cluster)
+    }
+
+    pub fn size(&self) -> u32 {
+        self.nodes.len() as u32
+    }
+
+    fn node(&mut self, i: u32) -> &mut Node {
+        &mut self.nodes[i as usize - 1]
+    }
+
+    /// Gives node `i` the cluster CA, from which it issues its own certificates.
+    fn seed_pki(&mut self, i: u32) -> Result<()> {
+        let pki = self.node(i).dir.join("pki");
+        std::fs::create_dir_all(&pki)?;
+        for f in ["ca.crt", "ca.key"] {
+            std::fs::copy(self.dir.join("ca/pki").join(f), pki.join(f))?;
+        }
+        Ok(())
+    }
+
+    pub fn peer_addr(&self, i: u32) -> String {
+        format!("{}:{PEER_PORT}", self.net.node_ip(i))
+    }
+
+    /// Starts node `i` on its data directory; `state` is `new` or `existing`.
+    fn launch(&mut self, i: u32, state: &str) -> Result<()> {
+        let members: Vec<String> = (1..=self.size()).map(|j| format!("{j}={}", self.peer_addr(j))).collect();
+        let dir = self.node(i).dir.clone();
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("apiserver.log"))?;
+        let mut cmd = self.net.command(i, &self.bin);
+        cmd.arg("--data-dir")
+            .arg(&dir)
+            .args(["--bind-address", &self.net.node_ip(i), "--secure-port", &API_PORT.to_string()])
+            .args(["--node-id", &i.to_string(), "--initial-cluster", &members.join(","), "--initial-cluster-state", state])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        if let Some(fp) = &self.failpoints {
+            cmd.env("FAILPOINTS", fp);
+        }
+        let child = cmd.spawn().context("starting apiserver")?;
+        let node = self.node(i);
+        node.process = Some(child);
+        node.paused = false;
+        Ok(())
+    }
+
+    fn start_haproxy(&mut self) -> Result<()> {
+        let mut cfg = String::from(
+            "global\n  maxconn 4096\ndefaults\n  mode tcp\n  retries 3\n  option redispatch\n  timeout connect 1s\n  timeout client 1h\n  timeout server 1h\n",
+        );
+        cfg += &format!("frontend apiserver\n  bind 127.0.0.1:{}\n  default_backend nodes\nbackend nodes\n", self.lb_port);
+        cfg += "  option httpchk GET /readyz\n  http-check expect status 200\n";
+        cfg += "  default-server check check-ssl verify none inter 500ms fall 2 rise 1\n";
+        for i in 1..=self.size() {
+            cfg += &format!("  server node-{i} {}:{API_PORT}\n", self.net.node_ip(i));
+        }
+        let path = self.dir.join("haproxy.cfg");
+        std::fs::write(&path, cfg)?;
+        let log = std::fs::File::create(self.dir.join("haproxy.log"))?;
+        let child = Command::new("haproxy").arg("-f").arg(&path).arg("-db").stdout(log.try_clone()?).stderr(log).spawn().context("starting haproxy")?;
+        self.haproxy = Some(child);
+        Ok(())
+    }
+
+    /// A client for node `i` (`None`: through the load balancer). `timeout` bounds each read.
+    pub async fn client(&self, node: Option<u32>, timeout: Option<Duration>) -> Result<kube::Client> {
+        let kubeconfig = Kubeconfig::read_from(self.dir.join("ca/admin.kubeconfig"))?;
+        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+        if let Some(i) = node {
+            config.cluster_url = format!("https://{}:{API_PORT}", self.net.node_ip(i)).parse()?;
+        }
+        config.connect_timeout = Some(Duration::from_secs(2));
+        config.read_timeout = timeout;
+        config.write_timeout = Some(Duration::from_secs(5));
+        Ok(kube::Client::try_from(config)?)
+    }
+
+    pub fn is_running(&self, i: u32) -> bool {
+        self.nodes[i as usize - 1].process.is_some()
+    }
+
+    pub fn is_paused(&self, i: u32) -> bool {
+        self.nodes[i as usize - 1].paused
+    }
+
+    /// `kill -9` of node `i`.
+    pub fn kill(&mut self, i: u32) -> Result<()> {
+        if let Some(mut child) = self.node(i).process.take() {
+            child.kill()?;
+            child.wait()?;
+        }
+        self.node(i).paused = false;
+        Ok(())
+    }
+
+    /// Restarts node `i` on its data directory.
+    pub fn restart(&mut self, i: u32) -> Result<()> {
+        if self.is_running(i) {
+            return Ok(());
+        }
+        self.launch(i, "existing")
+    }
+
+    /// SIGSTOP (`pause`) or SIGCONT of node `i`.
+    pub fn pause(&mut self, i: u32, pause: bool) -> Result<()> {
+        let Some(pid) = self.node(i).process.as_ref().map(Child::id) else { return Ok(()) };
+        signal(pid, if pause { "-STOP" } else { "-CONT" })?;
+        self.node(i).paused = pause;
+        Ok(())
+    }
+
+    /// Kills node `i` and deletes its data (its certificates stay: the host keeps its identity).
+    pub fn wipe(&mut self, i: u32) -> Result<()> {
+        self.kill(i)?;
+        let dir = self.node(i).dir.clone();
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path.file_name().is_some_and(|n| n != "pki" && n != "apiserver.log") {
+                if path.is_dir() {
+                    std::fs::remove_dir_all(&path)?;
+                } else {
+                    std::fs::remove_file(&path)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `apiserver member ARGS` through node `via`.
+    pub fn member(&self, via: u32, args: &[&str]) -> Result<String> {
+        let out = Command::new(&self.bin)
+            .args(["member", "--endpoint", &self.peer_addr(via), "--data-dir"])
+            .arg(&self.nodes[via as usize - 1].dir)
+            .args(args)
+            .output()?;
+        if !out.status.success() {
+            bail!("apiserver member {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Sets (`Some(action)`) or clears a failpoint on node `i`.
+    pub async fn failpoint(&self, i: u32, name: &str, action: Option<&str>) -> Result<()> {
+        let client = self.client(Some(i), Some(Duration::from_secs(3))).await?;
+        let uri = format!("/debug/failpoints/{name}");
+        let req = match action {
+            Some(a) => http::Request::put(uri).body(a.as_bytes().to_vec())?,
+            None => http::Request::delete(uri).body(Vec::new())?,
+        };
+        client.request_text(req).await.with_context(|| format!("failpoint {name} on node {i}"))?;
+        Ok(())
+    }
+
+    /// What node `i` reports through `/metrics`: (is it leader, leader id).
+    pub async fn raft_view(&self, i: u32) -> Result<(bool, u64)> {
+        let client = self.client(Some(i), Some(Duration::from_secs(2))).await?;
+        let text = client.request_text(http::Request::get("/metrics").body(Vec::new())?).await?;
+        let metric = |name: &str| {
+            let line = text.lines().find(|l| l.strip_prefix(name).is_some_and(|rest| rest.starts_with(['{', ' '])));
+            line.and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
+        };
+        Ok((metric("apiserver_raft_is_leader") == 1.0, metric("apiserver_raft_leader_id") as u64))
+    }
+
+    /// The node that says it leads (and that the others agree on), if any.
+    pub async fn leader(&self) -> Option<u32> {
+        for i in 1..=self.size() {
+            if !self.is_running(i) || self.is_paused(i) {
+                continue;
+            }
+            if let Ok((true, _)) = self.raft_view(i).await {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Whether node `i` answers `/readyz`.
+    pub async fn ready(&self, i: u32) -> bool {
+        let Ok(client) = self.client(Some(i), Some(Duration::from_secs(2))).await else { return false };
+        let Ok(req) = http::Request::get("/readyz").body(Vec::new()) else { return false };
+        client.request_text(req).await.is_ok()
+    }
+
+    /// Waits until every running node is ready, up to `limit`.
+    pub async fn wait_ready(&self, limit: Duration) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + limit;
+        for i in 1..=self.size() {
+            if !self.is_running(i) {
+                continue;
+            }
+            while !self.ready(i).await {
+                if tokio::time::Instant::now() > deadline {
+                    bail!("node {i} not ready after {limit:?}");
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops everything this run started.
+    pub fn stop(&mut self) {
+        for i in 1..=self.size() {
+            let _ = self.pause(i, false);
+            let _ = self.kill(i);
+        }
+        if let Some(mut h) = self.haproxy.take() {
+            let _ = h.kill();
+            let _ = h.wait();
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,202 @@
+//! The faults: each is injected on real hosts (signals to the node's process, iptables in its
+//! network namespace, its data directory, failpoints in its storage) and healed afterwards.
+
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::Rng;
+
+use crate::cluster::Cluster;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    KillLeader,
+    KillFollower,
+    KillRandom,
+    PauseLeader,
+    PauseRandom,
+    PartitionLeader,
+    PartitionMinority,
+    PartitionSplit,
+    PartitionBridge,
+    RestartAll,
+    WipeNode,
+    Membership,
+    SlowFsync,
+    FailFsync,
+}
+
+const NAMES: &[(&str, Fault)] = &[
+    ("kill-leader", Fault::KillLeader),
+    ("kill-follower", Fault::KillFollower),
+    ("kill-random", Fault::KillRandom),
+    ("pause-leader", Fault::PauseLeader),
+    ("pause-random", Fault::PauseRandom),
+    ("partition-leader", Fault::PartitionLeader),
+    ("partition-minority", Fault::PartitionMinority),
+    ("partition-split", Fault::PartitionSplit),
+    ("partition-bridge", Fault::PartitionBridge),
+    ("restart-all", Fault::RestartAll),
+    ("wipe-node", Fault::WipeNode),
+    ("membership", Fault::Membership),
+    ("slow-fsync", Fault::SlowFsync),
+    ("fail-fsync", Fault::FailFsync),
+];
+
+impl Fault {
+    pub fn name(self) -> &'static str {
+        NAMES.iter().find(|(_, f)| *f == self).map(|(n, _)| *n).unwrap_or("?")
+    }
+
+    /// `all`, or a comma-separated list of fault names.
+    pub fn parse_list(list: &str) -> Result<Vec<Fault>> {
+        if list == "all" {
+            return Ok(NAMES.iter().map(|(_, f)| *f).collect());
+        }
+        list.split(',')
+            .map(|name| match NAMES.iter().find(|(n, _)| *n == name.trim()) {
+                Some((_, f)) => Ok(*f),
+                None => bail!("unknown fault {name:?}; known: all, {}", NAMES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")),
+            })
+            .collect()
+    }
+}
+
+/// A fault in effect, and the nodes it acts on.
+pub struct Active {
+    pub fault: Fault,
+    pub nodes: Vec<u32>,
+}
+
+/// Injects `fault`; the leader is asked of the cluster, and a random node stands in when there is none.
+pub async fn inject(cluster: &mut Cluster, fault: Fault, rng: &mut StdRng) -> Result<Active> {
+    let all: Vec<u32> = (1..=cluster.size()).collect();
+    let leader = match cluster.leader().await {
+        Some(l) => l,
+        None => all[rng.random_range(0..all.len())],
+    };
+    let mut followers: Vec<u32> = all.iter().copied().filter(|n| *n != leader).collect();
+    followers.shuffle(rng);
+    let follower = followers[0];
+    let random = all[rng.random_range(0..all.len())];
+    let minority = (all.len() - 1) / 2;
+    let nodes = match fault {
+        Fault::KillLeader => kill(cluster, leader)?,
+        Fault::KillFollower => kill(cluster, follower)?,
+        Fault::KillRandom => kill(cluster, random)?,
+        Fault::PauseLeader => pause(cluster, leader)?,
+        Fault::PauseRandom => pause(cluster, random)?,
+        Fault::PartitionLeader => partition(cluster, vec![vec![leader], followers])?,
+        Fault::PartitionMinority => {
+            let (small, rest) = followers.split_at(minority);
+            let mut big = rest.to_vec();
+            big.push(leader);
+            partition(cluster, vec![small.to_vec(), big])?
+        }
+        Fault::PartitionSplit => {
+            let mut shuffled = all.clone();
+            shuffled.shuffle(rng);
+            let (small, big) = shuffled.split_at(minority);
+            partition(cluster, vec![small.to_vec(), big.to_vec()])?
+        }
+        Fault::PartitionBridge => {
+            let mut shuffled = all.clone();
+            shuffled.shuffle(rng);
+            let bridge = shuffled[0];
+            let half = (shuffled.len() - 1) / 2;
+            let mut left = shuffled[1..1 + half].to_vec();
+            let mut right = shuffled[1 + half..].to_vec();
+            left.push(bridge);
+            right.push(bridge);
+            cluster.net.partition(&[left, right])?;
+            vec![bridge]
+        }
+        Fault::RestartAll => {
+            for &n in &all {
+                cluster.kill(n)?;
+            }
+            all.clone()
+        }
+        Fault::WipeNode => {
+            cluster.wipe(follower)?;
+            vec![follower]
+        }
+        Fault::Membership => {
+            cluster.member(leader, &["remove", &follower.to_string()])?;
+            cluster.wipe(follower)?;
+            vec![follower]
+        }
+        Fault::SlowFsync => {
+            cluster.failpoint(leader, "raft-log-fsync", Some("sleep(150)")).await?;
+            vec![leader]
+        }
+        Fault::FailFsync => {
+            cluster.failpoint(follower, "raft-log-fsync", Some("return")).await?;
+            vec![follower]
+        }
+    };
+    Ok(Active { fault, nodes })
+}
+
+fn kill(cluster: &mut Cluster, n: u32) -> Result<Vec<u32>> {
+    cluster.kill(n)?;
+    Ok(vec![n])
+}
+
+fn pause(cluster: &mut Cluster, n: u32) -> Result<Vec<u32>> {
+    cluster.pause(n, true)?;
+    Ok(vec![n])
+}
+
+/// Partitions into `groups`; the nodes recorded are the first (smaller) side.
+fn partition(cluster: &mut Cluster, groups: Vec<Vec<u32>>) -> Result<Vec<u32>> {
+    cluster.net.partition(&groups)?;
+    Ok(groups[0].clone())
+}
+
+/// Undoes `active`: restarts, resumes, reconnects, rejoins.
+pub async fn heal(cluster: &mut Cluster, active: &Active) -> Result<()> {
+    match active.fault {
+        Fault::KillLeader | Fault::KillFollower | Fault::KillRandom | Fault::RestartAll | Fault::WipeNode => {
+            for &n in &active.nodes {
+                cluster.restart(n)?;
+            }
+        }
+        Fault::PauseLeader | Fault::PauseRandom => {
+            for &n in &active.nodes {
+                cluster.pause(n, false)?;
+            }
+        }
+        Fault::PartitionLeader | Fault::PartitionMinority | Fault::PartitionSplit | Fault::PartitionBridge => cluster.net.heal()?,
+        Fault::Membership => {
+            let n = active.nodes[0];
+            cluster.restart(n)?;
+            let via = (1..=cluster.size()).find(|v| *v != n).unwrap_or(1);
+            cluster.member(via, &["add", &n.to_string(), &cluster.peer_addr(n)])?;
+            // Promotion waits for the learner to catch up.
+            let mut tries = 0;
+            while let Err(e) = cluster.member(via, &["promote", &n.to_string()]) {
+                tries += 1;
+                if tries > 40 {
+                    return Err(e);
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+        Fault::SlowFsync => {
+            for &n in &active.nodes {
+                cluster.failpoint(n, "raft-log-fsync", None).await?;
+            }
+        }
+        Fault::FailFsync => {
+            // A node whose log cannot be written stops its Raft; it comes back by restart.
+            for &n in &active.nodes {
+                cluster.kill(n)?;
+                cluster.restart(n)?;
+            }
+        }
+    }
+    Ok(())
+}
