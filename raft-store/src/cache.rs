@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::sync::{broadcast, watch};
 
+use crate::dedupe::{Outcome, Outcomes};
 use crate::error::StoreError;
 use crate::types::{Action, Cond, Object, Txn, TxnResult};
 
@@ -61,6 +62,8 @@ pub(crate) struct State {
     history: VecDeque<Arc<Event>>,
     /// Revisions below this can no longer be read.
     compacted: u64,
+    /// Outcomes of recent proposals, so that a retried one applies once.
+    txns: Outcomes,
 }
 
 /// A page of a list: the items, the revision they were read at, and whether more follow.
@@ -206,16 +209,16 @@ impl Cache {
     }
 
     /// Replaces the whole state (snapshot install or restore).
-    pub(crate) fn reset(&self, applied: u64, objects: BTreeMap<String, Object>) {
+    pub(crate) fn reset(&self, applied: u64, objects: BTreeMap<String, Object>, txns: Vec<(u64, u64, Outcome)>) {
         let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
-        *st = State { applied, objects, history: VecDeque::new(), compacted: applied };
+        *st = State { applied, objects, history: VecDeque::new(), compacted: applied, txns: Outcomes::from_entries(txns) };
         self.applied.send_replace(applied);
     }
 
-    /// A copy of the current objects and revision, for a snapshot.
-    pub(crate) fn snapshot(&self) -> (u64, BTreeMap<String, Object>) {
+    /// A copy of the current objects, revision and remembered proposal outcomes, for a snapshot.
+    pub(crate) fn snapshot(&self) -> (u64, BTreeMap<String, Object>, Vec<(u64, u64, Outcome)>) {
         let st = self.read();
-        (st.applied, st.objects.clone())
+        (st.applied, st.objects.clone(), st.txns.entries())
     }
 
     /// Drops events older than the retention window even when nothing is written.
@@ -273,6 +276,40 @@ impl Applier<'_> {
     /// Applies one transaction at log index `rev`: all conditions, then all actions.
     pub(crate) fn apply(&mut self, rev: u64, txn: &Txn) -> TxnResult {
         self.state.applied = rev;
+        if let Some(first) = self.state.txns.get(txn.id).filter(|_| txn.id != 0) {
+            return self.repeat(txn, first);
+        }
+        let result = self.apply_once(rev, txn);
+        if txn.id != 0 {
+            let outcome = match &result {
+                TxnResult::Failed { op, .. } => Outcome::Failed(*op),
+                _ => Outcome::Applied(rev),
+            };
+            self.state.txns.record(rev, txn.id, outcome);
+        }
+        result
+    }
+
+    /// The answer to a proposal applied before: what it stored (from the current objects or the
+    /// event window), or which condition failed and what the key holds now.
+    fn repeat(&self, txn: &Txn, first: Outcome) -> TxnResult {
+        match first {
+            Outcome::Failed(op) => TxnResult::Failed { op, current: self.state.objects.get(&txn.ops[op].key).cloned() },
+            Outcome::Applied(at) => {
+                let objects = txn
+                    .ops
+                    .iter()
+                    .map(|op| {
+                        let now = self.state.objects.get(&op.key).filter(|o| o.rev == at).cloned();
+                        now.or_else(|| self.state.history.iter().rev().find(|e| e.rev == at && e.key == op.key).map(|e| e.object.clone()))
+                    })
+                    .collect();
+                TxnResult::Ok { rev: at, objects }
+            }
+        }
+    }
+
+    fn apply_once(&mut self, rev: u64, txn: &Txn) -> TxnResult {
         for (i, op) in txn.ops.iter().enumerate() {
             let current = self.state.objects.get(&op.key);
             let holds = match op.cond {

@@ -6,6 +6,7 @@
 
 mod admin;
 mod cache;
+mod dedupe;
 mod error;
 mod log_store;
 mod network;

@@ -13,6 +13,7 @@ use redb::{Database, ReadableDatabase, TableDefinition};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::Cache;
+use crate::dedupe::Outcome;
 use crate::error::io_err;
 use crate::log_store::{decode, encode};
 use crate::types::{LogId, Object, TxnResult, TypeConfig};
@@ -27,6 +28,9 @@ const SNAPSHOT: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshot");
 #[derive(Serialize, Deserialize)]
 struct SnapshotBody {
     objects: Vec<(String, Object)>,
+    /// Outcomes of recent proposals (revision, proposal id, outcome).
+    #[serde(default)]
+    txns: Vec<(u64, u64, Outcome)>,
 }
 
 #[derive(Default, Clone)]
@@ -77,13 +81,13 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
 
     async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
         // The cache and the applied log id move together under the apply lock.
-        let (applied, (_, objects)) = {
+        let (applied, (_, objects, txns)) = {
             let applied = self.applied.lock().unwrap();
             (applied.clone(), self.cache.snapshot())
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let body = SnapshotBody { objects: objects.into_iter().collect() };
+            let body = SnapshotBody { objects: objects.into_iter().collect(), txns };
             let data = encode(&body)?;
             let meta = SnapshotMeta { last_log_id: applied.last, last_membership: applied.membership };
             this.save_snapshot(&meta, &data)?;
@@ -152,7 +156,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let index = meta.last_log_id.map(|l| l.index()).unwrap_or(0);
         {
             let mut applied = self.applied.lock().unwrap();
-            self.cache.reset(index, objects);
+            self.cache.reset(index, objects, body.txns);
             applied.last = meta.last_log_id;
             applied.membership = meta.last_membership.clone();
         }

@@ -23,6 +23,10 @@ use crate::types::{NodeId, Raft, Txn, TxnResult, TypeConfig};
 /// How long a request waits for a leader to be elected.
 const LEADER_WAIT: Duration = Duration::from_secs(5);
 
+/// How long one forwarded write or read-index request may take before it is tried again
+/// (on whichever node leads by then; a repeated write applies once).
+const PEER_CALL: Duration = Duration::from_secs(2);
+
 /// How to open a node.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -137,6 +141,9 @@ impl Store {
             // Entries kept behind a snapshot for followers that lag a little; one further
             // behind gets the snapshot.
             max_in_snapshot_log_to_keep: (opts.snapshot_every / 10).min(1000),
+            // A member whose data directory was lost rejoins with an empty log; the leader then
+            // starts its replication over instead of treating the shorter log as a fatal error.
+            allow_log_reversion: Some(true),
             ..Default::default()
         };
         let config = Arc::new(config.validate().map_err(StoreError::internal)?);
@@ -175,8 +182,10 @@ impl Store {
     /// to the leader and then waits for its own state machine to reach the entry, so that a
     /// client reads its own write on any replica. While the group has no leader (an election is
     /// running) the proposal waits for one, up to a few seconds.
-    pub async fn write(&self, txn: Txn) -> Result<TxnResult, StoreError> {
+    pub async fn write(&self, mut txn: Txn) -> Result<TxnResult, StoreError> {
         self.proposals.fetch_add(1, Ordering::Relaxed);
+        // Every attempt below carries this id, so that the proposal applies at most once.
+        txn.id = rand::random::<u64>().max(1);
         let deadline = tokio::time::Instant::now() + LEADER_WAIT;
         loop {
             let err = match self.raft.client_write(txn.clone()).await {
@@ -228,7 +237,8 @@ impl Store {
     async fn forward(&self, leader: NodeId, addr: &str, txn: &Txn) -> Result<service::Forwarded, String> {
         let mut client = self.peers.client(leader, addr)?;
         let req = proto::raft::ForwardRequest { txn: peer::encode(txn)? };
-        let resp = client.forward(req).await.map_err(|s| s.message().to_string())?.into_inner();
+        let resp = tokio::time::timeout(PEER_CALL, client.forward(req)).await.map_err(|_| "the leader did not answer in time".to_string())?;
+        let resp = resp.map_err(|s| s.message().to_string())?.into_inner();
         if !resp.error.is_empty() {
             return Err(resp.error);
         }
@@ -238,7 +248,10 @@ impl Store {
     /// Asks the leader for a read index.
     async fn read_index(&self, leader: NodeId, addr: &str) -> Result<u64, String> {
         let mut client = self.peers.client(leader, addr)?;
-        let resp = client.read_index(proto::raft::ReadIndexRequest {}).await.map_err(|s| s.message().to_string())?.into_inner();
+        let resp = tokio::time::timeout(PEER_CALL, client.read_index(proto::raft::ReadIndexRequest {}))
+            .await
+            .map_err(|_| "the leader did not answer in time".to_string())?;
+        let resp = resp.map_err(|s| s.message().to_string())?.into_inner();
         if !resp.error.is_empty() {
             return Err(resp.error);
         }

@@ -56,6 +56,15 @@ pub struct Op {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Txn {
     pub ops: Vec<Op>,
+    /// Set by the store when proposing; a retried proposal keeps it, so that it applies once.
+    #[serde(default)]
+    pub id: u64,
+}
+
+impl Txn {
+    pub fn new(ops: Vec<Op>) -> Self {
+        Txn { ops, id: 0 }
+    }
 }
 
 impl fmt::Display for Txn {

@@ -9,11 +9,11 @@ use serde_json::json;
 
 fn put(key: &str, cond: Cond, value: serde_json::Value) -> Txn {
     let data = Bytes::from(serde_json::to_vec(&value).unwrap());
-    Txn { ops: vec![Op { key: key.into(), cond, action: Action::Put(data) }] }
+    Txn::new(vec![Op { key: key.into(), cond, action: Action::Put(data) }])
 }
 
 fn del(key: &str, cond: Cond) -> Txn {
-    Txn { ops: vec![Op { key: key.into(), cond, action: Action::Delete }] }
+    Txn::new(vec![Op { key: key.into(), cond, action: Action::Delete }])
 }
 
 async fn open(dir: &std::path::Path, retention: Duration) -> Store {

@@ -1,7 +1,7 @@
 //! The register model and the linearizability search over one key's operations: Wing & Gong's
 //! depth-first search with Lowe's memo of (linearized set, state) pairs, as in Porcupine.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 use crate::history::{Call, Op, Ret};
 
@@ -63,9 +63,9 @@ pub(super) fn prefix<'a>(history: &[&'a Op], len: usize) -> Vec<Part<'a>> {
 }
 
 /// Whether the operations can be ordered, each at one instant inside its time window, so that the
-/// register, holding `start` at first, answers every required one as recorded.
-pub(super) fn linearizable(parts: &[Part], start: Start) -> bool {
-    Search::new(parts, start).is_some_and(|search| search.run())
+/// register, holding one of `starts` at first, answers every required one as recorded.
+pub(super) fn linearizable(parts: &[Part], starts: &[Start]) -> bool {
+    Search::new(parts, starts).is_some_and(|search| search.run())
 }
 
 /// What an operation needs the state to be.
@@ -133,23 +133,43 @@ struct Frame {
     undo: Option<(Choice, u32)>,
 }
 
-/// The memo key: the state and the linearized sets, without their settled beginning.
-#[derive(PartialEq, Eq, Hash)]
-struct Seen {
-    state: u32,
-    frontier: usize,
-    required: Box<[u64]>,
-    optional: Box<[u64]>,
+/// Where the search has been: the state and the linearized required operations (without their
+/// settled beginning), each with the sets of used optional operations it was reached with. Having
+/// used fewer is never worse (the used ones of a class are its earliest), so a set that holds one
+/// already explored from there needs no search.
+#[derive(Default)]
+struct Memo(HashMap<(u32, usize, Box<[u64]>), Vec<Box<[u64]>>>);
+
+impl Memo {
+    /// Records the search's state; false when it, or a better one, was there before.
+    fn visit(&mut self, search: &Search, st: &State) -> bool {
+        let trimmed = |words: &[u64]| -> Box<[u64]> {
+            let len = words.iter().rposition(|&w| w != 0).map_or(0, |i| i + 1);
+            words[..len].into()
+        };
+        let from = (st.frontier / 64).min(st.required.len());
+        let used = trimmed(&search.relevant(st));
+        let sets = self.0.entry((st.value, st.frontier, trimmed(&st.required[from..]))).or_default();
+        let within = |a: &[u64], b: &[u64]| a.iter().enumerate().all(|(i, w)| w & !b.get(i).copied().unwrap_or(0) == 0);
+        if sets.iter().any(|before| within(before, &used)) {
+            return false;
+        }
+        sets.retain(|before| !within(&used, before));
+        sets.push(used);
+        true
+    }
 }
 
 struct Search {
-    start: u32,
+    starts: Vec<u32>,
     /// Required operations by invoke time.
     required: Vec<Node>,
     optional: Vec<Node>,
     /// Optional operations with the same effect are interchangeable: only the earliest unused
     /// one of each class is ever chosen, so the used ones are a prefix of the class.
     classes: Vec<Vec<usize>>,
+    /// By value: the required and the optional operations that write it.
+    writers: HashMap<u32, (Vec<usize>, Vec<usize>)>,
 }
 
 /// Where the search stands.
@@ -163,15 +183,18 @@ struct State {
 }
 
 impl Search {
-    fn new(parts: &[Part], start: Start) -> Option<Search> {
+    fn new(parts: &[Part], starts: &[Start]) -> Option<Search> {
         let looked_for: BTreeSet<&str> = parts.iter().filter_map(|p| looked_for(p.op)).collect();
         let tokens: HashMap<&str, u32> = looked_for.into_iter().zip(ANON + 1..).collect();
         let token = |v: &str| tokens.get(v).copied().unwrap_or(ANON);
-        let start = match start {
-            Start::Absent => ABSENT,
-            Start::Value(v) => token(v),
-            Start::Other => ANON,
-        };
+        let starts = starts
+            .iter()
+            .map(|start| match start {
+                Start::Absent => ABSENT,
+                Start::Value(v) => token(v),
+                Start::Other => ANON,
+            })
+            .collect();
         let (mut required, mut optional) = (Vec::new(), Vec::new());
         for p in parts {
             let invoke = p.op.invoke;
@@ -192,41 +215,63 @@ impl Search {
             }
             classes[c].push(i);
         }
-        Some(Search { start, required, optional, classes })
+        let mut writers: HashMap<u32, (Vec<usize>, Vec<usize>)> = HashMap::new();
+        for (i, node) in required.iter().enumerate() {
+            if let Some(v) = node.effect.post {
+                writers.entry(v).or_default().0.push(i);
+            }
+        }
+        for (i, node) in optional.iter().enumerate() {
+            if let Some(v) = node.effect.post {
+                writers.entry(v).or_default().1.push(i);
+            }
+        }
+        Some(Search { starts, required, optional, classes, writers })
     }
 
+    /// A depth-first search from each start in turn; what lies ahead of a state does not depend
+    /// on how it was reached, so they share one memo.
     fn run(&self) -> bool {
         let mut st = State {
-            value: self.start,
+            value: ABSENT,
             frontier: 0,
             required: vec![0; self.required.len().div_ceil(64)],
             optional: vec![0; self.optional.len().div_ceil(64)],
             used: vec![0; self.classes.len()],
         };
         if self.required.is_empty() {
-            return true;
+            return !self.starts.is_empty();
         }
-        let mut seen = HashSet::from([st.seen()]);
-        let mut stack = vec![Frame { choices: self.choices(&st), next: 0, undo: None }];
-        while let Some(top) = stack.last_mut() {
-            let Some(&choice) = top.choices.get(top.next) else {
-                if let Some(undo) = stack.pop().and_then(|frame| frame.undo) {
+        let t0 = std::time::Instant::now();
+        let mut memo = Memo::default();
+        for &start in &self.starts {
+            st.value = start;
+            if !memo.visit(self, &st) {
+                continue;
+            }
+            let mut stack = vec![Frame { choices: self.choices(&st), next: 0, undo: None }];
+            while let Some(top) = stack.last_mut() {
+                let Some(&choice) = top.choices.get(top.next) else {
+                    if let Some(undo) = stack.pop().and_then(|frame| frame.undo) {
+                        self.undo(&mut st, undo);
+                    }
+                    continue;
+                };
+                top.next += 1;
+                let undo = (choice, st.value);
+                self.apply(&mut st, choice);
+                if st.frontier == self.required.len() {
+                    eprintln!("ok: {} keys {} sets, {} req {} opt {} classes {:?}", memo.0.len(), memo.0.values().map(|v| v.len()).sum::<usize>(), self.required.len(), self.optional.len(), self.classes.len(), t0.elapsed());
+                    return true;
+                }
+                if memo.visit(self, &st) {
+                    stack.push(Frame { choices: self.choices(&st), next: 0, undo: Some(undo) });
+                } else {
                     self.undo(&mut st, undo);
                 }
-                continue;
-            };
-            top.next += 1;
-            let undo = (choice, st.value);
-            self.apply(&mut st, choice);
-            if st.frontier == self.required.len() {
-                return true;
-            }
-            if seen.insert(st.seen()) {
-                stack.push(Frame { choices: self.choices(&st), next: 0, undo: Some(undo) });
-            } else {
-                self.undo(&mut st, undo);
             }
         }
+        eprintln!("fail: {} keys {} sets, {} req {} opt {} classes {:?}", memo.0.len(), memo.0.values().map(|v| v.len()).sum::<usize>(), self.required.len(), self.optional.len(), self.classes.len(), t0.elapsed());
         false
     }
 
@@ -288,19 +333,19 @@ impl Search {
     }
 }
 
-impl State {
-    fn seen(&self) -> Seen {
-        let trimmed = |words: &[u64]| {
-            let len = words.iter().rposition(|&w| w != 0).map_or(0, |i| i + 1);
-            words[..len].into()
-        };
-        let from = (self.frontier / 64).min(self.required.len());
-        Seen {
-            state: self.value,
-            frontier: self.frontier,
-            required: trimmed(&self.required[from..]),
-            optional: trimmed(&self.optional),
+impl Search {
+    /// The used optional operations that matter: not those of a class that can never apply again
+    /// (its expected value is gone, and everything that writes it is used).
+    fn relevant(&self, st: &State) -> Vec<u64> {
+        let mut optional = st.optional.clone();
+        for (c, members) in self.classes.iter().enumerate() {
+            let Pre::Is(v) = self.optional[members[0]].effect.pre else { continue };
+            let (required, others) = self.writers.get(&v).map(|(r, o)| (r.as_slice(), o.as_slice())).unwrap_or_default();
+            if st.used[c] > 0 && st.value != v && required.iter().all(|&i| get(&st.required, i)) && others.iter().all(|&i| get(&st.optional, i)) {
+                members[..st.used[c]].iter().for_each(|&i| set(&mut optional, i, false));
+            }
         }
+        optional
     }
 }
 

@@ -21,7 +21,7 @@ struct Evidence<'a> {
 
 impl Evidence<'_> {
     fn holds(&self) -> bool {
-        self.starts.iter().all(|&start| !register::linearizable(&self.parts, start))
+        !register::linearizable(&self.parts, &self.starts)
     }
 }
 
@@ -32,12 +32,12 @@ pub(super) fn explain(key: &str, history: &[&Op]) -> (usize, String) {
     let (mut lo, mut hi) = (0, history.len());
     while hi - lo > 1 {
         let mid = (lo + hi) / 2;
-        match register::linearizable(&register::prefix(history, mid), Start::Absent) {
+        match register::linearizable(&register::prefix(history, mid), &[Start::Absent]) {
             true => lo = mid,
             false => hi = mid,
         }
     }
-    let evidence = reduce(latest_window(register::prefix(history, hi)));
+    let evidence = prune(reduce(latest_window(register::prefix(history, hi))));
     (evidence.parts.len(), render(key, hi, &evidence))
 }
 
@@ -62,10 +62,10 @@ fn latest_window(parts: Vec<Part>) -> Evidence {
 
 /// The operations from invoke time `since` on. Of the earlier ones, acknowledged writes still
 /// running then become optional (they may have taken effect before or after) and optional ones
-/// stay, unless they cannot matter; the others are left out, their effect being in the state at
-/// `since`: absent, or a value an earlier write wrote.
+/// stay; the others are left out, their effect being in the state at `since`: absent, or a value
+/// an earlier write wrote.
 fn window<'a>(parts: &[Part<'a>], since: u64) -> Evidence<'a> {
-    let mut kept: Vec<Part> = parts
+    let kept: Vec<Part> = parts
         .iter()
         .filter_map(|&p| match (p.op.invoke >= since, p.optional) {
             (true, _) | (false, true) => Some(p),
@@ -73,18 +73,24 @@ fn window<'a>(parts: &[Part<'a>], since: u64) -> Evidence<'a> {
         })
         .collect();
     let written_before: BTreeSet<&str> = parts.iter().filter(|p| p.op.invoke < since).filter_map(written).collect();
-    let start_values = |kept: &[Part<'a>]| -> BTreeSet<&'a str> {
-        kept.iter().filter_map(|p| register::looked_for(p.op)).filter(|v| written_before.contains(v)).collect()
-    };
-    while let Some(i) = (0..kept.len()).find(|&i| useless(i, &kept, &start_values(&kept))) {
-        kept.remove(i);
-    }
-    // Earlier optional writes with the same effect are interchangeable, and none is needed more
-    // than once between two required operations: keep the latest few of each kind.
-    let needed = kept.iter().filter(|p| !p.optional).count();
     let looked_for: BTreeSet<&str> = kept.iter().filter_map(|p| register::looked_for(p.op)).collect();
+    let values = looked_for.intersection(&written_before).map(|v| Start::Value(v));
+    prune(Evidence { parts: kept, since: Some(since), starts: [Start::Absent, Start::Other].into_iter().chain(values).collect() })
+}
+
+/// Leaves out the optional writes that cannot matter: CASes that never apply or change nothing
+/// anyone looks at, and, of the earlier ones with the same effect (interchangeable, and none
+/// needed more than once between two required operations), all but the latest few.
+fn prune(mut evidence: Evidence) -> Evidence {
+    while let Some(i) = (0..evidence.parts.len()).find(|&i| useless(i, &evidence.parts, &evidence.starts)) {
+        evidence.parts.remove(i);
+    }
+    let since = evidence.since.unwrap_or(0);
+    let needed = evidence.parts.iter().filter(|p| !p.optional).count();
+    let looked_for: BTreeSet<&str> = evidence.parts.iter().filter_map(|p| register::looked_for(p.op)).collect();
     let mut kinds: HashMap<(Option<&str>, Option<&str>, bool), usize> = HashMap::new();
-    let mut keep: Vec<bool> = kept
+    let mut keep: Vec<bool> = evidence
+        .parts
         .iter()
         .rev()
         .map(|p| {
@@ -101,20 +107,22 @@ fn window<'a>(parts: &[Part<'a>], since: u64) -> Evidence<'a> {
         .collect();
     keep.reverse();
     let mut keep = keep.into_iter();
-    kept.retain(|_| keep.next().unwrap_or(true));
-    let starts = [Start::Absent, Start::Other].into_iter().chain(start_values(&kept).into_iter().map(Start::Value)).collect();
-    Evidence { parts: kept, since: Some(since), starts }
+    evidence.parts.retain(|_| keep.next().unwrap_or(true));
+    evidence
 }
 
-/// Whether an optional CAS cannot matter: the key never holds its expected value, or neither that
-/// value nor the one it writes is looked for by any other operation (it turns one value nobody
-/// tells apart from the rest into another).
-fn useless(i: usize, kept: &[Part], start_values: &BTreeSet<&str>) -> bool {
-    let p = &kept[i];
+/// Whether an optional CAS cannot matter: the key never holds its expected value, or nothing but
+/// optional CASes from that value looks for it and nothing looks for the value it writes (it turns
+/// one value nobody tells apart from the rest into another).
+fn useless(i: usize, parts: &[Part], starts: &[Start]) -> bool {
+    let p = &parts[i];
     let Call::Cas { expect, value, .. } = &p.op.call else { return false };
-    let looked_for = |v: &str| kept.iter().enumerate().any(|(j, q)| j != i && register::looked_for(q.op) == Some(v));
-    let held = start_values.contains(expect.as_str()) || kept.iter().any(|q| written(q) == Some(expect));
-    p.optional && (!held || !(looked_for(expect) || looked_for(value)))
+    let same = |q: &Part| q.optional && matches!(&q.op.call, Call::Cas { expect: e, .. } if e == expect);
+    let others = || parts.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, q)| q);
+    let held = starts.contains(&Start::Value(expect)) || parts.iter().any(|q| written(q) == Some(expect));
+    let expect_seen = others().any(|q| !same(q) && register::looked_for(q.op) == Some(expect));
+    let value_seen = others().any(|q| register::looked_for(q.op) == Some(value));
+    p.optional && (!held || !(expect_seen || value_seen))
 }
 
 /// The value a write may have written.

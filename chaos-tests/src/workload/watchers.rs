@@ -15,20 +15,19 @@ use crate::record::Recorder;
 /// Server-side length of one watch session: sessions end and resume regularly.
 const SESSION_SECONDS: u32 = 15;
 
-/// Watches until `stop` carries a revision this watcher has reached (or 20 s after it is set).
+/// Watches until `stop` carries a revision: then one last short session delivers whatever
+/// is left up to it, and the watcher returns (at once if it has seen that revision).
 pub async fn run(rec: std::sync::Arc<Recorder>, target: Target, from: u64, mut stop: watch::Receiver<Option<u64>>) {
     let record = |kind: WatchKind| rec.watch(WatchRecord { watcher: target.name.clone(), at: rec.now(), kind });
     let mut last = from;
-    let mut give_up: Option<tokio::time::Instant> = None;
+    let mut drained = false;
     loop {
-        if let Some(until) = *stop.borrow() {
-            if last >= until || give_up.is_some_and(|t| tokio::time::Instant::now() > t) {
-                return;
-            }
-            give_up.get_or_insert_with(|| tokio::time::Instant::now() + Duration::from_secs(20));
+        let stopping = *stop.borrow();
+        if stopping.is_some_and(|until| last >= until || drained) {
+            return;
         }
         // kube-rs asks for bookmarks by default.
-        let params = WatchParams::default().timeout(SESSION_SECONDS);
+        let params = WatchParams::default().timeout(if stopping.is_some() { 2 } else { SESSION_SECONDS });
         let mut stream = match target.api.watch(&params, &last.to_string()).await {
             Ok(s) => s.boxed(),
             Err(e) => {
@@ -41,10 +40,14 @@ pub async fn run(rec: std::sync::Arc<Recorder>, target: Target, from: u64, mut s
         loop {
             let next = tokio::select! {
                 next = stream.next() => next,
-                _ = stop.changed() => continue,
+                // Stopping: end this session and drain in a short one.
+                _ = stop.changed(), if stopping.is_none() => break,
             };
             match next {
-                None => break,
+                None => {
+                    drained = stopping.is_some();
+                    break;
+                }
                 Some(Ok(WatchEvent::Added(cm))) => last = event(&record, EventType::Added, &cm).unwrap_or(last),
                 Some(Ok(WatchEvent::Modified(cm))) => last = event(&record, EventType::Modified, &cm).unwrap_or(last),
                 Some(Ok(WatchEvent::Deleted(cm))) => last = event(&record, EventType::Deleted, &cm).unwrap_or(last),

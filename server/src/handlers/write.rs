@@ -131,7 +131,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, validation
             return Ok(Reply::value(StatusCode::CREATED, &obj));
         }
         ops.insert(0, Op { key: key.clone(), cond: Cond::Absent, action: Action::Put(to_bytes(&obj)?) });
-        match ctx.store.write(Txn { ops }).await? {
+        match ctx.store.write(Txn::new(ops)).await? {
             TxnResult::Ok { objects, .. } => {
                 let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
                 return Ok(Reply::object(StatusCode::CREATED, stored.data));
@@ -244,7 +244,7 @@ pub async fn update(
         if finalized {
             ops.extend(release_ops(info, &new));
         }
-        match ctx.store.write(Txn { ops }).await? {
+        match ctx.store.write(Txn::new(ops)).await? {
             TxnResult::Ok { objects, .. } => {
                 warnings.extend(w);
                 let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
@@ -333,7 +333,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
                 return Ok(Reply::value(StatusCode::OK, &obj));
             }
             let op = Op { key: key.clone(), cond: Cond::Rev(current.rev), action: Action::Put(to_bytes(&obj)?) };
-            match ctx.store.write(Txn { ops: vec![op] }).await? {
+            match ctx.store.write(Txn::new(vec![op])).await? {
                 TxnResult::Ok { objects, .. } => {
                     let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
                     return Ok(Reply::object(StatusCode::OK, stored.data));
@@ -347,7 +347,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
         }
         let mut ops = vec![Op { key: key.clone(), cond: Cond::Rev(current.rev), action: Action::Delete }];
         ops.extend(release_ops(info, &obj));
-        match ctx.store.write(Txn { ops }).await? {
+        match ctx.store.write(Txn::new(ops)).await? {
             TxnResult::Ok { .. } => return Ok(Reply::deleted(info, req.name(), uid.as_deref())),
             TxnResult::Failed { current, .. } if opts.resource_version.is_some() => return Err(lost(req, current)),
             _ => continue,
