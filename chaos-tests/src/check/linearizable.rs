@@ -214,7 +214,7 @@ mod tests {
                 Call::Delete { .. } if state.take().is_some() => Ret::Done,
                 _ => Ret::NotFound,
             };
-            let ret = match call.is_write() && rng.random_bool(std::env::var("UNK").map_or(0.05, |v| v.parse().unwrap())) {
+            let ret = match call.is_write() && rng.random_bool(0.05) {
                 true if rng.random_bool(0.5) => {
                     state = before;
                     unknown()
@@ -245,24 +245,6 @@ mod tests {
         assert!(start.elapsed() < Duration::from_secs(3), "took {:?}", start.elapsed());
         for seed in 0..20 {
             assert!(check(&random_history(seed, 4, 200)).ok, "seed {seed}");
-        }
-    }
-
-    #[test]
-    fn stress() {
-        let n: usize = std::env::var("N").map_or(2000, |v| v.parse().unwrap());
-        let c: usize = std::env::var("C").map_or(10, |v| v.parse().unwrap());
-        for seed in 0..5 {
-            let ops = random_history(seed, c, n);
-            let start = Instant::now();
-            let v = check(&ops);
-            eprintln!("seed {seed} ok {} {:?}", v.ok, start.elapsed());
-            let mut ops = ops;
-            let bad = ops.iter().position(|op| op.id as usize > n * 3 / 4 && matches!(op.call, Call::Read { .. })).unwrap();
-            ops[bad].ret = got(Some("never"));
-            let start = Instant::now();
-            let v = check(&ops);
-            eprintln!("  bad ok {} {:?} lines {}", v.ok, start.elapsed(), v.counterexample.unwrap().lines().count());
         }
     }
 

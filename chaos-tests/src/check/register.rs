@@ -168,8 +168,9 @@ struct Search {
     /// Optional operations with the same effect are interchangeable: only the earliest unused
     /// one of each class is ever chosen, so the used ones are a prefix of the class.
     classes: Vec<Vec<usize>>,
-    /// By value: the required and the optional operations that write it.
-    writers: HashMap<u32, (Vec<usize>, Vec<usize>)>,
+    /// By class, for those that need a value: the value, and the required and the optional
+    /// operations that write it.
+    expects: Vec<Option<(u32, Vec<usize>, Vec<usize>)>>,
 }
 
 /// Where the search stands.
@@ -215,18 +216,15 @@ impl Search {
             }
             classes[c].push(i);
         }
-        let mut writers: HashMap<u32, (Vec<usize>, Vec<usize>)> = HashMap::new();
-        for (i, node) in required.iter().enumerate() {
-            if let Some(v) = node.effect.post {
-                writers.entry(v).or_default().0.push(i);
-            }
-        }
-        for (i, node) in optional.iter().enumerate() {
-            if let Some(v) = node.effect.post {
-                writers.entry(v).or_default().1.push(i);
-            }
-        }
-        Some(Search { starts, required, optional, classes, writers })
+        let writers = |nodes: &[Node], v: u32| (0..nodes.len()).filter(|&i| nodes[i].effect.post == Some(v)).collect();
+        let expects = classes
+            .iter()
+            .map(|members| match optional[members[0]].effect.pre {
+                Pre::Is(v) => Some((v, writers(&required, v), writers(&optional, v))),
+                _ => None,
+            })
+            .collect();
+        Some(Search { starts, required, optional, classes, expects })
     }
 
     /// A depth-first search from each start in turn; what lies ahead of a state does not depend
@@ -242,7 +240,6 @@ impl Search {
         if self.required.is_empty() {
             return !self.starts.is_empty();
         }
-        let t0 = std::time::Instant::now();
         let mut memo = Memo::default();
         for &start in &self.starts {
             st.value = start;
@@ -261,7 +258,6 @@ impl Search {
                 let undo = (choice, st.value);
                 self.apply(&mut st, choice);
                 if st.frontier == self.required.len() {
-                    eprintln!("ok: {} keys {} sets, {} req {} opt {} classes {:?}", memo.0.len(), memo.0.values().map(|v| v.len()).sum::<usize>(), self.required.len(), self.optional.len(), self.classes.len(), t0.elapsed());
                     return true;
                 }
                 if memo.visit(self, &st) {
@@ -271,7 +267,6 @@ impl Search {
                 }
             }
         }
-        eprintln!("fail: {} keys {} sets, {} req {} opt {} classes {:?}", memo.0.len(), memo.0.values().map(|v| v.len()).sum::<usize>(), self.required.len(), self.optional.len(), self.classes.len(), t0.elapsed());
         false
     }
 
@@ -338,10 +333,9 @@ impl Search {
     /// (its expected value is gone, and everything that writes it is used).
     fn relevant(&self, st: &State) -> Vec<u64> {
         let mut optional = st.optional.clone();
-        for (c, members) in self.classes.iter().enumerate() {
-            let Pre::Is(v) = self.optional[members[0]].effect.pre else { continue };
-            let (required, others) = self.writers.get(&v).map(|(r, o)| (r.as_slice(), o.as_slice())).unwrap_or_default();
-            if st.used[c] > 0 && st.value != v && required.iter().all(|&i| get(&st.required, i)) && others.iter().all(|&i| get(&st.optional, i)) {
+        for (c, members) in self.classes.iter().enumerate().filter(|&(c, _)| st.used[c] > 0) {
+            let Some((v, required, others)) = &self.expects[c] else { continue };
+            if st.value != *v && required.iter().all(|&i| get(&st.required, i)) && others.iter().all(|&i| get(&st.optional, i)) {
                 members[..st.used[c]].iter().for_each(|&i| set(&mut optional, i, false));
             }
         }

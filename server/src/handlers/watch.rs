@@ -113,10 +113,16 @@ pub async fn watch(ctx: &Ctx, req: &ResourceRequest, params: &Params, encode: En
         if start.end_bookmark && !stream.bookmark(from, true).await {
             return;
         }
-        let _ = tokio::time::timeout(timeout, stream.follow(watcher)).await;
+        // As Kubernetes does, a bookmark goes out shortly before the watch times out, so that
+        // the client resumes from the newest revision.
+        let last_call = timeout.checked_sub(BOOKMARK_BEFORE_TIMEOUT).map(|d| tokio::time::Instant::now() + d);
+        let _ = tokio::time::timeout(timeout, stream.follow(watcher, last_call)).await;
     });
     Ok(rx)
 }
+
+/// How long before a watch times out its last bookmark is sent.
+const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(2);
 
 struct Stream {
     info: &'static ResourceInfo,
@@ -147,10 +153,16 @@ impl Stream {
     }
 
     /// Forwards events until the client leaves, the watcher falls behind, or the store closes.
-    async fn follow(&self, mut watcher: Watcher) {
+    async fn follow(&self, mut watcher: Watcher, mut last_call: Option<tokio::time::Instant>) {
         let mut tick = tokio::time::interval(self.interval);
         tick.tick().await;
         loop {
+            let before_timeout = async {
+                match last_call {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 ev = watcher.next() => {
                     let ev = match ev {
@@ -174,6 +186,14 @@ impl Stream {
                     }
                 }
                 _ = tick.tick(), if self.bookmarks => {
+                    if let Some(rev) = watcher.progress() {
+                        if !self.bookmark(rev, false).await {
+                            return;
+                        }
+                    }
+                }
+                _ = before_timeout, if self.bookmarks => {
+                    last_call = None;
                     if let Some(rev) = watcher.progress() {
                         if !self.bookmark(rev, false).await {
                             return;
