@@ -55,6 +55,10 @@ impl Default for CacheOptions {
     }
 }
 
+/// What a snapshot of the state holds: the applied revision, the objects, and the remembered
+/// proposal outcomes (revision, id, outcome).
+pub(crate) type Snapshot = (u64, BTreeMap<String, Object>, Vec<(u64, u64, Outcome)>);
+
 #[derive(Default)]
 pub(crate) struct State {
     pub(crate) applied: u64,
@@ -216,7 +220,7 @@ impl Cache {
     }
 
     /// A copy of the current objects, revision and remembered proposal outcomes, for a snapshot.
-    pub(crate) fn snapshot(&self) -> (u64, BTreeMap<String, Object>, Vec<(u64, u64, Outcome)>) {
+    pub(crate) fn snapshot(&self) -> Snapshot {
         let st = self.read();
         (st.applied, st.objects.clone(), st.txns.entries())
     }

@@ -139,7 +139,7 @@ fn writer_loop(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync::We
         let result = commit_batch(&db, &batch);
         let mut appended = Vec::new();
         for job in batch {
-            let res = result.as_ref().map(|_| ()).map_err(|e| io_err(e));
+            let res = result.as_ref().map(|_| ()).map_err(io_err);
             match job {
                 Job::Append(entries, cb) => {
                     appended.extend(entries.iter().map(|(i, _)| *i));
@@ -227,8 +227,8 @@ impl RaftLogReader<TypeConfig> for LogStore {
         for item in iter {
             let (k, v) = item.map_err(io_err)?;
             let index = k.value();
-            if !out.contains_key(&index) {
-                out.insert(index, decode(v.value())?);
+            if let std::collections::btree_map::Entry::Vacant(slot) = out.entry(index) {
+                slot.insert(decode(v.value())?);
             }
         }
         Ok(out.into_values().collect())

@@ -56,7 +56,6 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             snapshot_every: args.snapshot_count,
             peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
-            ..Default::default()
         },
     )
     .await

@@ -138,12 +138,15 @@ struct Frame {
 /// used fewer is never worse (the used ones of a class are its earliest), so a set that holds one
 /// already explored from there needs no search.
 #[derive(Default)]
-struct Memo(HashMap<(u32, usize, Box<[u64]>), Vec<Box<[u64]>>>);
+struct Memo(HashMap<(u32, usize, Bits), Vec<Bits>>);
+
+/// A set of operations, a bit each.
+type Bits = Box<[u64]>;
 
 impl Memo {
     /// Records the search's state; false when it, or a better one, was there before.
     fn visit(&mut self, search: &Search, st: &State) -> bool {
-        let trimmed = |words: &[u64]| -> Box<[u64]> {
+        let trimmed = |words: &[u64]| -> Bits {
             let len = words.iter().rposition(|&w| w != 0).map_or(0, |i| i + 1);
             words[..len].into()
         };
@@ -168,9 +171,15 @@ struct Search {
     /// Optional operations with the same effect are interchangeable: only the earliest unused
     /// one of each class is ever chosen, so the used ones are a prefix of the class.
     classes: Vec<Vec<usize>>,
-    /// By class, for those that need a value: the value, and the required and the optional
-    /// operations that write it.
-    expects: Vec<Option<(u32, Vec<usize>, Vec<usize>)>>,
+    /// By class, for those that need a value: the value and who writes it.
+    expects: Vec<Option<Expect>>,
+}
+
+/// A value that a class of optional operations needs, and the operations that write it.
+struct Expect {
+    value: u32,
+    required: Vec<usize>,
+    optional: Vec<usize>,
 }
 
 /// Where the search stands.
@@ -220,7 +229,7 @@ impl Search {
         let expects = classes
             .iter()
             .map(|members| match optional[members[0]].effect.pre {
-                Pre::Is(v) => Some((v, writers(&required, v), writers(&optional, v))),
+                Pre::Is(value) => Some(Expect { value, required: writers(&required, value), optional: writers(&optional, value) }),
                 _ => None,
             })
             .collect();
@@ -326,16 +335,17 @@ impl Search {
         }
         st.value = value;
     }
-}
 
-impl Search {
     /// The used optional operations that matter: not those of a class that can never apply again
     /// (its expected value is gone, and everything that writes it is used).
     fn relevant(&self, st: &State) -> Vec<u64> {
         let mut optional = st.optional.clone();
         for (c, members) in self.classes.iter().enumerate().filter(|&(c, _)| st.used[c] > 0) {
-            let Some((v, required, others)) = &self.expects[c] else { continue };
-            if st.value != *v && required.iter().all(|&i| get(&st.required, i)) && others.iter().all(|&i| get(&st.optional, i)) {
+            let Some(expect) = &self.expects[c] else { continue };
+            if st.value != expect.value
+                && expect.required.iter().all(|&i| get(&st.required, i))
+                && expect.optional.iter().all(|&i| get(&st.optional, i))
+            {
                 members[..st.used[c]].iter().for_each(|&i| set(&mut optional, i, false));
             }
         }

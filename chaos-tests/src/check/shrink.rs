@@ -82,8 +82,14 @@ fn window<'a>(parts: &[Part<'a>], since: u64) -> Evidence<'a> {
 /// anyone looks at, and, of the earlier ones with the same effect (interchangeable, and none
 /// needed more than once between two required operations), all but the latest few.
 fn prune(mut evidence: Evidence) -> Evidence {
-    while let Some(i) = (0..evidence.parts.len()).find(|&i| useless(i, &evidence.parts, &evidence.starts)) {
-        evidence.parts.remove(i);
+    // Leaving one out only makes others less useful, so each round leaves out all it finds.
+    loop {
+        let before = evidence.parts.len();
+        let useless = useless_cases(&evidence);
+        evidence.parts.retain(|p| !useless(p));
+        if evidence.parts.len() == before {
+            break;
+        }
     }
     let since = evidence.since.unwrap_or(0);
     let needed = evidence.parts.iter().filter(|p| !p.optional).count();
@@ -94,6 +100,9 @@ fn prune(mut evidence: Evidence) -> Evidence {
         .iter()
         .rev()
         .map(|p| {
+            if !p.optional || p.op.invoke >= since {
+                return true;
+            }
             let (expect, value) = match &p.op.call {
                 Call::Cas { expect, value, .. } => (Some(expect.as_str()), Some(value.as_str())),
                 Call::Create { value, .. } => (None, Some(value.as_str())),
@@ -101,7 +110,7 @@ fn prune(mut evidence: Evidence) -> Evidence {
             };
             let kind = (expect, value.filter(|v| looked_for.contains(v)), matches!(p.op.call, Call::Delete { .. }));
             let seen = kinds.entry(kind).or_default();
-            *seen += usize::from(p.optional && p.op.invoke < since);
+            *seen += 1;
             *seen <= needed
         })
         .collect();
@@ -111,18 +120,29 @@ fn prune(mut evidence: Evidence) -> Evidence {
     evidence
 }
 
-/// Whether an optional CAS cannot matter: the key never holds its expected value, or nothing but
-/// optional CASes from that value looks for it and nothing looks for the value it writes (it turns
-/// one value nobody tells apart from the rest into another).
-fn useless(i: usize, parts: &[Part], starts: &[Start]) -> bool {
-    let p = &parts[i];
-    let Call::Cas { expect, value, .. } = &p.op.call else { return false };
-    let same = |q: &Part| q.optional && matches!(&q.op.call, Call::Cas { expect: e, .. } if e == expect);
-    let others = || parts.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, q)| q);
-    let held = starts.contains(&Start::Value(expect)) || parts.iter().any(|q| written(q) == Some(expect));
-    let expect_seen = others().any(|q| !same(q) && register::looked_for(q.op) == Some(expect));
-    let value_seen = others().any(|q| register::looked_for(q.op) == Some(value));
-    p.optional && (!held || !(expect_seen || value_seen))
+/// Which optional CASes cannot matter: the key never holds their expected value, or nothing but
+/// optional CASes from that value looks for it and nothing looks for the value they write (they
+/// turn one value nobody tells apart from the rest into another).
+fn useless_cases<'a>(evidence: &Evidence<'a>) -> impl Fn(&Part) -> bool + 'a {
+    let mut looked_for: HashMap<&str, usize> = HashMap::new();
+    let mut by_cases: HashMap<&str, usize> = HashMap::new();
+    for p in &evidence.parts {
+        if let Some(v) = register::looked_for(p.op) {
+            *looked_for.entry(v).or_default() += 1;
+        }
+        if let (Call::Cas { expect, .. }, true) = (&p.op.call, p.optional) {
+            *by_cases.entry(expect).or_default() += 1;
+        }
+    }
+    let written: BTreeSet<&str> = evidence.parts.iter().filter_map(written).collect();
+    let held: BTreeSet<&str> = evidence.starts.iter().filter_map(|s| if let Start::Value(v) = s { Some(*v) } else { None }).collect();
+    move |p: &Part| {
+        let Call::Cas { expect, value, .. } = &p.op.call else { return false };
+        let count = |v: &str| looked_for.get(v).copied().unwrap_or(0);
+        let expect_seen = count(expect) > by_cases.get(expect.as_str()).copied().unwrap_or(0);
+        let value_seen = count(value) > usize::from(value == expect);
+        p.optional && (!(held.contains(expect.as_str()) || written.contains(expect.as_str())) || !(expect_seen || value_seen))
+    }
 }
 
 /// The value a write may have written.
@@ -137,7 +157,8 @@ fn written<'a>(p: &Part<'a>) -> Option<&'a str> {
 /// linearizable history stays linearizable, so what is left still proves the violation), trying
 /// large groups first.
 fn reduce(mut evidence: Evidence) -> Evidence {
-    let removable: Vec<usize> = (0..evidence.parts.len()).filter(|&i| !evidence.parts[i].optional && !register::acknowledged(evidence.parts[i].op)).collect();
+    let removable: Vec<usize> =
+        (0..evidence.parts.len()).filter(|&i| !evidence.parts[i].optional && !register::acknowledged(evidence.parts[i].op)).collect();
     let mut keep = vec![true; evidence.parts.len()];
     let mut budget = REDUCE_BUDGET;
     let mut chunk = removable.len();
@@ -204,7 +225,10 @@ mod tests {
         ops.push(op(32, read("k"), got(Some("b")), 340, 350));
         let (n, text) = shrink(&ops);
         assert_eq!(n, 2, "{text}");
-        assert!(text.starts_with("key k: the first 23 operations (by invoke time) cannot be linearized; from invoke time 300 on"), "{text}");
+        assert!(
+            text.starts_with("key k: the first 23 operations (by invoke time) cannot be linearized; from invoke time 300 on"),
+            "{text}"
+        );
         assert!(text.contains("\n  #30 ") && text.contains("\n  #31 "), "{text}");
     }
 
@@ -220,13 +244,19 @@ mod tests {
         ];
         let (_, text) = shrink(&ops);
         assert!(text.contains("the first 5 operations") && text.contains("from invoke time 50 on"), "{text}");
-        assert!(text.contains("\n  #3 ") && text.contains(" optional") && text.contains("earlier unknown writes, which may still take effect:\n  #1 "), "{text}");
+        assert!(
+            text.contains("\n  #3 ")
+                && text.contains(" optional")
+                && text.contains("earlier unknown writes, which may still take effect:\n  #1 "),
+            "{text}"
+        );
         assert!(!text.contains("#2 ") && !text.contains("#6 "), "{text}");
     }
 
     #[test]
     fn a_read_of_a_value_never_written_needs_nothing_else() {
-        let ops = [op(1, create("k", "a"), Ret::Done, 0, 10), op(2, read("k"), got(Some("z")), 20, 30), op(3, delete("k"), Ret::Done, 40, 50)];
+        let ops =
+            [op(1, create("k", "a"), Ret::Done, 0, 10), op(2, read("k"), got(Some("z")), 20, 30), op(3, delete("k"), Ret::Done, 40, 50)];
         let (n, text) = shrink(&ops);
         assert_eq!(n, 1, "{text}");
         assert!(text.contains("the first 2 operations") && text.contains("from invoke time 20 on") && text.contains("\n  #2 "), "{text}");

@@ -73,5 +73,12 @@ pub fn relist(watcher: &str, rv: u64, items: &[(&str, &str)]) -> WatchRecord {
 
 /// A list at `rv` with `(key, value)` items.
 pub fn list(rv: u64, items: &[(&str, &str)]) -> ListRecord {
-    ListRecord { target: "node-0".into(), at: 0, rv, exact: true, pages: 1, items: items.iter().map(|(k, v)| item(k, Some(v), rv)).collect() }
+    ListRecord {
+        target: "node-0".into(),
+        at: 0,
+        rv,
+        exact: true,
+        pages: 1,
+        items: items.iter().map(|(k, v)| item(k, Some(v), rv)).collect(),
+    }
 }

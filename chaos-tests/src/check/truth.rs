@@ -37,6 +37,7 @@ impl Seen<'_> {
     }
 }
 
+/// What the watchers saw, together.
 pub(super) struct Truth<'a> {
     /// Each revision's event, as the first watcher to report it saw it.
     pub events: BTreeMap<u64, Seen<'a>>,
@@ -131,12 +132,7 @@ mod tests {
 
     #[test]
     fn the_first_report_of_a_revision_is_the_truth() {
-        let records = [
-            started("a", 1),
-            added("a", "k", "x", 2),
-            added("b", "k", "y", 2),
-            modified("b", "k", "z", 3),
-        ];
+        let records = [started("a", 1), added("a", "k", "x", 2), added("b", "k", "y", 2), modified("b", "k", "z", 3)];
         let truth = Truth::build(&records);
         assert_eq!(truth.events[&2].item.value.as_deref(), Some("x"));
         assert_eq!(truth.events[&3].watcher, "b");

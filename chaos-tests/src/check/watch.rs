@@ -40,9 +40,8 @@ fn ordered(truth: &Truth) -> Verdict {
                 WatchKind::Event { event, item } => {
                     checked += 1;
                     let what = Seen { watcher, event: *event, item }.describe();
-                    match &last {
-                        Some((before, previous)) if item.rv <= *before => problems.push(format!("{watcher}: {what} came after {previous}")),
-                        _ => {}
+                    if let Some((_, previous)) = last.as_ref().filter(|(before, _)| item.rv <= *before) {
+                        problems.push(format!("{watcher}: {what} came after {previous}"));
                     }
                     (item.rv, what)
                 }
@@ -262,11 +261,22 @@ mod tests {
     fn a_resume_that_skips_or_repeats_fails_resumable() {
         let mut records = vec![started("a", 1), added("a", "k", "x", 2), error("a", None), started("a", 2), modified("a", "k", "z", 4)];
         records.push(modified("b", "k", "y", 3));
-        fails(&records, "watch-resumable", "a resumed from rv 2 and first saw MODIFIED k = z at rv 4, missing:\n  MODIFIED k = y at rv 3 (seen by b)");
+        fails(
+            &records,
+            "watch-resumable",
+            "a resumed from rv 2 and first saw MODIFIED k = z at rv 4, missing:\n  MODIFIED k = y at rv 3 (seen by b)",
+        );
         let records = [started("a", 1), added("a", "k", "x", 2), error("a", None), started("a", 2), added("a", "k", "x", 2)];
         fails(&records, "watch-resumable", "a resumed from rv 2, then its first event was ADDED k = x at rv 2");
         // Right after a relist is not a resume.
-        let records = [started("a", 1), error("a", Some(410)), relist("a", 5, &[]), started("a", 5), added("b", "k", "x", 6), added("a", "j", "y", 7)];
+        let records = [
+            started("a", 1),
+            error("a", Some(410)),
+            relist("a", 5, &[]),
+            started("a", 5),
+            added("b", "k", "x", 6),
+            added("a", "j", "y", 7),
+        ];
         assert_eq!(verdict(&records, "watch-resumable").checked, 0);
     }
 

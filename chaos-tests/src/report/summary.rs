@@ -107,25 +107,36 @@ fn watches(s: &mut String, records: &[WatchRecord]) -> std::fmt::Result {
     Ok(())
 }
 
+/// One line per kind of fault (every injection is in `faults.jsonl`): how often, the range of
+/// recovery times, and the range of availability during it.
 fn faults(s: &mut String, r: &Report) -> std::fmt::Result {
-    writeln!(s, "faults: {}", r.faults.len())?;
-    for (i, f) in r.faults.iter().enumerate() {
-        let recovery = match f.recovered {
-            Some(at) => format!("{}ms", at.saturating_sub(f.heal) / 1000),
-            None => "none".to_string(),
+    writeln!(s, "faults: {} injected", r.faults.len())?;
+    let mut kinds: Vec<&str> = Vec::new();
+    for f in r.faults {
+        if !kinds.contains(&f.name.as_str()) {
+            kinds.push(&f.name);
+        }
+    }
+    for kind in kinds {
+        let of_kind: Vec<_> = r.faults.iter().filter(|f| f.name == kind).collect();
+        let mut recoveries: Vec<u64> = of_kind.iter().filter_map(|f| f.recovered.map(|at| at.saturating_sub(f.heal) / 1000)).collect();
+        recoveries.sort_unstable();
+        let unrecovered = of_kind.len() - recoveries.len();
+        let recovery = match (recoveries.first(), recoveries.last()) {
+            (Some(lo), Some(hi)) => format!("recovery {lo}-{hi} ms"),
+            _ => "recovery none".to_string(),
         };
-        let (ok, all) = window_counts(r.ops, f);
-        let avail = match all {
-            0 => "no ops".to_string(),
-            _ => format!("{:.0}% of {all} ok", 100.0 * ok as f64 / all as f64),
+        let never = if unrecovered > 0 { format!(" ({unrecovered} never)") } else { String::new() };
+        let mut avail: Vec<f64> = of_kind.iter().filter_map(|f| {
+            let (ok, all) = window_counts(r.ops, f);
+            (all > 0).then(|| 100.0 * ok as f64 / all as f64)
+        }).collect();
+        avail.sort_by(f64::total_cmp);
+        let availability = match (avail.first(), avail.last()) {
+            (Some(lo), Some(hi)) => format!("availability {lo:.0}-{hi:.0}% ok"),
+            _ => "no ops".to_string(),
         };
-        writeln!(
-            s,
-            "  #{i} {:<18} start {:>6.1}s  duration {:>5.1}s  recovery {recovery:>7}  availability {avail}",
-            f.name,
-            secs(f.start),
-            secs(f.heal.saturating_sub(f.start)),
-        )?;
+        writeln!(s, "  {kind:<18} x{:<3} {recovery}{never}  {availability}", of_kind.len())?;
     }
     Ok(())
 }

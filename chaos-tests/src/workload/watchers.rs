@@ -31,8 +31,13 @@ pub async fn run(rec: std::sync::Arc<Recorder>, target: Target, from: u64, mut s
         let mut stream = match target.api.watch(&params, &last.to_string()).await {
             Ok(s) => s.boxed(),
             Err(e) => {
-                record(WatchKind::Error { code: api_code(&e), message: e.to_string() });
-                tokio::time::sleep(Duration::from_millis(300)).await;
+                let code = api_code(&e);
+                record(WatchKind::Error { code, message: e.to_string() });
+                if code == Some(410) {
+                    last = relist(&rec, &target, last).await;
+                } else {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                }
                 continue;
             }
         };

@@ -39,7 +39,7 @@ pub async fn list(ctx: &Ctx, req: &ResourceRequest, params: &Params) -> ApiResul
     let keep = |o: &raft_store::Object| everything || serde_json::from_slice(&o.data).is_ok_and(|v| filter.matches(&v));
     let page = ctx.store.cache().list(&prefix, exact, after, limit, &keep).map_err(|e| match (e, &at) {
         (StoreError::Compacted { .. }, ReadAt::Continue { .. }) => ApiError::Gone(CONTINUE_EXPIRED.into()),
-        (StoreError::Compacted { .. }, _) => ApiError::Gone(format!("The resourceVersion for the provided list is too old.")),
+        (StoreError::Compacted { .. }, _) => ApiError::Gone("The resourceVersion for the provided list is too old.".to_string()),
         (e, _) => e.into(),
     })?;
     let continue_token = page.continue_after.as_deref().map(|k| query::encode_continue(page.rev, &prefix, k));

@@ -87,7 +87,7 @@ fn parse_field(text: &str, modules: &[String]) -> PbField {
     let kind = attrs.split(',').next().unwrap().trim();
     let message_ref = || {
         // The last path inside the type's generics: `super::...::ObjectMeta` or `PodSpec`.
-        let path = ty.split(['<', '>', ',', ' ']).filter(|s| !s.is_empty() && !s.starts_with("::")).last().unwrap();
+        let path = ty.split(['<', '>', ',', ' ']).rfind(|s| !s.is_empty() && !s.starts_with("::")).unwrap();
         let mut module = modules.to_vec();
         let mut rest = path;
         while let Some(r) = rest.strip_prefix("super::") {

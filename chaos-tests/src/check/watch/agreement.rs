@@ -48,7 +48,7 @@ pub(super) fn acked_writes(truth: &Truth, ops: &[Op]) -> Verdict {
     let (mut checked, mut problems) = (0, Vec::new());
     let Some((first, last)) = truth.span() else { return Verdict::from_problems("watch-acked-writes", 0, problems) };
     for op in ops.iter().filter(|op| op.ret == Ret::Done) {
-        let Some(rv) = op.rv.filter(|&rv| first <= rv && rv <= last && truth.covered(rv - 1, rv)) else { continue };
+        let Some(rv) = op.rv.filter(|&rv| first <= rv && rv <= last && truth.covered(rv.saturating_sub(1), rv)) else { continue };
         let (event, value) = match &op.call {
             Call::Read { .. } => continue,
             Call::Create { value, .. } => (EventType::Added, Some(value)),
@@ -97,7 +97,8 @@ mod tests {
             deleted("a", "k", "y", 4),
             deleted("b", "k", "y", 4),
         ];
-        let ops = vec![acked(1, create("k", "x"), 2), acked(2, cas("k", "x", "y"), 3), acked(3, delete("k"), 4), acked(4, create("k", "z"), 9)];
+        let ops =
+            vec![acked(1, create("k", "x"), 2), acked(2, cas("k", "x", "y"), 3), acked(3, delete("k"), 4), acked(4, create("k", "z"), 9)];
         (records, ops)
     }
 
@@ -116,7 +117,8 @@ mod tests {
         let (mut records, ops) = history();
         records.push(modified("b", "k", "q", 3));
         let [atomic, ..] = run(&records, &ops);
-        assert!(text(&atomic).contains("watchers disagree on rv 3:\n  MODIFIED k = y at rv 3 (seen by a)\n  MODIFIED k = q at rv 3 (seen by b)"));
+        assert!(text(&atomic)
+            .contains("watchers disagree on rv 3:\n  MODIFIED k = y at rv 3 (seen by a)\n  MODIFIED k = q at rv 3 (seen by b)"));
     }
 
     #[test]
