@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::{configmap, Target};
+use super::{configmap, rv_of, Target};
 use crate::history::{Call, Op, Ret};
 use crate::record::Recorder;
 
@@ -62,8 +62,44 @@ async fn perform(rec: &Recorder, client: u32, target: &Target, call: Call, cas_r
     (ret, rv)
 }
 
-/// One register client: until `stop`, a random mix of read-then-CAS (40%), plain reads (30%),
-/// creates (15%) and deletes (15%) on `keys`. Every value written is unique (`c<client>-<n>`).
+/// Lists the namespace (one consistent read of every key, recorded as a read per key with the
+/// list's times), then updates `key` with the resourceVersion the list showed, as a controller
+/// fed by a list does.
+async fn list_then_update(rec: &Recorder, client: u32, target: &Target, keys: &[String], key: String, value: String) -> Ret {
+    let invoke = rec.now();
+    let listed = tokio::time::timeout(OP_TIMEOUT, target.api.list(&ListParams::default())).await;
+    let complete = rec.now();
+    let list = match listed {
+        Ok(Ok(list)) => list,
+        failure => {
+            let error = match failure {
+                Ok(Err(e)) => e.to_string(),
+                _ => "timeout".to_string(),
+            };
+            let ret = Ret::Unknown { error };
+            rec.op(Op { id: rec.next_id(), client, target: target.name.clone(), call: Call::Read { key }, ret: ret.clone(), invoke, complete, rv: None });
+            return ret;
+        }
+    };
+    let mut chosen = None;
+    for k in keys {
+        let cm = list.items.iter().find(|c| c.metadata.name.as_deref() == Some(k.as_str()));
+        let seen = cm.and_then(|c| c.data.as_ref()).and_then(|d| d.get("v").cloned());
+        if *k == key {
+            chosen = cm.map(|c| (seen.clone(), c.metadata.resource_version.clone()));
+        }
+        let rv = cm.and_then(|c| rv_of(&c.metadata));
+        rec.op(Op { id: rec.next_id(), client, target: target.name.clone(), call: Call::Read { key: k.clone() }, ret: Ret::Read { value: seen }, invoke, complete, rv });
+    }
+    match chosen {
+        Some((Some(expect), rv)) => perform(rec, client, target, Call::Cas { key, expect, value }, rv).await.0,
+        _ => Ret::Read { value: None },
+    }
+}
+
+/// One register client: until `stop`, a random mix of read-then-CAS (30%), list-then-CAS (15%),
+/// plain reads (25%), creates (15%) and deletes (15%) on `keys`. Every value written is unique
+/// (`c<client>-<n>`).
 pub async fn run(rec: Arc<Recorder>, client: u32, target: Target, keys: Arc<Vec<String>>, seed: u64, stop: Arc<AtomicBool>) {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut n = 0u64;
@@ -72,9 +108,11 @@ pub async fn run(rec: Arc<Recorder>, client: u32, target: Target, keys: Arc<Vec<
         let dice: f64 = rng.random();
         n += 1;
         let value = format!("c{client}-{n}");
-        let ret = if dice < 0.7 {
+        let ret = if dice < 0.15 {
+            list_then_update(&rec, client, &target, &keys, key, value).await
+        } else if dice < 0.7 {
             let (ret, rv) = perform(&rec, client, &target, Call::Read { key: key.clone() }, None).await;
-            match (&ret, dice < 0.4) {
+            match (&ret, dice < 0.45) {
                 (Ret::Read { value: Some(expect) }, true) => {
                     let call = Call::Cas { key, expect: expect.clone(), value };
                     perform(&rec, client, &target, call, rv).await.0
