@@ -213,3 +213,21 @@ async fn timeout_seconds_ends_the_stream() {
     let took = begun.elapsed();
     assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(10), "closed after {took:?}");
 }
+
+#[tokio::test]
+async fn a_bookmark_comes_before_the_watch_times_out() {
+    let s = TestServer::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let start: u64 = current_rv(&api).await.parse().unwrap();
+    // Writes elsewhere move the revision on; the bookmark before the timeout carries it.
+    let other: Api<ConfigMap> = Api::namespaced(s.client(), "kube-system");
+    let mut stream = api.watch(&WatchParams::default().timeout(3), &start.to_string()).await.unwrap().boxed();
+    other.create(&PostParams::default(), &configmap("elsewhere", &[])).await.unwrap();
+    let mut all = Vec::new();
+    while let Some(event) = stream.next().await {
+        all.push(seen(event.unwrap()));
+    }
+    let bookmarks: Vec<_> = all.iter().filter(|e| e.0 == "BOOKMARK").collect();
+    assert_eq!(bookmarks.len(), 1, "{all:?}");
+    assert!(bookmarks[0].2 > start, "the bookmark carries the newer revision: {all:?}");
+}
