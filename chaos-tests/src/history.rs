@@ -110,7 +110,7 @@ pub struct Item {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WatchKind {
-    /// A watch request was answered 200, starting after `from` (a resume) .
+    /// A watch request was answered, delivering events after revision `from`.
     Started { from: u64 },
     Event {
         #[serde(rename = "type")]

@@ -99,17 +99,11 @@ impl Net {
     /// Splits the nodes into groups that cannot reach each other (a node in no group keeps every
     /// link; a node listed in two groups is a bridge between them).
     pub fn partition(&self, groups: &[Vec<u32>]) -> Result<()> {
-        for (g, group) in groups.iter().enumerate() {
-            for &i in group {
-                let others: Vec<u32> = groups
-                    .iter()
-                    .enumerate()
-                    .filter(|(h, _)| *h != g)
-                    .flat_map(|(_, other)| other.iter().copied())
-                    .filter(|j| *j != i && !group.contains(j) && !groups.iter().filter(|o| o.contains(j)).any(|o| o.contains(&i)))
-                    .collect();
-                self.cut(i, &others)?;
-            }
+        let nodes: std::collections::BTreeSet<u32> = groups.iter().flatten().copied().collect();
+        let together = |i: u32, j: u32| groups.iter().any(|g| g.contains(&i) && g.contains(&j));
+        for &i in &nodes {
+            let others: Vec<u32> = nodes.iter().copied().filter(|&j| j != i && !together(i, j)).collect();
+            self.cut(i, &others)?;
         }
         Ok(())
     }

@@ -280,17 +280,15 @@ impl Applier<'_> {
     /// Applies one transaction at log index `rev`: all conditions, then all actions.
     pub(crate) fn apply(&mut self, rev: u64, txn: &Txn) -> TxnResult {
         self.state.applied = rev;
-        if let Some(first) = self.state.txns.get(txn.id).filter(|_| txn.id != 0) {
+        if let Some(first) = self.state.txns.get(txn.id) {
             return self.repeat(txn, first);
         }
         let result = self.apply_once(rev, txn);
-        if txn.id != 0 {
-            let outcome = match &result {
-                TxnResult::Failed { op, .. } => Outcome::Failed(*op),
-                _ => Outcome::Applied(rev),
-            };
-            self.state.txns.record(rev, txn.id, outcome);
-        }
+        let outcome = match &result {
+            TxnResult::Failed { op, .. } => Outcome::Failed(*op),
+            _ => Outcome::Applied(rev),
+        };
+        self.state.txns.record(rev, txn.id, outcome);
         result
     }
 
@@ -472,5 +470,31 @@ impl Watcher {
         }
         self.seen = self.seen.max(applied);
         Some(self.seen)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Op;
+
+    fn create(key: &str, id: u64) -> Txn {
+        let op = Op { key: key.into(), cond: Cond::Absent, action: Action::Put(Bytes::from_static(b"{\"metadata\":{}}")) };
+        Txn { ops: vec![op], id }
+    }
+
+    #[test]
+    fn a_repeated_proposal_answers_its_first_outcome_and_changes_nothing() {
+        let cache = Arc::new(Cache::new(CacheOptions::default()));
+        let first = cache.write().apply(1, &create("/k", 7));
+        let TxnResult::Ok { rev: 1, objects } = &first else { panic!("{first:?}") };
+        // The same proposal, committed again: the first answer, not a failed condition.
+        let again = cache.write().apply(2, &create("/k", 7));
+        assert_eq!(again, TxnResult::Ok { rev: 1, objects: objects.clone() });
+        assert_eq!(cache.get("/k", None).unwrap().unwrap().rev, 1);
+        assert_eq!(cache.watch("/", 0).unwrap().backlog.len(), 1, "one event, not two");
+        // Another proposal with the same effect is applied (and fails) on its own.
+        let other = cache.write().apply(3, &create("/k", 8));
+        assert!(matches!(other, TxnResult::Failed { op: 0, current: Some(_) }), "{other:?}");
     }
 }

@@ -34,7 +34,11 @@ impl Outcomes {
     }
 
     /// Remembers `id`'s outcome, applied at `rev`, and forgets what fell out of the window.
+    /// Id 0 (entries written before proposals carried ids) is never remembered.
     pub(crate) fn record(&mut self, rev: u64, id: u64, outcome: Outcome) {
+        if id == 0 {
+            return;
+        }
         while let Some(&(old_rev, old_id)) = self.order.front() {
             if old_rev + WINDOW > rev {
                 break;
@@ -75,6 +79,8 @@ mod tests {
         o.record(10 + WINDOW, 9, Outcome::Applied(10 + WINDOW));
         assert_eq!(o.get(7), None, "outside the window");
         assert_eq!(o.get(8), Some(Outcome::Failed(0)));
+        o.record(10 + WINDOW, 0, Outcome::Applied(10 + WINDOW));
+        assert_eq!(o.get(0), None, "id 0 is never remembered");
         let copy = Outcomes::from_entries(o.entries());
         assert_eq!(copy.entries(), o.entries());
     }

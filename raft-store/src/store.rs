@@ -27,6 +27,16 @@ const LEADER_WAIT: Duration = Duration::from_secs(5);
 /// (on whichever node leads by then; a repeated write applies once).
 const PEER_CALL: Duration = Duration::from_secs(2);
 
+/// One call to the leader, given at most `PEER_CALL`; a timeout or a transport error becomes
+/// its message.
+async fn ask_leader<T>(call: impl std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>) -> Result<T, String> {
+    match tokio::time::timeout(PEER_CALL, call).await {
+        Err(_) => Err("the leader did not answer in time".into()),
+        Ok(Err(status)) => Err(status.message().to_string()),
+        Ok(Ok(resp)) => Ok(resp.into_inner()),
+    }
+}
+
 /// How to open a node.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -237,8 +247,7 @@ impl Store {
     async fn forward(&self, leader: NodeId, addr: &str, txn: &Txn) -> Result<service::Forwarded, String> {
         let mut client = self.peers.client(leader, addr)?;
         let req = proto::raft::ForwardRequest { txn: peer::encode(txn)? };
-        let resp = tokio::time::timeout(PEER_CALL, client.forward(req)).await.map_err(|_| "the leader did not answer in time".to_string())?;
-        let resp = resp.map_err(|s| s.message().to_string())?.into_inner();
+        let resp = ask_leader(client.forward(req)).await?;
         if !resp.error.is_empty() {
             return Err(resp.error);
         }
@@ -248,10 +257,7 @@ impl Store {
     /// Asks the leader for a read index.
     async fn read_index(&self, leader: NodeId, addr: &str) -> Result<u64, String> {
         let mut client = self.peers.client(leader, addr)?;
-        let resp = tokio::time::timeout(PEER_CALL, client.read_index(proto::raft::ReadIndexRequest {}))
-            .await
-            .map_err(|_| "the leader did not answer in time".to_string())?;
-        let resp = resp.map_err(|s| s.message().to_string())?.into_inner();
+        let resp = ask_leader(client.read_index(proto::raft::ReadIndexRequest {})).await?;
         if !resp.error.is_empty() {
             return Err(resp.error);
         }

@@ -152,17 +152,23 @@ impl Stream {
         self.send("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default()).await
     }
 
+    /// A bookmark at the revision the watcher has caught up to, when it has (an event still
+    /// queued for it would come after). False once the client is gone.
+    async fn progress_bookmark(&self, watcher: &mut Watcher) -> bool {
+        match watcher.progress() {
+            Some(rev) => self.bookmark(rev, false).await,
+            None => true,
+        }
+    }
+
     /// Forwards events until the client leaves, the watcher falls behind, or the store closes.
-    async fn follow(&self, mut watcher: Watcher, mut last_call: Option<tokio::time::Instant>) {
+    async fn follow(&self, mut watcher: Watcher, last_call: Option<tokio::time::Instant>) {
         let mut tick = tokio::time::interval(self.interval);
         tick.tick().await;
+        let mut last_call_due = last_call.is_some();
+        let before_timeout = tokio::time::sleep_until(last_call.unwrap_or_else(tokio::time::Instant::now));
+        tokio::pin!(before_timeout);
         loop {
-            let before_timeout = async {
-                match last_call {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
             tokio::select! {
                 ev = watcher.next() => {
                     let ev = match ev {
@@ -186,18 +192,14 @@ impl Stream {
                     }
                 }
                 _ = tick.tick(), if self.bookmarks => {
-                    if let Some(rev) = watcher.progress() {
-                        if !self.bookmark(rev, false).await {
-                            return;
-                        }
+                    if !self.progress_bookmark(&mut watcher).await {
+                        return;
                     }
                 }
-                _ = before_timeout, if self.bookmarks => {
-                    last_call = None;
-                    if let Some(rev) = watcher.progress() {
-                        if !self.bookmark(rev, false).await {
-                            return;
-                        }
+                _ = &mut before_timeout, if self.bookmarks && last_call_due => {
+                    last_call_due = false;
+                    if !self.progress_bookmark(&mut watcher).await {
+                        return;
                     }
                 }
                 _ = self.tx.closed() => return,

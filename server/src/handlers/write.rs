@@ -42,18 +42,23 @@ fn conflict(req: &ResourceRequest, detail: &str) -> ApiError {
 
 pub const MODIFIED: &str = "the object has been modified; please apply your changes to the latest version and try again";
 
-/// A namespaced write needs its namespace to exist and not be terminating. The local cache
-/// answers first; when it has no such namespace (this replica may not have applied its
-/// creation yet), a quorum read decides.
+/// What `key` holds, for a write that depends on it. The local cache answers when it holds an
+/// object `settled` accepts; otherwise (nothing, or not what the caller expected) this replica
+/// may only be behind, so the cache is read again after a quorum read (as Kubernetes re-reads
+/// storage before answering from a cached object that did not match).
+async fn read_settled(ctx: &Ctx, key: &str, settled: impl Fn(&Object) -> bool) -> ApiResult<Option<Object>> {
+    let cache = ctx.store.cache();
+    if let Some(o) = cache.get(key, None)?.filter(|o| settled(o)) {
+        return Ok(Some(o));
+    }
+    ctx.store.linearizable_rev().await?;
+    Ok(cache.get(key, None)?)
+}
+
+/// A namespaced write needs its namespace to exist and not be terminating.
 async fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>) -> ApiResult<()> {
     let Some(ns) = ns.filter(|_| info.namespaced) else { return Ok(()) };
-    let key = format!("/registry/namespaces/{ns}");
-    let mut found = ctx.store.cache().get(&key, None)?;
-    if found.is_none() {
-        ctx.store.linearizable_rev().await?;
-        found = ctx.store.cache().get(&key, None)?;
-    }
-    match found {
+    match read_settled(ctx, &format!("/registry/namespaces/{ns}"), |_| true).await? {
         None => Err(ApiError::NotFound { group: String::new(), resource: "namespaces".into(), name: ns.into() }),
         Some(o) => {
             let v = parse(&o)?;
@@ -167,19 +172,11 @@ fn service_wants_ip(obj: &Value) -> bool {
     spec["type"].as_str() != Some("ExternalName") && spec["clusterIP"].as_str() != Some("None")
 }
 
-/// The current object for a write that depends on it. The local cache answers when it holds
-/// the object at the revision the client expects (or no revision is expected); otherwise this
-/// replica may only be behind, so a quorum read decides between 404, 409 and going on (as
-/// Kubernetes re-reads storage before answering from a cached object that did not match).
+/// The current object for an update or delete, 404 without one. A local object older than the
+/// revision the client expects may only be stale; one at or past it is current enough (a newer
+/// revision is a conflict wherever it is read).
 async fn current(ctx: &Ctx, req: &ResourceRequest, key: &str, expect: Option<u64>) -> ApiResult<Object> {
-    let cache = ctx.store.cache();
-    if let Some(o) = cache.get(key, None)? {
-        if expect.is_none_or(|rv| rv == o.rev) {
-            return Ok(o);
-        }
-    }
-    ctx.store.linearizable_rev().await?;
-    cache.get(key, None)?.ok_or_else(|| req.not_found())
+    read_settled(ctx, key, |o| expect.is_none_or(|rv| o.rev >= rv)).await?.ok_or_else(|| req.not_found())
 }
 
 /// The answer to a compare-and-set that lost to another write, when the client pinned the
