@@ -8,6 +8,7 @@ mod admin;
 mod cache;
 mod dedupe;
 mod error;
+mod forwarder;
 mod log_store;
 mod network;
 mod peer;

@@ -77,6 +77,20 @@ impl Peers {
     }
 }
 
+/// How long one forwarded batch of writes or read-index request may take before it is tried
+/// again (on whichever node leads by then; a repeated write applies once).
+const PEER_CALL: Duration = Duration::from_secs(2);
+
+/// One call to the leader, given at most `PEER_CALL`; a timeout or a transport error becomes
+/// its message.
+pub(crate) async fn ask_leader<T>(call: impl std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>) -> Result<T, String> {
+    match tokio::time::timeout(PEER_CALL, call).await {
+        Err(_) => Err("the leader did not answer in time".into()),
+        Ok(Err(status)) => Err(status.message().to_string()),
+        Ok(Ok(resp)) => Ok(resp.into_inner()),
+    }
+}
+
 /// The largest gRPC message between peers (an append with a full batch of 3 MiB objects).
 pub(crate) const MAX_MESSAGE: usize = 256 << 20;
 

@@ -11,7 +11,7 @@ use openraft::async_runtime::WatchReceiver;
 use openraft::{BasicNode, ChangeMembers, ReadPolicy};
 use proto::raft::raft_server::{Raft as RaftRpc, RaftServer};
 use proto::raft::{
-    ForwardRequest, ForwardResponse, Member, MembershipRequest, MembershipResponse, RaftPayload, ReadIndexRequest, ReadIndexResponse,
+    ForwardRequest, ForwardResponse, ForwardResult, Member, MembershipRequest, MembershipResponse, RaftPayload, ReadIndexRequest, ReadIndexResponse,
     SnapshotChunk,
 };
 use serde::de::DeserializeOwned;
@@ -29,6 +29,22 @@ pub(crate) type Forwarded = (u64, TxnResult);
 pub(crate) struct Service {
     pub raft: Raft,
     pub peers: Peers,
+}
+
+impl Service {
+    /// Proposes one forwarded transaction and answers what it applied as.
+    async fn propose(&self, txn: &[u8]) -> ForwardResult {
+        let answer = async {
+            let txn: Txn = decode(txn)?;
+            let resp = self.raft.client_write(txn).await.map_err(|e| e.to_string())?;
+            let forwarded: Forwarded = (resp.log_id.index(), resp.data);
+            encode(&forwarded)
+        };
+        match answer.await {
+            Ok(result) => ForwardResult { result, error: String::new() },
+            Err(error) => ForwardResult { result: Vec::new(), error },
+        }
+    }
 }
 
 fn payload<T: Serialize>(value: &T) -> Result<Response<RaftPayload>, Status> {
@@ -63,15 +79,9 @@ impl RaftRpc for Service {
     }
 
     async fn forward(&self, req: Request<ForwardRequest>) -> Result<Response<ForwardResponse>, Status> {
-        let txn: Txn = decode(&req.into_inner().txn).map_err(Status::invalid_argument)?;
-        let answer = match self.raft.client_write(txn).await {
-            Ok(resp) => {
-                let forwarded: Forwarded = (resp.log_id.index(), resp.data);
-                ForwardResponse { result: encode(&forwarded).map_err(Status::internal)?, error: String::new() }
-            }
-            Err(e) => ForwardResponse { result: Vec::new(), error: e.to_string() },
-        };
-        Ok(Response::new(answer))
+        // Proposed together, so that they share log flushes.
+        let results = futures::future::join_all(req.into_inner().txns.iter().map(|txn| self.propose(txn))).await;
+        Ok(Response::new(ForwardResponse { results }))
     }
 
     async fn membership(&self, req: Request<MembershipRequest>) -> Result<Response<MembershipResponse>, Status> {

@@ -15,27 +15,14 @@ use crate::cache::{Cache, CacheOptions};
 use crate::error::StoreError;
 use crate::log_store::LogStore;
 use crate::network::Network;
-use crate::peer::{self, PeerTls, Peers};
+use crate::forwarder::Forwarder;
+use crate::peer::{ask_leader, PeerTls, Peers};
 use crate::service;
 use crate::state_machine::StateMachine;
 use crate::types::{NodeId, Raft, Txn, TxnResult, TypeConfig};
 
 /// How long a request waits for a leader to be elected.
 const LEADER_WAIT: Duration = Duration::from_secs(5);
-
-/// How long one forwarded write or read-index request may take before it is tried again
-/// (on whichever node leads by then; a repeated write applies once).
-const PEER_CALL: Duration = Duration::from_secs(2);
-
-/// One call to the leader, given at most `PEER_CALL`; a timeout or a transport error becomes
-/// its message.
-async fn ask_leader<T>(call: impl std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>) -> Result<T, String> {
-    match tokio::time::timeout(PEER_CALL, call).await {
-        Err(_) => Err("the leader did not answer in time".into()),
-        Ok(Err(status)) => Err(status.message().to_string()),
-        Ok(Ok(resp)) => Ok(resp.into_inner()),
-    }
-}
 
 /// How to open a node.
 #[derive(Debug, Clone)]
@@ -96,6 +83,7 @@ pub struct Store {
     cache: Arc<Cache>,
     node_id: NodeId,
     peers: Peers,
+    forwarder: Forwarder,
     peer_tls: Option<PeerTls>,
     /// Writes proposed through this node.
     proposals: Arc<AtomicU64>,
@@ -185,7 +173,7 @@ impl Store {
                 }
             }
         });
-        Ok(Store { raft, cache, node_id: opts.node_id, peers, peer_tls: opts.peer_tls, proposals: Default::default(), db: db_ref })
+        Ok(Store { raft, cache, node_id: opts.node_id, forwarder: Forwarder::new(peers.clone()), peers, peer_tls: opts.peer_tls, proposals: Default::default(), db: db_ref })
     }
 
     /// Proposes a transaction and waits until this node has applied it. A follower forwards it
@@ -203,7 +191,7 @@ impl Store {
                 Err(e) => e,
             };
             match Route::of(err.forward_to_leader()) {
-                Some(Route::Leader(id, addr)) if id != self.node_id => match self.forward(id, &addr, &txn).await {
+                Some(Route::Leader(id, addr)) if id != self.node_id => match self.forwarder.forward(id, &addr, &txn).await {
                     Ok((index, result)) => {
                         self.cache.wait_applied(index, LEADER_WAIT).await?;
                         return Ok(result);
@@ -241,17 +229,6 @@ impl Store {
                 None => return Err(StoreError::Unavailable(err.to_string())),
             }
         }
-    }
-
-    /// Sends a write to the leader; answers the log index it was applied at and its result.
-    async fn forward(&self, leader: NodeId, addr: &str, txn: &Txn) -> Result<service::Forwarded, String> {
-        let mut client = self.peers.client(leader, addr)?;
-        let req = proto::raft::ForwardRequest { txn: peer::encode(txn)? };
-        let resp = ask_leader(client.forward(req)).await?;
-        if !resp.error.is_empty() {
-            return Err(resp.error);
-        }
-        peer::decode(&resp.result)
     }
 
     /// Asks the leader for a read index.

@@ -1,7 +1,8 @@
 //! The cluster benchmark: three release nodes started by `deploy/local-cluster` behind HAProxy,
-//! 1 KiB ConfigMaps. Create throughput at 32 and 128 clients through the balancer and straight at
-//! the leader; consistent and rv=0 GET throughput on each node; leader-kill recovery (from
-//! `kill -9` of the leader to the next acknowledged write through the balancer).
+//! 1 KiB ConfigMaps. Create throughput at 32 and 128 clients through the balancer, and at 32
+//! straight at the leader and at a follower; consistent and rv=0 GET throughput on each node;
+//! leader-kill recovery (from `kill -9` of the leader to the next acknowledged write through the
+//! balancer).
 //! Run with `cargo bench -p apiserver --bench cluster`.
 
 mod common;
@@ -15,8 +16,19 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{GetParams, PostParams};
 use kube::Api;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// The first of `n` consecutive free ports (ports picked one at a time can fall inside each
+/// other's ranges).
+fn free_ports(n: u16) -> u16 {
+    loop {
+        let first = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        if first.checked_add(n).is_none() {
+            continue;
+        }
+        let held: Result<Vec<_>, _> = (first..first + n).map(|p| std::net::TcpListener::bind(("127.0.0.1", p))).collect();
+        if held.is_ok() {
+            return first;
+        }
+    }
 }
 
 fn local_cluster(args: &[&str]) {
@@ -38,7 +50,8 @@ impl Drop for Cluster {
 async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap().to_string();
-    let (lb, base, peer) = (free_port(), free_port(), free_port());
+    let lb = free_ports(7);
+    let (base, peer) = (lb + 1, lb + 4);
     local_cluster(&["up", "--nodes", "3", "--dir", &d, "--lb-port", &lb.to_string(), "--base-port", &base.to_string(), "--peer-base-port", &peer.to_string()]);
     let cluster = Cluster(dir.path().to_path_buf());
     let through_lb: Api<ConfigMap> = Api::default_namespaced(client(&dir.path().join("admin.kubeconfig")).await);
@@ -48,6 +61,8 @@ async fn main() {
     }
     let leader_id = leader_of(&nodes[0]).await;
     let on_leader: Api<ConfigMap> = Api::default_namespaced(nodes[leader_id as usize - 1].clone());
+    let follower_id = if leader_id == 1 { 2 } else { 1 };
+    let on_follower: Api<ConfigMap> = Api::default_namespaced(nodes[follower_id - 1].clone());
     println!("leader: node {leader_id}");
 
     let (lat, el) = creates(&through_lb, "lb32", 8_000, 32).await;
@@ -56,6 +71,8 @@ async fn main() {
     report("create via LB, 128 clients", lat, el);
     let (lat, el) = creates(&on_leader, "ld32", 8_000, 32).await;
     report("create on the leader, 32 clients", lat, el);
+    let (lat, el) = creates(&on_follower, "fl32", 8_000, 32).await;
+    report(&format!("create on node {follower_id} (follower), 32 clients"), lat, el);
 
     let names: Vec<String> = (0..1000).map(|i| format!("lb32-{}-{}", i % 32, i / 32)).collect();
     for (i, node) in nodes.iter().enumerate() {

@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{expect_success, free_port};
+use common::{expect_success, free_ports};
 
 fn local_cluster(args: &[&str]) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local-cluster");
@@ -22,7 +22,8 @@ fn kubectl(kubeconfig: &Path, args: &[&str]) -> std::process::Output {
 fn kubectl_through_haproxy_survives_a_node_loss() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    let (lb, base, peer) = (free_port(), free_port(), free_port());
+    let lb = free_ports(7);
+    let (base, peer) = (lb + 1, lb + 4);
     let up = local_cluster(&["up", "--nodes", "3", "--dir", d, "--lb-port", &lb.to_string(), "--base-port", &base.to_string(), "--peer-base-port", &peer.to_string()]);
     assert!(up.contains(&format!("https://127.0.0.1:{lb}")), "{up}");
     let kubeconfig = dir.path().join("admin.kubeconfig");

@@ -61,6 +61,22 @@ pub fn free_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
+/// The first of `n` consecutive free ports. Ports picked one at a time can land inside each
+/// other's ranges (the kernel often hands out neighbours), so a cluster's port ranges are
+/// carved from one block.
+pub fn free_ports(n: u16) -> u16 {
+    loop {
+        let first = free_port();
+        if first.checked_add(n).is_none() {
+            continue;
+        }
+        let held: Result<Vec<_>, _> = (first..first + n).map(|p| std::net::TcpListener::bind(("127.0.0.1", p))).collect();
+        if held.is_ok() {
+            return first;
+        }
+    }
+}
+
 async fn client_from(kubeconfig: &Path, anonymous: bool) -> Result<Client, Box<dyn std::error::Error>> {
     let kc = Kubeconfig::read_from(kubeconfig)?;
     let mut cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
