@@ -1,5 +1,6 @@
 //! The Raft log and vote in redb. Appends return at once and a single writer thread commits
-//! them (with fsync) in batches, so concurrent proposals share one disk flush.
+//! them (with fsync) in batches, so concurrent proposals share one disk flush; the committed log
+//! id, only a hint for the next start, rides along with a batch instead of costing a flush.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -7,6 +8,7 @@ use std::io;
 use std::ops::{Bound, RangeBounds};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use openraft::entry::RaftEntry;
 use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
@@ -39,9 +41,13 @@ pub(crate) fn decode<T: DeserializeOwned>(b: &[u8]) -> io::Result<T> {
     ciborium::from_reader(b).map_err(io_err)
 }
 
+/// How long a newer committed log id may wait for a batch to ride along with, before it is
+/// written on its own.
+const COMMITTED_LINGER: Duration = Duration::from_millis(100);
+
 enum Job {
     Append(Vec<(u64, Vec<u8>)>, IOFlushed<TypeConfig>),
-    Meta(&'static str, Vec<u8>, Option<tokio::sync::oneshot::Sender<io::Result<()>>>),
+    Meta(&'static str, Vec<u8>, tokio::sync::oneshot::Sender<io::Result<()>>),
     TruncateFrom(u64, tokio::sync::oneshot::Sender<io::Result<()>>),
     Purge(u64, Vec<u8>, tokio::sync::oneshot::Sender<io::Result<()>>),
 }
@@ -52,6 +58,9 @@ struct Shared {
     pending: Mutex<BTreeMap<u64, Entry>>,
     writer: Mutex<mpsc::Sender<Job>>,
     state: Mutex<Tail>,
+    /// The newest committed log id (encoded) not yet written. It is only a hint for the next
+    /// start, so it is written with the next batch instead of costing a flush of its own.
+    committed: Mutex<Option<Vec<u8>>>,
 }
 
 #[derive(Clone, Copy)]
@@ -98,6 +107,7 @@ impl LogStore {
             pending: Mutex::new(BTreeMap::new()),
             writer: Mutex::new(tx),
             state: Mutex::new(Tail { last_purged, last_log, vote }),
+            committed: Mutex::new(None),
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -113,7 +123,7 @@ impl LogStore {
 
     async fn put_meta(&self, key: &'static str, value: Vec<u8>) -> io::Result<()> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.send(Job::Meta(key, value, Some(tx)))?;
+        self.send(Job::Meta(key, value, tx))?;
         rx.await.map_err(|_| io_err("log writer stopped"))?
     }
 
@@ -126,17 +136,36 @@ impl LogStore {
 }
 
 /// Commits queued jobs in batches: one redb transaction and one fsync per batch, then
-/// completes every job of the batch in order.
+/// completes every job of the batch in order. The newest committed log id rides along with a
+/// batch, or is written alone once the log has been idle for `COMMITTED_LINGER`.
 fn writer_loop(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync::Weak<Shared>) {
-    while let Ok(first) = rx.recv() {
-        let mut batch = vec![first];
+    loop {
+        let mut batch = match rx.recv_timeout(COMMITTED_LINGER) {
+            Ok(first) => vec![first],
+            Err(mpsc::RecvTimeoutError::Timeout) => Vec::new(),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        };
+        let Some(shared) = shared.upgrade() else { return };
+        // Taken before the queue is drained: the appends of the entries it covers were queued
+        // before it was set, so they are in this batch or an earlier one.
+        let mut committed = shared.committed.lock().unwrap().take();
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(job) => batch.push(job),
                 Err(_) => break,
             }
         }
-        let result = commit_batch(&db, &batch);
+        if batch.len() == MAX_BATCH {
+            // The queue may hold more of those appends; the id waits for a later batch (unless
+            // a newer one has been set meanwhile).
+            if let Some(id) = committed.take() {
+                shared.committed.lock().unwrap().get_or_insert(id);
+            }
+        }
+        if batch.is_empty() && committed.is_none() {
+            continue;
+        }
+        let result = commit_batch(&db, &batch, committed.as_deref());
         let mut appended = Vec::new();
         for job in batch {
             let res = result.as_ref().map(|_| ()).map_err(io_err);
@@ -145,32 +174,28 @@ fn writer_loop(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync::We
                     appended.extend(entries.iter().map(|(i, _)| *i));
                     cb.io_completed(res);
                 }
-                Job::Meta(_, _, done) => {
-                    if let Some(done) = done {
-                        let _ = done.send(res);
-                    }
-                }
-                Job::TruncateFrom(_, done) | Job::Purge(_, _, done) => {
+                Job::Meta(_, _, done) | Job::TruncateFrom(_, done) | Job::Purge(_, _, done) => {
                     let _ = done.send(res);
                 }
             }
         }
         if result.is_ok() {
-            if let Some(shared) = shared.upgrade() {
-                let mut pending = shared.pending.lock().unwrap();
-                for i in appended {
-                    pending.remove(&i);
-                }
+            let mut pending = shared.pending.lock().unwrap();
+            for i in appended {
+                pending.remove(&i);
             }
         }
     }
 }
 
-fn commit_batch(db: &Database, batch: &[Job]) -> Result<(), String> {
+fn commit_batch(db: &Database, batch: &[Job], committed: Option<&[u8]>) -> Result<(), String> {
     let txn = db.begin_write().map_err(|e| e.to_string())?;
     {
         let mut log = txn.open_table(LOG).map_err(|e| e.to_string())?;
         let mut meta = txn.open_table(META).map_err(|e| e.to_string())?;
+        if let Some(committed) = committed {
+            meta.insert(KEY_COMMITTED, committed).map_err(|e| e.to_string())?;
+        }
         for job in batch {
             match job {
                 Job::Append(entries, _) => {
@@ -258,8 +283,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
-        // Queued behind the appends it covers; no need to wait for the flush.
-        self.send(Job::Meta(KEY_COMMITTED, encode(&committed)?, None))
+        // Entries are committed only once they are flushed, so whichever batch carries this
+        // id also holds (or follows) the entries it covers.
+        *self.shared.committed.lock().unwrap() = Some(encode(&committed)?);
+        Ok(())
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
@@ -311,5 +338,26 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             t.last_log = Some(log_id);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::vote::RaftLeaderId;
+
+    fn log_id(term: u64, index: u64) -> LogId {
+        LogId::new(openraft::alias::CommittedLeaderIdOf::<TypeConfig>::new(term, 1), index)
+    }
+
+    #[tokio::test]
+    async fn a_committed_id_is_written_once_the_log_is_idle() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Database::create(dir.path().join("raft.redb")).unwrap());
+        let mut log = LogStore::open(db).unwrap();
+        log.save_committed(Some(log_id(1, 7))).await.unwrap();
+        // No append follows: the id is written on its own after the linger.
+        tokio::time::sleep(COMMITTED_LINGER * 3).await;
+        assert_eq!(log.read_committed().await.unwrap(), Some(log_id(1, 7)));
     }
 }
