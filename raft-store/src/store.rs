@@ -15,8 +15,8 @@ use crate::cache::{Cache, CacheOptions};
 use crate::error::StoreError;
 use crate::log_store::LogStore;
 use crate::network::Network;
-use crate::forwarder::Forwarder;
-use crate::peer::{ask_leader, PeerTls, Peers};
+use crate::forwarder::{self, Batcher};
+use crate::peer::{PeerTls, Peers};
 use crate::service;
 use crate::state_machine::StateMachine;
 use crate::types::{NodeId, Raft, Txn, TxnResult, TypeConfig};
@@ -83,7 +83,9 @@ pub struct Store {
     cache: Arc<Cache>,
     node_id: NodeId,
     peers: Peers,
-    forwarder: Forwarder,
+    /// Writes forwarded to the leader, and read indexes asked of it, in batches.
+    writes: Batcher<Txn, service::Forwarded>,
+    read_indexes: Batcher<(), u64>,
     peer_tls: Option<PeerTls>,
     /// Writes proposed through this node.
     proposals: Arc<AtomicU64>,
@@ -173,7 +175,17 @@ impl Store {
                 }
             }
         });
-        Ok(Store { raft, cache, node_id: opts.node_id, forwarder: Forwarder::new(peers.clone()), peers, peer_tls: opts.peer_tls, proposals: Default::default(), db: db_ref })
+        Ok(Store {
+            raft,
+            cache,
+            node_id: opts.node_id,
+            writes: forwarder::writes(peers.clone()),
+            read_indexes: forwarder::read_indexes(peers.clone()),
+            peers,
+            peer_tls: opts.peer_tls,
+            proposals: Default::default(),
+            db: db_ref,
+        })
     }
 
     /// Proposes a transaction and waits until this node has applied it. A follower forwards it
@@ -191,7 +203,7 @@ impl Store {
                 Err(e) => e,
             };
             match Route::of(err.forward_to_leader()) {
-                Some(Route::Leader(id, addr)) if id != self.node_id => match self.forwarder.forward(id, &addr, &txn).await {
+                Some(Route::Leader(id, addr)) if id != self.node_id => match self.writes.ask(id, &addr, txn.clone()).await {
                     Ok((index, result)) => {
                         self.cache.wait_applied(index, LEADER_WAIT).await?;
                         return Ok(result);
@@ -218,7 +230,7 @@ impl Store {
                 Err(e) => e,
             };
             match Route::of(err.forward_to_leader()) {
-                Some(Route::Leader(id, addr)) if id != self.node_id => match self.read_index(id, &addr).await {
+                Some(Route::Leader(id, addr)) if id != self.node_id => match self.read_indexes.ask(id, &addr, ()).await {
                     Ok(index) => {
                         self.cache.wait_applied(index, LEADER_WAIT).await?;
                         return Ok(self.cache.applied());
@@ -229,16 +241,6 @@ impl Store {
                 None => return Err(StoreError::Unavailable(err.to_string())),
             }
         }
-    }
-
-    /// Asks the leader for a read index.
-    async fn read_index(&self, leader: NodeId, addr: &str) -> Result<u64, String> {
-        let mut client = self.peers.client(leader, addr)?;
-        let resp = ask_leader(client.read_index(proto::raft::ReadIndexRequest {})).await?;
-        if !resp.error.is_empty() {
-            return Err(resp.error);
-        }
-        Ok(resp.index)
     }
 
     /// After a failed call to the leader: wait a moment (leadership may be moving), unless the

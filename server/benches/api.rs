@@ -8,7 +8,7 @@ mod common;
 
 use std::process::{Child, Command, Stdio};
 
-use common::{configmap, creates, report};
+use common::{configmap, creates, report, CpuMeter};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -81,8 +81,10 @@ async fn main() {
 
     let (lat, el) = creates(&api, "single", 2_000, 1).await;
     report("create, 1 client", lat, el);
+    let cpu = CpuMeter::start(&[("server".into(), server.child.id())]);
     let (lat, el) = creates(&api, "c32", 16_000, 32).await;
     report("create, 32 clients", lat, el);
+    cpu.report(16_000);
 
     for (name, params) in [("get consistent (rv unset)", GetParams::default()), ("get rv=0", GetParams::any())] {
         let started = Instant::now();

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{client, configmap, creates, gets, report};
+use common::{client, configmap, creates, gets, report, CpuMeter};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{GetParams, PostParams};
 use kube::Api;
@@ -65,14 +65,27 @@ async fn main() {
     let on_follower: Api<ConfigMap> = Api::default_namespaced(nodes[follower_id - 1].clone());
     println!("leader: node {leader_id}");
 
-    let (lat, el) = creates(&through_lb, "lb32", 8_000, 32).await;
-    report("create via LB, 32 clients", lat, el);
-    let (lat, el) = creates(&through_lb, "lb128", 16_000, 128).await;
-    report("create via LB, 128 clients", lat, el);
-    let (lat, el) = creates(&on_leader, "ld32", 8_000, 32).await;
-    report("create on the leader, 32 clients", lat, el);
-    let (lat, el) = creates(&on_follower, "fl32", 8_000, 32).await;
-    report(&format!("create on node {follower_id} (follower), 32 clients"), lat, el);
+    // Every process of the cluster, named for the CPU report.
+    let procs: Vec<(String, u32)> = std::fs::read_to_string(dir.path().join("pids"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(name, pid)| {
+            let role = if name == format!("node-{leader_id}") { " (leader)" } else { "" };
+            (format!("{name}{role}"), pid.trim().parse().unwrap())
+        })
+        .collect();
+    for (name, api, prefix, total, clients) in [
+        ("create via LB, 32 clients".to_string(), &through_lb, "lb32", 8_000, 32),
+        ("create via LB, 128 clients".to_string(), &through_lb, "lb128", 16_000, 128),
+        ("create on the leader, 32 clients".to_string(), &on_leader, "ld32", 8_000, 32),
+        (format!("create on node {follower_id} (follower), 32 clients"), &on_follower, "fl32", 8_000, 32),
+    ] {
+        let cpu = CpuMeter::start(&procs);
+        let (lat, el) = creates(api, prefix, total, clients).await;
+        report(&name, lat, el);
+        cpu.report(total);
+    }
 
     let names: Vec<String> = (0..1000).map(|i| format!("lb32-{}-{}", i % 32, i / 32)).collect();
     for (i, node) in nodes.iter().enumerate() {

@@ -94,3 +94,39 @@ pub async fn client(kubeconfig: &std::path::Path) -> kube::Client {
     let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.expect("config");
     kube::Client::try_from(cfg).expect("client")
 }
+
+/// CPU time (user and system) process `pid` has used so far, from `/proc/PID/stat` (whose
+/// times are in units of 1/100 s on Linux).
+pub fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
+/// The CPU each process spends per operation over one measured phase.
+pub struct CpuMeter {
+    start: Vec<(String, u32, Duration)>,
+}
+
+impl CpuMeter {
+    /// Starts measuring the named processes (and this one, as the load generator).
+    pub fn start(procs: &[(String, u32)]) -> Self {
+        let mut all: Vec<(String, u32)> = procs.to_vec();
+        all.push(("load generator".into(), std::process::id()));
+        CpuMeter { start: all.into_iter().map(|(name, pid)| (name, pid, cpu_time(pid))).collect() }
+    }
+
+    /// Prints the CPU per operation of each process over `ops` operations, and their sum.
+    pub fn report(&self, ops: usize) {
+        let per_op = |d: Duration| d.as_secs_f64() * 1e6 / ops as f64;
+        let parts: Vec<(String, f64)> =
+            self.start.iter().map(|(name, pid, at)| (name.clone(), per_op(cpu_time(*pid).saturating_sub(*at)))).collect();
+        let total: f64 = parts.iter().map(|(_, us)| us).sum();
+        let list: Vec<String> = parts.iter().map(|(name, us)| format!("{name} {us:.0}")).collect();
+        println!("    CPU per op (µs): {}; total {total:.0}", list.join(", "));
+    }
+}
