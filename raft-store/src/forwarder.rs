@@ -10,10 +10,11 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::time::Instant;
 
 use crate::peer::{ask_leader, decode, encode, Peers};
 use crate::service::Forwarded;
-use crate::types::{NodeId, Txn};
+use crate::types::{Action, NodeId, Txn};
 
 /// Batches on their way to one leader at a time; later requests wait for a slot and join the
 /// next batch.
@@ -21,6 +22,9 @@ const IN_FLIGHT: usize = 2;
 
 /// Most requests in one call.
 const MAX_BATCH: usize = 256;
+
+/// Most bytes of objects in one call (one request alone may exceed it).
+const MAX_BATCH_BYTES: usize = 16 << 20;
 
 /// One call to the leader at `addr` carrying a batch; answers one result per request, in order.
 type Call<Q, A> = fn(Peers, NodeId, String, Vec<Q>) -> Pin<Box<dyn Future<Output = Vec<Result<A, String>>> + Send>>;
@@ -37,65 +41,100 @@ type Queues<Q, A> = HashMap<(NodeId, String), mpsc::UnboundedSender<Job<Q, A>>>;
 pub(crate) struct Batcher<Q, A> {
     peers: Peers,
     call: Call<Q, A>,
+    /// The bytes a request adds to a call.
+    size: fn(&Q) -> usize,
     queues: Arc<Mutex<Queues<Q, A>>>,
 }
 
 impl<Q, A> Clone for Batcher<Q, A> {
     fn clone(&self) -> Self {
-        Batcher { peers: self.peers.clone(), call: self.call, queues: self.queues.clone() }
+        Batcher { peers: self.peers.clone(), call: self.call, size: self.size, queues: self.queues.clone() }
     }
 }
 
 /// Writes forwarded to the leader: the log index each applied at, and its result.
 pub(crate) fn writes(peers: Peers) -> Batcher<Txn, Forwarded> {
-    Batcher { peers, call: |peers, leader, addr, txns| Box::pin(forward(peers, leader, addr, txns)), queues: Default::default() }
+    Batcher {
+        peers,
+        call: |peers, leader, addr, txns| Box::pin(forward(peers, leader, addr, txns)),
+        size: |txn| txn.ops.iter().map(|op| op.key.len() + if let Action::Put(data) = &op.action { data.len() } else { 0 }).sum(),
+        queues: Default::default(),
+    }
 }
 
 /// Read indexes asked of the leader; one answer serves every request of the batch.
 pub(crate) fn read_indexes(peers: Peers) -> Batcher<(), u64> {
-    Batcher { peers, call: |peers, leader, addr, reqs| Box::pin(read_index(peers, leader, addr, reqs.len())), queues: Default::default() }
+    Batcher {
+        peers,
+        call: |peers, leader, addr, reqs| Box::pin(read_index(peers, leader, addr, reqs.len())),
+        size: |_| 0,
+        queues: Default::default(),
+    }
 }
 
 impl<Q: Send + 'static, A: Send + 'static> Batcher<Q, A> {
-    /// Sends `request` to the leader `leader` at `addr` with the next batch; answers its result
-    /// or why the leader did not answer.
-    pub(crate) async fn ask(&self, leader: NodeId, addr: &str, request: Q) -> Result<A, String> {
+    /// Sends `request` to the leader `leader` at `addr` with the next batch; answers its result,
+    /// or why the leader did not answer by `deadline`.
+    pub(crate) async fn ask(&self, leader: NodeId, addr: &str, request: Q, deadline: Instant) -> Result<A, String> {
         let (reply, answer) = oneshot::channel();
         self.queue(leader, addr).send(Job { request, reply }).map_err(|_| "the batcher stopped".to_string())?;
-        answer.await.map_err(|_| "the batcher stopped".to_string())?
+        match tokio::time::timeout_at(deadline, answer).await {
+            Ok(answer) => answer.map_err(|_| "the batcher stopped".to_string())?,
+            Err(_) => Err("the leader did not answer in time".to_string()),
+        }
     }
 
+    /// The queue to `leader`, with its sending task started when there is none (or it ended).
     fn queue(&self, leader: NodeId, addr: &str) -> mpsc::UnboundedSender<Job<Q, A>> {
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         let key = (leader, addr.to_string());
-        if let Some(queue) = queues.get(&key) {
+        if let Some(queue) = queues.get(&key).filter(|q| !q.is_closed()) {
             return queue.clone();
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(send_batches(self.peers.clone(), self.call, leader, addr.to_string(), rx));
+        tokio::spawn(send_batches(self.peers.clone(), self.call, self.size, leader, addr.to_string(), rx));
         queues.insert(key, tx.clone());
         tx
     }
 }
 
-/// Takes whatever has queued once a slot is free, and sends it as one call. Ends when the
-/// batcher is dropped.
+/// Takes whatever has queued once a slot is free (up to `MAX_BATCH` requests and
+/// `MAX_BATCH_BYTES`), and sends it as one call. Requests whose caller has given up are dropped.
+/// Ends when the batcher is dropped.
 async fn send_batches<Q: Send + 'static, A: Send + 'static>(
     peers: Peers,
     call: Call<Q, A>,
+    size: fn(&Q) -> usize,
     leader: NodeId,
     addr: String,
     mut queue: mpsc::UnboundedReceiver<Job<Q, A>>,
 ) {
     let slots = Arc::new(Semaphore::new(IN_FLIGHT));
-    while let Some(first) = queue.recv().await {
+    // A request that did not fit the last batch; it leads the next one.
+    let mut carried: Option<Job<Q, A>> = None;
+    loop {
+        let first = match carried.take() {
+            Some(job) => job,
+            None => match queue.recv().await {
+                Some(job) => job,
+                None => return,
+            },
+        };
         let slot = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let mut bytes = size(&first.request);
         let mut jobs = vec![first];
         while jobs.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(job) => jobs.push(job),
-                Err(_) => break,
+            let Ok(job) = queue.try_recv() else { break };
+            bytes += size(&job.request);
+            if bytes > MAX_BATCH_BYTES {
+                carried = Some(job);
+                break;
             }
+            jobs.push(job);
+        }
+        jobs.retain(|job| !job.reply.is_closed());
+        if jobs.is_empty() {
+            continue;
         }
         let (requests, replies): (Vec<Q>, Vec<_>) = jobs.into_iter().map(|j| (j.request, j.reply)).unzip();
         let answers = call(peers.clone(), leader, addr.clone(), requests);
@@ -136,4 +175,54 @@ async fn read_index(peers: Peers, leader: NodeId, addr: String, n: usize) -> Vec
         }
     };
     vec![call.await; n]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Every call made: when it started, and when each of its requests was asked.
+    static CALLS: Mutex<Vec<(Instant, Vec<Instant>)>> = Mutex::new(Vec::new());
+
+    fn recording() -> Batcher<Instant, u64> {
+        Batcher {
+            peers: Peers::new(None),
+            call: |_, _, _, asked| {
+                Box::pin(async move {
+                    let n = asked.len();
+                    CALLS.lock().unwrap().push((Instant::now(), asked));
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    vec![Ok(7); n]
+                })
+            },
+            size: |_| 0,
+            queues: Default::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn requests_ride_in_calls_that_start_after_them_and_share_calls() {
+        let batcher = recording();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let asks: Vec<_> = (0..200u64)
+            .map(|i| {
+                let batcher = batcher.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(i % 50)).await;
+                    batcher.ask(1, "leader:1", Instant::now(), deadline).await
+                })
+            })
+            .collect();
+        for ask in asks {
+            assert_eq!(ask.await.unwrap(), Ok(7));
+        }
+        let calls = CALLS.lock().unwrap();
+        assert_eq!(calls.iter().map(|(_, asked)| asked.len()).sum::<usize>(), 200);
+        for (started, asked) in calls.iter() {
+            assert!(asked.iter().all(|at| at <= started), "a request rode in a call that started before it was asked");
+        }
+        assert!(calls.len() < 100, "{} calls for 200 requests: they were not batched", calls.len());
+    }
 }

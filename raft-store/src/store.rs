@@ -203,7 +203,7 @@ impl Store {
                 Err(e) => e,
             };
             match Route::of(err.forward_to_leader()) {
-                Some(Route::Leader(id, addr)) if id != self.node_id => match self.writes.ask(id, &addr, txn.clone()).await {
+                Some(Route::Leader(id, addr)) if id != self.node_id => match self.writes.ask(id, &addr, txn.clone(), deadline).await {
                     Ok((index, result)) => {
                         self.cache.wait_applied(index, LEADER_WAIT).await?;
                         return Ok(result);
@@ -230,7 +230,7 @@ impl Store {
                 Err(e) => e,
             };
             match Route::of(err.forward_to_leader()) {
-                Some(Route::Leader(id, addr)) if id != self.node_id => match self.read_indexes.ask(id, &addr, ()).await {
+                Some(Route::Leader(id, addr)) if id != self.node_id => match self.read_indexes.ask(id, &addr, (), deadline).await {
                     Ok(index) => {
                         self.cache.wait_applied(index, LEADER_WAIT).await?;
                         return Ok(self.cache.applied());
