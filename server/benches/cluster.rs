@@ -6,30 +6,18 @@
 //! Run with `cargo bench -p apiserver --bench cluster`.
 
 mod common;
+#[path = "../tests/common/ports.rs"]
+mod ports;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{client, configmap, creates, gets, report, CpuMeter};
+use ports::free_ports;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{GetParams, PostParams};
 use kube::Api;
-
-/// The first of `n` consecutive free ports (ports picked one at a time can fall inside each
-/// other's ranges).
-fn free_ports(n: u16) -> u16 {
-    loop {
-        let first = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        if first.checked_add(n).is_none() {
-            continue;
-        }
-        let held: Result<Vec<_>, _> = (first..first + n).map(|p| std::net::TcpListener::bind(("127.0.0.1", p))).collect();
-        if held.is_ok() {
-            return first;
-        }
-    }
-}
 
 fn local_cluster(args: &[&str]) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local-cluster");

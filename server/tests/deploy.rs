@@ -6,7 +6,8 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{expect_success, free_ports};
+use common::expect_success;
+use common::ports::free_ports;
 
 fn local_cluster(args: &[&str]) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local-cluster");

@@ -4,6 +4,10 @@
 // Every test crate includes this module and uses a different part of it.
 #![allow(dead_code)]
 
+pub mod ports;
+
+pub use ports::free_port;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -56,26 +60,6 @@ impl Reply {
     }
 }
 
-pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().unwrap().port()
-}
-
-/// The first of `n` consecutive free ports. Ports picked one at a time can land inside each
-/// other's ranges (the kernel often hands out neighbours), so a cluster's port ranges are
-/// carved from one block.
-pub fn free_ports(n: u16) -> u16 {
-    loop {
-        let first = free_port();
-        if first.checked_add(n).is_none() {
-            continue;
-        }
-        let held: Result<Vec<_>, _> = (first..first + n).map(|p| std::net::TcpListener::bind(("127.0.0.1", p))).collect();
-        if held.is_ok() {
-            return first;
-        }
-    }
-}
 
 async fn client_from(kubeconfig: &Path, anonymous: bool) -> Result<Client, Box<dyn std::error::Error>> {
     let kc = Kubeconfig::read_from(kubeconfig)?;
