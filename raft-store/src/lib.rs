@@ -21,5 +21,6 @@ pub use admin::{membership, Member, MembershipChange};
 pub use cache::{Cache, CacheOptions, Event, EventType, ListResult, WatchError, Watcher};
 pub use error::StoreError;
 pub use peer::PeerTls;
+pub use log_store::FlushStats;
 pub use store::{RaftStatus, Store, StoreOptions};
 pub use types::{Action, Cond, NodeId, Object, Op, Txn, TxnResult};

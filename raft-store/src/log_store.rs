@@ -7,8 +7,9 @@ use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
 use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use openraft::entry::RaftEntry;
 use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
@@ -61,6 +62,36 @@ struct Shared {
     /// The newest committed log id (encoded) not yet written. It is only a hint for the next
     /// start, so it is written with the next batch instead of costing a flush of its own.
     committed: Mutex<Option<Vec<u8>>>,
+    flushes: Arc<Flushes>,
+}
+
+/// Counts the log's disk flushes since the node started, for metrics.
+#[derive(Debug, Default)]
+pub struct Flushes {
+    count: AtomicU64,
+    entries: AtomicU64,
+    micros: AtomicU64,
+}
+
+/// A reading of [`Flushes`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FlushStats {
+    /// Transactions committed (each with one fsync).
+    pub flushes: u64,
+    /// Log entries those transactions wrote.
+    pub entries: u64,
+    /// Time spent committing them.
+    pub seconds: f64,
+}
+
+impl Flushes {
+    pub fn read(&self) -> FlushStats {
+        FlushStats {
+            flushes: self.count.load(Ordering::Relaxed),
+            entries: self.entries.load(Ordering::Relaxed),
+            seconds: self.micros.load(Ordering::Relaxed) as f64 / 1e6,
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -108,6 +139,7 @@ impl LogStore {
             writer: Mutex::new(tx),
             state: Mutex::new(Tail { last_purged, last_log, vote }),
             committed: Mutex::new(None),
+            flushes: Default::default(),
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -115,6 +147,11 @@ impl LogStore {
             .spawn(move || writer_loop(db, rx, weak))
             .map_err(io_err)?;
         Ok(LogStore { shared })
+    }
+
+    /// The flush counters; they outlive the log.
+    pub fn flushes(&self) -> Arc<Flushes> {
+        self.shared.flushes.clone()
     }
 
     fn send(&self, job: Job) -> io::Result<()> {
@@ -165,7 +202,10 @@ fn writer_loop(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync::We
         if batch.is_empty() && committed.is_none() {
             continue;
         }
+        let started = Instant::now();
         let result = commit_batch(&db, &batch, committed.as_deref());
+        shared.flushes.count.fetch_add(1, Ordering::Relaxed);
+        shared.flushes.micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
         let mut appended = Vec::new();
         for job in batch {
             let res = result.as_ref().map(|_| ()).map_err(io_err);
@@ -180,6 +220,7 @@ fn writer_loop(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync::We
             }
         }
         if result.is_ok() {
+            shared.flushes.entries.fetch_add(appended.len() as u64, Ordering::Relaxed);
             let mut pending = shared.pending.lock().unwrap();
             for i in appended {
                 pending.remove(&i);

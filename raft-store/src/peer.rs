@@ -43,16 +43,22 @@ impl PeerTls {
     }
 }
 
-/// A lazily connected channel to every peer, by node id.
+/// A lazily connected channel to every peer, by node id. Clones (one per request handler's
+/// store handle) share the certificates and the channels.
 #[derive(Clone)]
 pub struct Peers {
-    tls: Option<PeerTls>,
+    tls: Option<Arc<PeerTls>>,
     channels: Arc<Mutex<HashMap<(NodeId, String), Channel>>>,
 }
 
 impl Peers {
     pub fn new(tls: Option<PeerTls>) -> Self {
-        Peers { tls, channels: Default::default() }
+        Peers { tls: tls.map(Arc::new), channels: Default::default() }
+    }
+
+    /// The certificates peers present and check, if the transport uses TLS.
+    pub fn tls(&self) -> Option<&PeerTls> {
+        self.tls.as_deref()
     }
 
     /// A client to the peer `id` at `addr` (`host:port`).

@@ -19,7 +19,7 @@ use serde::Serialize;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::network::SnapshotHeader;
-use crate::peer::{decode, encode, PeerTls, Peers, MAX_MESSAGE};
+use crate::peer::{decode, encode, Peers, MAX_MESSAGE};
 use crate::types::{Raft, Txn, TxnResult, TypeConfig};
 
 /// What a forwarded write answers: the log index it was applied at, and its result.
@@ -124,11 +124,10 @@ pub(crate) async fn serve(
     raft: Raft,
     peers: Peers,
     listener: tokio::net::TcpListener,
-    tls: Option<PeerTls>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
     let mut builder = tonic::transport::Server::builder();
-    if let Some(tls) = &tls {
+    if let Some(tls) = peers.tls() {
         builder = builder.tls_config(tls.server()).map_err(|e| e.to_string())?;
     }
     let service = RaftServer::new(Service { raft, peers }).max_decoding_message_size(MAX_MESSAGE).max_encoding_message_size(MAX_MESSAGE);

@@ -13,7 +13,7 @@ use redb::Database;
 
 use crate::cache::{Cache, CacheOptions};
 use crate::error::StoreError;
-use crate::log_store::LogStore;
+use crate::log_store::{FlushStats, Flushes, LogStore};
 use crate::network::Network;
 use crate::forwarder::{self, Batcher};
 use crate::peer::{PeerTls, Peers};
@@ -86,14 +86,14 @@ pub struct Store {
     /// Writes forwarded to the leader, and read indexes asked of it, in batches.
     writes: Batcher<Txn, service::Forwarded>,
     read_indexes: Batcher<(), u64>,
-    peer_tls: Option<PeerTls>,
     /// Writes proposed through this node.
     proposals: Arc<AtomicU64>,
+    flushes: Arc<Flushes>,
     db: std::sync::Weak<Database>,
 }
 
 /// A node's view of its Raft group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RaftStatus {
     pub term: u64,
     pub leader: Option<NodeId>,
@@ -102,6 +102,8 @@ pub struct RaftStatus {
     pub applied: u64,
     /// Writes proposed through this node since it started.
     pub proposals: u64,
+    /// The log's disk flushes since this node started.
+    pub log_flushes: FlushStats,
 }
 
 /// Where a request that only the leader can answer goes, from an openraft error.
@@ -130,6 +132,7 @@ impl Store {
         let db = Arc::new(open_db(&dir.join("raft.redb")).await?);
         let db_ref = Arc::downgrade(&db);
         let log = LogStore::open(db.clone()).map_err(StoreError::internal)?;
+        let flushes = log.flushes();
         let cache = Arc::new(Cache::new(opts.cache));
         let sm = StateMachine::new(cache.clone(), db).map_err(StoreError::internal)?;
         let config = Config {
@@ -182,8 +185,8 @@ impl Store {
             writes: forwarder::writes(peers.clone()),
             read_indexes: forwarder::read_indexes(peers.clone()),
             peers,
-            peer_tls: opts.peer_tls,
             proposals: Default::default(),
+            flushes,
             db: db_ref,
         })
     }
@@ -260,7 +263,7 @@ impl Store {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), StoreError> {
-        service::serve(self.raft.clone(), self.peers.clone(), listener, self.peer_tls.clone(), shutdown).await.map_err(StoreError::Internal)
+        service::serve(self.raft.clone(), self.peers.clone(), listener, shutdown).await.map_err(StoreError::Internal)
     }
 
     async fn wait_leader(&self, deadline: tokio::time::Instant) -> Result<(), StoreError> {
@@ -318,6 +321,7 @@ impl Store {
             committed: m.local_committed.map(|l| l.index()).unwrap_or(applied),
             applied,
             proposals: self.proposals.load(Ordering::Relaxed),
+            log_flushes: self.flushes.read(),
         }
     }
 

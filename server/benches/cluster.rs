@@ -70,9 +70,21 @@ async fn main() {
         (format!("create on node {follower_id} (follower), 32 clients"), &on_follower, "fl32", 8_000, 32),
     ] {
         let cpu = CpuMeter::start(&procs);
+        let before = flushes(&nodes).await;
         let (lat, el) = creates(api, prefix, total, clients).await;
         report(&name, lat, el);
         cpu.report(total);
+        let after = flushes(&nodes).await;
+        let per_node: Vec<String> = before
+            .iter()
+            .zip(&after)
+            .enumerate()
+            .map(|(i, (b, a))| {
+                let (n, entries, secs) = (a.0 - b.0, a.1 - b.1, a.2 - b.2);
+                format!("node-{} {:.1} entries, {:.2} ms", i + 1, entries / n.max(1.0), secs * 1e3 / n.max(1.0))
+            })
+            .collect();
+        println!("    per log flush: {}", per_node.join("; "));
     }
 
     let names: Vec<String> = (0..1000).map(|i| format!("lb32-{}-{}", i % 32, i / 32)).collect();
@@ -105,16 +117,33 @@ async fn main() {
     drop(cluster);
 }
 
+/// A sample's value from a node's `/metrics` (0 when absent).
+async fn metric(node: &kube::Client, name: &str) -> f64 {
+    let text = node.request_text(http::Request::get("/metrics").body(vec![]).unwrap()).await.expect("metrics");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).filter(|rest| rest.starts_with('{')))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Each node's log flushes so far: (flushes, entries flushed, seconds spent).
+async fn flushes(nodes: &[kube::Client]) -> Vec<(f64, f64, f64)> {
+    let mut out = Vec::new();
+    for node in nodes {
+        out.push((
+            metric(node, "apiserver_raft_log_flush_duration_seconds_count").await,
+            metric(node, "apiserver_raft_log_flushed_entries_total").await,
+            metric(node, "apiserver_raft_log_flush_duration_seconds_sum").await,
+        ));
+    }
+    out
+}
+
 /// The leader's id as a node's `/metrics` reports it.
 async fn leader_of(node: &kube::Client) -> u64 {
     for _ in 0..100 {
-        let text = node.request_text(http::Request::get("/metrics").body(vec![]).unwrap()).await.expect("metrics");
-        let id = text
-            .lines()
-            .find_map(|l| l.strip_prefix("apiserver_raft_leader_id{"))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
+        let id = metric(node, "apiserver_raft_leader_id").await as u64;
         if id != 0 {
             return id;
         }

@@ -80,6 +80,17 @@ impl Metrics {
             "# HELP apiserver_raft_proposals_total Writes proposed through this node.\n# TYPE apiserver_raft_proposals_total counter\napiserver_raft_proposals_total{{node_id=\"{node_id}\"}} {}",
             raft.proposals
         );
+        let f = raft.log_flushes;
+        let _ = writeln!(
+            out,
+            "# HELP apiserver_raft_log_flush_duration_seconds Commits of Raft log entries to disk, each with one fsync.\n# TYPE apiserver_raft_log_flush_duration_seconds summary\napiserver_raft_log_flush_duration_seconds_sum{{node_id=\"{node_id}\"}} {}\napiserver_raft_log_flush_duration_seconds_count{{node_id=\"{node_id}\"}} {}",
+            f.seconds, f.flushes
+        );
+        let _ = writeln!(
+            out,
+            "# HELP apiserver_raft_log_flushed_entries_total Raft log entries written to disk by those commits.\n# TYPE apiserver_raft_log_flushed_entries_total counter\napiserver_raft_log_flushed_entries_total{{node_id=\"{node_id}\"}} {}",
+            f.entries
+        );
         let c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
         let _ = writeln!(out, "# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, group, version, resource, subresource and HTTP response code.");
         let _ = writeln!(out, "# TYPE apiserver_request_total counter");
@@ -111,6 +122,7 @@ fn labels(l: &RequestLabels) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use raft_store::FlushStats;
 
     #[test]
     fn counts_and_buckets() {
@@ -119,10 +131,12 @@ mod tests {
         m.observe(l.clone(), 200, Duration::from_millis(3));
         m.observe(l.clone(), 200, Duration::from_millis(30));
         m.observe(l, 404, Duration::from_millis(3));
-        let raft = RaftStatus { term: 4, leader: Some(2), is_leader: false, committed: 10, applied: 9, proposals: 7 };
+        let raft = RaftStatus { term: 4, leader: Some(2), is_leader: false, committed: 10, applied: 9, proposals: 7, log_flushes: FlushStats { flushes: 3, entries: 12, seconds: 0.5 } };
         let text = m.render(&raft, 1);
         assert!(text.contains("apiserver_raft_term{node_id=\"1\"} 4"), "{text}");
         assert!(text.contains("apiserver_raft_apply_lag{node_id=\"1\"} 1"), "{text}");
+        assert!(text.contains("apiserver_raft_log_flush_duration_seconds_count{node_id=\"1\"} 3"), "{text}");
+        assert!(text.contains("apiserver_raft_log_flushed_entries_total{node_id=\"1\"} 12"), "{text}");
         assert!(text.contains(r#"apiserver_request_total{verb="GET",group="",version="v1",resource="pods",subresource="",code="200"} 2"#), "{text}");
         assert!(text.contains(r#"resource="pods",subresource="",le="0.005"} 2"#), "{text}");
         assert!(text.contains(r#"resource="pods",subresource="",le="0.05"} 3"#), "{text}");
