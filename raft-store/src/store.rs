@@ -133,6 +133,7 @@ impl Store {
         let db_ref = Arc::downgrade(&db);
         let log = LogStore::open(db.clone()).map_err(StoreError::internal)?;
         let flushes = log.flushes();
+        let linger = log.linger_switch();
         let cache = Arc::new(Cache::new(opts.cache));
         let sm = StateMachine::new(cache.clone(), db).map_err(StoreError::internal)?;
         let config = Config {
@@ -167,6 +168,20 @@ impl Store {
         if founder && !opts.join_existing && !raft.is_initialized().await.map_err(StoreError::internal)? {
             raft.initialize(members).await.map_err(StoreError::internal)?;
         }
+        // Whether this node leads a group whose other voters form a quorum without it; checked
+        // a few times a second, as it only tunes how the log batches its flushes.
+        let metrics = raft.metrics();
+        let me = opts.node_id;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(100));
+            while Arc::strong_count(&linger) > 1 {
+                tick.tick().await;
+                let m = metrics.borrow_watched().clone();
+                let voters: Vec<NodeId> = m.membership_config.membership().voter_ids().collect();
+                let others = voters.iter().filter(|v| **v != me).count();
+                linger.store(m.current_leader == Some(me) && others > voters.len() / 2, Ordering::Relaxed);
+            }
+        });
         let expiry = Arc::downgrade(&cache);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));

@@ -6,60 +6,14 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-
-use common::{configmap, creates, report, CpuMeter};
+use common::{configmap, creates, report, CpuMeter, Server};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{GetParams, ListParams, PostParams, WatchEvent, WatchParams};
-use kube::{Api, Client, Config};
-
-struct Server {
-    child: Child,
-    _dir: tempfile::TempDir,
-    kubeconfig: std::path::PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start() -> Server {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(env!("CARGO_BIN_EXE_apiserver"))
-        .args(["--data-dir", dir.path().to_str().unwrap(), "--secure-port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start apiserver");
-    let kubeconfig = dir.path().join("admin.kubeconfig");
-    Server { child, _dir: dir, kubeconfig }
-}
-
-async fn client(server: &Server) -> Client {
-    for _ in 0..300 {
-        if server.kubeconfig.exists() {
-            if let Ok(kc) = kube::config::Kubeconfig::read_from(&server.kubeconfig) {
-                if let Ok(cfg) = Config::from_custom_kubeconfig(kc, &Default::default()).await {
-                    let client = Client::try_from(cfg).expect("client");
-                    let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-                    if ns.get("default").await.is_ok() {
-                        return client;
-                    }
-                }
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("server did not become ready");
-}
+use kube::Api;
 
 fn rss_mib(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -75,13 +29,13 @@ fn rss_mib(pid: u32) -> f64 {
 #[tokio::main]
 async fn main() {
     let objects: usize = std::env::var("BENCH_OBJECTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
-    let server = start();
-    let client = client(&server).await;
+    let server = Server::start();
+    let client = server.client().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
 
     let (lat, el) = creates(&api, "single", 2_000, 1).await;
     report("create, 1 client", lat, el);
-    let cpu = CpuMeter::start(&[("server".into(), server.child.id())]);
+    let cpu = CpuMeter::start(&[("server".into(), server.pid())]);
     let (lat, el) = creates(&api, "c32", 16_000, 32).await;
     report("create, 32 clients", lat, el);
     cpu.report(16_000);
@@ -164,5 +118,5 @@ async fn main() {
         let (_, el) = creates(&api, "rss", objects - have, 32).await;
         println!("filled to {objects} objects in {:.1} s", el.as_secs_f64());
     }
-    println!("{:<40} {:.0} MiB with {objects} objects", "RSS", rss_mib(server.child.id()));
+    println!("{:<40} {:.0} MiB with {objects} objects", "RSS", rss_mib(server.pid()));
 }

@@ -2,7 +2,9 @@
 //! 1 KiB ConfigMaps. Create throughput at 32 and 128 clients through the balancer, and at 32
 //! straight at the leader and at a follower; consistent and rv=0 GET throughput on each node;
 //! leader-kill recovery (from `kill -9` of the leader to the next acknowledged write through the
-//! balancer).
+//! balancer). Each create figure is also given as a share of a single node's, measured in the
+//! same run just before and just after the cluster's create phases, because this machine's speed
+//! drifts by up to 2x over minutes.
 //! Run with `cargo bench -p apiserver --bench cluster`.
 
 mod common;
@@ -13,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{client, configmap, creates, gets, report, CpuMeter};
+use common::{client, configmap, creates, gets, report, CpuMeter, Server};
 use ports::free_ports;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{GetParams, PostParams};
@@ -34,8 +36,21 @@ impl Drop for Cluster {
     }
 }
 
+/// Creates at 32 clients on the single node; returns the throughput.
+async fn single_node_creates(server: &Server, api: &Api<ConfigMap>, prefix: &str) -> f64 {
+    let cpu = CpuMeter::start(&[("server".into(), server.pid())]);
+    let (lat, el) = creates(api, prefix, 8_000, 32).await;
+    let rate = report("single node, create 32 clients", lat, el);
+    cpu.report(8_000);
+    rate
+}
+
 #[tokio::main]
 async fn main() {
+    let single = Server::start();
+    let single_api: Api<ConfigMap> = Api::default_namespaced(single.client().await);
+    let mut single_rates = vec![single_node_creates(&single, &single_api, "before").await];
+
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap().to_string();
     let lb = free_ports(7);
@@ -63,6 +78,7 @@ async fn main() {
             (format!("{name}{role}"), pid.trim().parse().unwrap())
         })
         .collect();
+    let mut cluster_rates = Vec::new();
     for (name, api, prefix, total, clients) in [
         ("create via LB, 32 clients".to_string(), &through_lb, "lb32", 8_000, 32),
         ("create via LB, 128 clients".to_string(), &through_lb, "lb128", 16_000, 128),
@@ -72,7 +88,7 @@ async fn main() {
         let cpu = CpuMeter::start(&procs);
         let before = flushes(&nodes).await;
         let (lat, el) = creates(api, prefix, total, clients).await;
-        report(&name, lat, el);
+        cluster_rates.push((name.clone(), report(&name, lat, el)));
         cpu.report(total);
         let after = flushes(&nodes).await;
         let per_node: Vec<String> = before
@@ -85,6 +101,12 @@ async fn main() {
             })
             .collect();
         println!("    per log flush: {}", per_node.join("; "));
+    }
+    single_rates.push(single_node_creates(&single, &single_api, "after").await);
+    drop(single);
+    let single_rate = single_rates.iter().sum::<f64>() / single_rates.len() as f64;
+    for (name, rate) in &cluster_rates {
+        println!("{name:<40} {:.0}% of the single node ({single_rate:.0} ops/s, mean of before and after)", rate * 100.0 / single_rate);
     }
 
     let names: Vec<String> = (0..1000).map(|i| format!("lb32-{}-{}", i % 32, i / 32)).collect();

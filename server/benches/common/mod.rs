@@ -1,12 +1,66 @@
-//! What the benchmarks share: the 1 KiB ConfigMap, concurrent creates, and latency reports.
+//! What the benchmarks share: a single release server, the 1 KiB ConfigMap, concurrent creates,
+//! latency reports and CPU per operation.
 
 #![allow(dead_code)]
 
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::PostParams;
 use kube::Api;
+
+/// A single-node release server on a fresh data directory; stopped when dropped.
+pub struct Server {
+    child: Child,
+    _dir: tempfile::TempDir,
+    kubeconfig: std::path::PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    pub fn start() -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(env!("CARGO_BIN_EXE_apiserver"))
+            .args(["--data-dir", dir.path().to_str().unwrap(), "--secure-port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start apiserver");
+        let kubeconfig = dir.path().join("admin.kubeconfig");
+        Server { child, _dir: dir, kubeconfig }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A client, once the server has written its kubeconfig and serves the default namespace.
+    pub async fn client(&self) -> kube::Client {
+        for _ in 0..300 {
+            if self.kubeconfig.exists() {
+                if let Ok(kc) = kube::config::Kubeconfig::read_from(&self.kubeconfig) {
+                    if let Ok(cfg) = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await {
+                        let client = kube::Client::try_from(cfg).expect("client");
+                        let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+                        if ns.get("default").await.is_ok() {
+                            return client;
+                        }
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("server did not become ready");
+    }
+}
 
 pub fn configmap(name: &str) -> ConfigMap {
     let mut cm = ConfigMap::default();
@@ -22,15 +76,18 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-pub fn report(name: &str, mut lat: Vec<Duration>, elapsed: Duration) {
+/// Prints a phase's throughput and latency percentiles; returns the throughput (ops/s).
+pub fn report(name: &str, mut lat: Vec<Duration>, elapsed: Duration) -> f64 {
     lat.sort();
+    let rate = lat.len() as f64 / elapsed.as_secs_f64();
     println!(
         "{name:<40} n={:<7} {:>9.0} ops/s  p50 {:>7.2} ms  p99 {:>7.2} ms",
         lat.len(),
-        lat.len() as f64 / elapsed.as_secs_f64(),
+        rate,
         percentile(&lat, 0.5).as_secs_f64() * 1e3,
         percentile(&lat, 0.99).as_secs_f64() * 1e3
     );
+    rate
 }
 
 /// Runs `op(client, i)` `total` times over `clients` concurrent tasks (the first
