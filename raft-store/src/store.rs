@@ -216,11 +216,14 @@ impl Store {
         txn.id = rand::random::<u64>().max(1);
         let deadline = tokio::time::Instant::now() + LEADER_WAIT;
         loop {
-            let err = match self.raft.client_write(txn.clone()).await {
-                Ok(resp) => return Ok(resp.data),
-                Err(e) => e,
+            let route = match self.other_leader() {
+                Some(route) => Some(route),
+                None => match self.raft.client_write(txn.clone()).await {
+                    Ok(resp) => return Ok(resp.data),
+                    Err(e) => Route::of(e.forward_to_leader()).ok_or_else(|| StoreError::Unavailable(e.to_string()))?.into(),
+                },
             };
-            match Route::of(err.forward_to_leader()) {
+            match route {
                 Some(Route::Leader(id, addr)) if id != self.node_id => match self.writes.ask(id, &addr, txn.clone(), deadline).await {
                     Ok((index, result)) => {
                         self.cache.wait_applied(index, LEADER_WAIT).await?;
@@ -228,8 +231,7 @@ impl Store {
                     }
                     Err(e) => self.retry_later(deadline, e).await?,
                 },
-                Some(_) => self.wait_leader(deadline).await?,
-                None => return Err(StoreError::Unavailable(err.to_string())),
+                _ => self.wait_leader(deadline).await?,
             }
         }
     }
@@ -243,11 +245,14 @@ impl Store {
         fail::fail_point!("read-index-skip", |_| Ok(self.cache.applied()));
         let deadline = tokio::time::Instant::now() + LEADER_WAIT;
         loop {
-            let err = match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
-                Ok(_) => return Ok(self.cache.applied()),
-                Err(e) => e,
+            let route = match self.other_leader() {
+                Some(route) => Some(route),
+                None => match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
+                    Ok(_) => return Ok(self.cache.applied()),
+                    Err(e) => Route::of(e.forward_to_leader()).ok_or_else(|| StoreError::Unavailable(e.to_string()))?.into(),
+                },
             };
-            match Route::of(err.forward_to_leader()) {
+            match route {
                 Some(Route::Leader(id, addr)) if id != self.node_id => match self.read_indexes.ask(id, &addr, (), deadline).await {
                     Ok(index) => {
                         self.cache.wait_applied(index, LEADER_WAIT).await?;
@@ -255,10 +260,20 @@ impl Store {
                     }
                     Err(e) => self.retry_later(deadline, e).await?,
                 },
-                Some(_) => self.wait_leader(deadline).await?,
-                None => return Err(StoreError::Unavailable(err.to_string())),
+                _ => self.wait_leader(deadline).await?,
             }
         }
+    }
+
+    /// The leader, when this node knows another node leads: a follower then goes to it at once
+    /// rather than through its own Raft core, which is busy with the leader's appends. Should
+    /// the leadership have moved meanwhile, the call fails and the caller tries again.
+    fn other_leader(&self) -> Option<Route> {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow_watched();
+        let id = m.current_leader.filter(|id| *id != self.node_id)?;
+        let node = m.membership_config.membership().get_node(&id)?;
+        Some(Route::Leader(id, node.addr.clone()))
     }
 
     /// After a failed call to the leader: wait a moment (leadership may be moving), unless the
