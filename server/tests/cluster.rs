@@ -97,6 +97,10 @@ async fn metrics_agree_on_one_leader() {
         leading += gauge(&text, "apiserver_raft_is_leader");
         assert!(gauge(&text, "apiserver_raft_term") >= 1);
         assert!(gauge(&text, "apiserver_raft_applied_index") >= 1);
+        // Every node has written entries to its log, each flush holding at least one.
+        let flushed = gauge(&text, "apiserver_raft_log_flushed_entries_total");
+        let flushes = gauge(&text, "apiserver_raft_log_flush_duration_seconds_count");
+        assert!(flushed >= 1 && flushes >= 1, "{text}");
     }
     assert_eq!((leaders.len(), leading), (1, 1), "nodes disagree on the leader: {leaders:?}");
     assert!(!leaders.contains(&0));
