@@ -450,7 +450,8 @@ mod tests {
         for attempt in 0..5u64 {
             let before = flushes.read().flushes;
             let first = append_one(&mut log, 2 * attempt + 1).await;
-            tokio::time::sleep(Duration::from_micros(200)).await;
+            // tokio timers tick in whole milliseconds, longer than the linger; a thread sleep is exact.
+            std::thread::sleep(Duration::from_micros(200));
             let second = append_one(&mut log, 2 * attempt + 2).await;
             first.await.unwrap().unwrap();
             second.await.unwrap().unwrap();
