@@ -176,10 +176,9 @@ impl Store {
             let mut tick = tokio::time::interval(Duration::from_millis(100));
             while Arc::strong_count(&linger) > 1 {
                 tick.tick().await;
-                let m = metrics.borrow_watched().clone();
-                let voters: Vec<NodeId> = m.membership_config.membership().voter_ids().collect();
-                let others = voters.iter().filter(|v| **v != me).count();
-                linger.store(m.current_leader == Some(me) && others > voters.len() / 2, Ordering::Relaxed);
+                let m = metrics.borrow_watched();
+                let (voters, others) = m.membership_config.membership().voter_ids().fold((0, 0), |(n, o), v| (n + 1, o + usize::from(v != me)));
+                linger.store(m.current_leader == Some(me) && others > voters / 2, Ordering::Relaxed);
             }
         });
         let expiry = Arc::downgrade(&cache);
@@ -217,14 +216,14 @@ impl Store {
         let deadline = tokio::time::Instant::now() + LEADER_WAIT;
         loop {
             let route = match self.other_leader() {
-                Some(route) => Some(route),
+                Some(route) => route,
                 None => match self.raft.client_write(txn.clone()).await {
                     Ok(resp) => return Ok(resp.data),
-                    Err(e) => Route::of(e.forward_to_leader()).ok_or_else(|| StoreError::Unavailable(e.to_string()))?.into(),
+                    Err(e) => Route::of(e.forward_to_leader()).ok_or_else(|| StoreError::Unavailable(e.to_string()))?,
                 },
             };
             match route {
-                Some(Route::Leader(id, addr)) if id != self.node_id => match self.writes.ask(id, &addr, txn.clone(), deadline).await {
+                Route::Leader(id, addr) if id != self.node_id => match self.writes.ask(id, &addr, txn.clone(), deadline).await {
                     Ok((index, result)) => {
                         self.cache.wait_applied(index, LEADER_WAIT).await?;
                         return Ok(result);
@@ -246,14 +245,14 @@ impl Store {
         let deadline = tokio::time::Instant::now() + LEADER_WAIT;
         loop {
             let route = match self.other_leader() {
-                Some(route) => Some(route),
+                Some(route) => route,
                 None => match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
                     Ok(_) => return Ok(self.cache.applied()),
-                    Err(e) => Route::of(e.forward_to_leader()).ok_or_else(|| StoreError::Unavailable(e.to_string()))?.into(),
+                    Err(e) => Route::of(e.forward_to_leader()).ok_or_else(|| StoreError::Unavailable(e.to_string()))?,
                 },
             };
             match route {
-                Some(Route::Leader(id, addr)) if id != self.node_id => match self.read_indexes.ask(id, &addr, (), deadline).await {
+                Route::Leader(id, addr) if id != self.node_id => match self.read_indexes.ask(id, &addr, (), deadline).await {
                     Ok(index) => {
                         self.cache.wait_applied(index, LEADER_WAIT).await?;
                         return Ok(self.cache.applied());
