@@ -4,7 +4,8 @@
 //! leader-kill recovery (from `kill -9` of the leader to the next acknowledged write through the
 //! balancer). Each create figure is also given as a share of a single node's, measured in the
 //! same run just before and just after the cluster's create phases, because this machine's speed
-//! drifts by up to 2x over minutes.
+//! drifts by up to 2x over minutes. Each create phase also prints, per node, the entries, time
+//! and log writer CPU per log flush.
 //! Run with `cargo bench -p apiserver --bench cluster`.
 
 mod common;
@@ -15,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{client, configmap, creates, gets, report, CpuMeter, Server};
+use common::{client, configmap, creates, gets, report, thread_cpu_time, CpuMeter, Server};
 use ports::free_ports;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{GetParams, PostParams};
@@ -38,10 +39,13 @@ impl Drop for Cluster {
 
 /// Creates at 32 clients on the single node; returns the throughput.
 async fn single_node_creates(server: &Server, api: &Api<ConfigMap>, prefix: &str) -> f64 {
+    let node = [server.client().await];
     let cpu = CpuMeter::start(&[("server".into(), server.pid())]);
+    let flushes = FlushMeter::start(&node, &[server.pid()]).await;
     let (lat, el) = creates(api, prefix, 8_000, 32).await;
     let rate = report("single node, create 32 clients", lat, el);
     cpu.report(8_000);
+    flushes.report(&node, |_| "server".into()).await;
     rate
 }
 
@@ -78,6 +82,8 @@ async fn main() {
             (format!("{name}{role}"), pid.trim().parse().unwrap())
         })
         .collect();
+    // The nodes' process ids, in node order, for their log writer threads' CPU.
+    let node_pids: Vec<u32> = (1..=3).map(|i| procs.iter().find(|(name, _)| name.starts_with(&format!("node-{i}"))).expect("node pid").1).collect();
     let mut cluster_rates = Vec::new();
     for (name, api, prefix, total, clients) in [
         ("create via LB, 32 clients".to_string(), &through_lb, "lb32", 8_000, 32),
@@ -86,21 +92,11 @@ async fn main() {
         (format!("create on node {follower_id} (follower), 32 clients"), &on_follower, "fl32", 8_000, 32),
     ] {
         let cpu = CpuMeter::start(&procs);
-        let before = flushes(&nodes).await;
+        let flushes = FlushMeter::start(&nodes, &node_pids).await;
         let (lat, el) = creates(api, prefix, total, clients).await;
         cluster_rates.push((name.clone(), report(&name, lat, el)));
         cpu.report(total);
-        let after = flushes(&nodes).await;
-        let per_node: Vec<String> = before
-            .iter()
-            .zip(&after)
-            .enumerate()
-            .map(|(i, (b, a))| {
-                let (n, entries, secs) = (a.0 - b.0, a.1 - b.1, a.2 - b.2);
-                format!("node-{} {:.1} entries, {:.2} ms", i + 1, entries / n.max(1.0), secs * 1e3 / n.max(1.0))
-            })
-            .collect();
-        println!("    per log flush: {}", per_node.join("; "));
+        flushes.report(&nodes, |i| format!("node-{}", i + 1)).await;
     }
     single_rates.push(single_node_creates(&single, &single_api, "after").await);
     drop(single);
@@ -149,17 +145,47 @@ async fn metric(node: &kube::Client, name: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Each node's log flushes so far: (flushes, entries flushed, seconds spent).
-async fn flushes(nodes: &[kube::Client]) -> Vec<(f64, f64, f64)> {
-    let mut out = Vec::new();
-    for node in nodes {
-        out.push((
-            metric(node, "apiserver_raft_log_flush_duration_seconds_count").await,
-            metric(node, "apiserver_raft_log_flushed_entries_total").await,
-            metric(node, "apiserver_raft_log_flush_duration_seconds_sum").await,
-        ));
+/// Each node's log flushes over one phase: entries and time per flush (from its metrics), and
+/// the CPU its log writer thread spent per flush.
+struct FlushMeter {
+    pids: Vec<u32>,
+    /// Per node: flushes, entries flushed, seconds spent, and the writer's CPU so far.
+    start: Vec<(f64, f64, f64, Duration)>,
+}
+
+impl FlushMeter {
+    async fn start(nodes: &[kube::Client], pids: &[u32]) -> FlushMeter {
+        FlushMeter { pids: pids.to_vec(), start: Self::read(nodes, pids).await }
     }
-    out
+
+    async fn read(nodes: &[kube::Client], pids: &[u32]) -> Vec<(f64, f64, f64, Duration)> {
+        let mut out = Vec::new();
+        for (node, pid) in nodes.iter().zip(pids) {
+            out.push((
+                metric(node, "apiserver_raft_log_flush_duration_seconds_count").await,
+                metric(node, "apiserver_raft_log_flushed_entries_total").await,
+                metric(node, "apiserver_raft_log_flush_duration_seconds_sum").await,
+                thread_cpu_time(*pid, "raft-log-writer"),
+            ));
+        }
+        out
+    }
+
+    async fn report(&self, nodes: &[kube::Client], name: impl Fn(usize) -> String) {
+        let end = Self::read(nodes, &self.pids).await;
+        let per_node: Vec<String> = self
+            .start
+            .iter()
+            .zip(&end)
+            .enumerate()
+            .map(|(i, (b, a))| {
+                let n = (a.0 - b.0).max(1.0);
+                let writer = a.3.saturating_sub(b.3).as_secs_f64();
+                format!("{} {:.1} entries, {:.2} ms, {:.0} µs of writer CPU", name(i), (a.1 - b.1) / n, (a.2 - b.2) * 1e3 / n, writer * 1e6 / n)
+            })
+            .collect();
+        println!("    per log flush: {}", per_node.join("; "));
+    }
 }
 
 /// The leader's id as a node's `/metrics` reports it.

@@ -155,7 +155,22 @@ pub async fn client(kubeconfig: &std::path::Path) -> kube::Client {
 /// CPU time (user and system) process `pid` has used so far, from `/proc/PID/stat` (whose
 /// times are in units of 1/100 s on Linux).
 pub fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat_cpu(&format!("/proc/{pid}/stat"))
+}
+
+/// CPU time the threads of process `pid` named `name` have used so far.
+pub fn thread_cpu_time(pid: u32, name: &str) -> Duration {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Duration::ZERO };
+    tasks
+        .flatten()
+        .filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name))
+        .map(|t| stat_cpu(&t.path().join("stat").to_string_lossy()))
+        .sum()
+}
+
+/// The user and system time in a `stat` file of `/proc`.
+fn stat_cpu(path: &str) -> Duration {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
     // Fields after the command name, which is in parentheses and may hold spaces.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let fields: Vec<&str> = rest.split_whitespace().collect();
