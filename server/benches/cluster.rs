@@ -9,15 +9,13 @@
 //! Run with `cargo bench -p apiserver --bench cluster`.
 
 mod common;
-#[path = "../tests/common/ports.rs"]
-mod ports;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::ports::free_ports;
 use common::{client, configmap, creates, gets, report, thread_cpu_time, CpuMeter, Server};
-use ports::free_ports;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{GetParams, PostParams};
 use kube::Api;

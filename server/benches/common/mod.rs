@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+#[path = "../../tests/common/ports.rs"]
+pub mod ports;
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,7 +30,7 @@ impl Drop for Server {
 impl Server {
     pub fn start() -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = ports::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_apiserver"))
             .args(["--data-dir", dir.path().to_str().unwrap(), "--secure-port", &port.to_string()])
             .stdout(Stdio::null())
@@ -45,15 +48,10 @@ impl Server {
     /// A client, once the server has written its kubeconfig and serves the default namespace.
     pub async fn client(&self) -> kube::Client {
         for _ in 0..300 {
-            if self.kubeconfig.exists() {
-                if let Ok(kc) = kube::config::Kubeconfig::read_from(&self.kubeconfig) {
-                    if let Ok(cfg) = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await {
-                        let client = kube::Client::try_from(cfg).expect("client");
-                        let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-                        if ns.get("default").await.is_ok() {
-                            return client;
-                        }
-                    }
+            if let Some(client) = try_client(&self.kubeconfig).await {
+                let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+                if ns.get("default").await.is_ok() {
+                    return client;
                 }
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -147,9 +145,14 @@ pub async fn gets(api: &Api<ConfigMap>, names: &[String], params: &kube::api::Ge
 
 /// A client from a kubeconfig file.
 pub async fn client(kubeconfig: &std::path::Path) -> kube::Client {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.expect("config");
-    kube::Client::try_from(cfg).expect("client")
+    try_client(kubeconfig).await.unwrap_or_else(|| panic!("no client from {}", kubeconfig.display()))
+}
+
+/// A client from a kubeconfig file, if it exists and is complete.
+async fn try_client(kubeconfig: &std::path::Path) -> Option<kube::Client> {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).ok()?;
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.ok()?;
+    kube::Client::try_from(cfg).ok()
 }
 
 /// CPU time (user and system) process `pid` has used so far, from `/proc/PID/stat` (whose

@@ -60,7 +60,6 @@ impl Reply {
     }
 }
 
-
 async fn client_from(kubeconfig: &Path, anonymous: bool) -> Result<Client, Box<dyn std::error::Error>> {
     let kc = Kubeconfig::read_from(kubeconfig)?;
     let mut cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
