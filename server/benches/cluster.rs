@@ -2,10 +2,10 @@
 //! 1 KiB ConfigMaps. Create throughput at 32 and 128 clients through the balancer, and at 32
 //! straight at the leader and at a follower; consistent and rv=0 GET throughput on each node;
 //! leader-kill recovery (from `kill -9` of the leader to the next acknowledged write through the
-//! balancer). Each create figure is also given as a share of a single node's, measured in the
-//! same run just before and just after the cluster's create phases, because this machine's speed
-//! drifts by up to 2x over minutes. Each create phase also prints, per node, the entries, time
-//! and log writer CPU per log flush.
+//! balancer). Each create figure is also given as a share of a single node's at the same number
+//! of clients, measured in the same run just before and just after the cluster's create
+//! phases, because this machine's speed drifts by up to 2x over minutes. Each create phase also
+//! prints, per node, the entries, time and log writer CPU per log flush.
 //! Run with `cargo bench -p apiserver --bench cluster`.
 
 mod common;
@@ -35,23 +35,26 @@ impl Drop for Cluster {
     }
 }
 
-/// Creates at 32 clients on the single node; returns the throughput.
-async fn single_node_creates(server: &Server, api: &Api<ConfigMap>, prefix: &str) -> f64 {
+/// Creates on the single node at 32 and at 128 clients; returns (clients, throughput) of each.
+async fn single_node_creates(server: &Server, api: &Api<ConfigMap>, when: &str) -> Vec<(usize, f64)> {
     let node = [server.client().await];
-    let cpu = CpuMeter::start(&[("server".into(), server.pid())]);
-    let flushes = FlushMeter::start(&node, &[server.pid()]).await;
-    let (lat, el) = creates(api, prefix, 8_000, 32).await;
-    let rate = report("single node, create 32 clients", lat, el);
-    cpu.report(8_000);
-    flushes.report(&node, |_| "server".into()).await;
-    rate
+    let mut rates = Vec::new();
+    for (clients, total) in [(32, 8_000), (128, 16_000)] {
+        let cpu = CpuMeter::start(&[("server".into(), server.pid())]);
+        let flushes = FlushMeter::start(&node, &[server.pid()]).await;
+        let (lat, el) = creates(api, &format!("{when}{clients}"), total, clients).await;
+        rates.push((clients, report(&format!("single node, create {clients} clients"), lat, el)));
+        cpu.report(total);
+        flushes.report(&node, |_| "server".into()).await;
+    }
+    rates
 }
 
 #[tokio::main]
 async fn main() {
     let single = Server::start();
     let single_api: Api<ConfigMap> = Api::default_namespaced(single.client().await);
-    let mut single_rates = vec![single_node_creates(&single, &single_api, "before").await];
+    let mut single_rates = single_node_creates(&single, &single_api, "before").await;
 
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap().to_string();
@@ -82,7 +85,7 @@ async fn main() {
         .collect();
     // The nodes' process ids, in node order, for their log writer threads' CPU.
     let node_pids: Vec<u32> = (1..=3).map(|i| procs.iter().find(|(name, _)| name.starts_with(&format!("node-{i}"))).expect("node pid").1).collect();
-    let mut cluster_rates = Vec::new();
+    let mut cluster_rates: Vec<(String, usize, f64)> = Vec::new();
     for (name, api, prefix, total, clients) in [
         ("create via LB, 32 clients".to_string(), &through_lb, "lb32", 8_000, 32),
         ("create via LB, 128 clients".to_string(), &through_lb, "lb128", 16_000, 128),
@@ -92,15 +95,19 @@ async fn main() {
         let cpu = CpuMeter::start(&procs);
         let flushes = FlushMeter::start(&nodes, &node_pids).await;
         let (lat, el) = creates(api, prefix, total, clients).await;
-        cluster_rates.push((name.clone(), report(&name, lat, el)));
+        cluster_rates.push((name.clone(), clients, report(&name, lat, el)));
         cpu.report(total);
         flushes.report(&nodes, |i| format!("node-{}", i + 1)).await;
     }
-    single_rates.push(single_node_creates(&single, &single_api, "after").await);
+    single_rates.extend(single_node_creates(&single, &single_api, "after").await);
     drop(single);
-    let single_rate = single_rates.iter().sum::<f64>() / single_rates.len() as f64;
-    for (name, rate) in &cluster_rates {
-        println!("{name:<40} {:.0}% of the single node ({single_rate:.0} ops/s, mean of before and after)", rate * 100.0 / single_rate);
+    for (name, clients, rate) in &cluster_rates {
+        let at: Vec<f64> = single_rates.iter().filter(|(c, _)| c == clients).map(|(_, r)| *r).collect();
+        let single_rate = at.iter().sum::<f64>() / at.len() as f64;
+        println!(
+            "{name:<40} {:.0}% of the single node at {clients} clients ({single_rate:.0} ops/s, mean of before and after)",
+            rate * 100.0 / single_rate
+        );
     }
 
     let names: Vec<String> = (0..1000).map(|i| format!("lb32-{}-{}", i % 32, i / 32)).collect();
