@@ -2,12 +2,6 @@
 
 use clap::Parser;
 
-/// mimalloc instead of the system allocator: requests are served by a pool of threads that
-/// allocate and free small buffers at a high rate, which glibc's malloc does with more locking
-/// and consolidation work.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
