@@ -10,11 +10,11 @@ use std::ops::Bound;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use tokio::sync::{broadcast, watch};
 
 use crate::dedupe::{Outcome, Outcomes};
 use crate::error::StoreError;
+use crate::stamp::stamp;
 use crate::types::{Action, Cond, Object, Txn, TxnResult};
 
 /// How a watch event changed its key.
@@ -391,29 +391,6 @@ impl Drop for Applier<'_> {
     }
 }
 
-/// Sets `metadata.resourceVersion` to `rev` in a JSON object; bytes that are not a JSON object
-/// are stored as they are.
-fn stamp(data: &Bytes, rev: u64) -> Bytes {
-    let Ok(serde_json::Value::Object(mut obj)) = serde_json::from_slice::<serde_json::Value>(data) else {
-        return data.clone();
-    };
-    let meta = obj.entry("metadata").or_insert_with(|| serde_json::Value::Object(Default::default()));
-    if let serde_json::Value::Object(m) = meta {
-        m.insert("resourceVersion".into(), serde_json::Value::String(rev.to_string()));
-    }
-    // Sized up front: the stored bytes live as long as the object, and a vector grown by
-    // doubling would keep up to twice the object's size allocated.
-    let mut out = Vec::with_capacity(data.len() + STAMP_ROOM);
-    match serde_json::to_writer(&mut out, &obj) {
-        Ok(()) if out.capacity() == out.len() => Bytes::from(out),
-        Ok(()) => Bytes::from(out.into_boxed_slice()),
-        Err(_) => data.clone(),
-    }
-}
-
-/// Bytes a stamp may add: the `resourceVersion` field, and `metadata` when absent.
-const STAMP_ROOM: usize = 48;
-
 /// Why a watch stream ended.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WatchError {
@@ -475,6 +452,8 @@ impl Watcher {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
     use crate::types::Op;
 

@@ -13,6 +13,7 @@ mod log_store;
 mod network;
 mod peer;
 mod service;
+mod stamp;
 mod state_machine;
 mod store;
 mod types;
