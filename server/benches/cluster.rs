@@ -1,6 +1,6 @@
 //! The cluster benchmark: three release nodes started by `deploy/local-cluster` behind HAProxy,
-//! 1 KiB ConfigMaps. Create throughput at 32 and 128 clients through the balancer, and at 32
-//! straight at the leader and at a follower; consistent and rv=0 GET throughput on each node;
+//! 1 KiB ConfigMaps. Create throughput at 32 and 128 clients through the balancer, straight at
+//! the leader and straight at a follower; consistent and rv=0 GET throughput on each node;
 //! leader-kill recovery (from `kill -9` of the leader to the next acknowledged write through the
 //! balancer). Each create figure is also given as a share of a single node's at the same number
 //! of clients, measured in the same run just before and just after the cluster's create
@@ -90,7 +90,9 @@ async fn main() {
         ("create via LB, 32 clients".to_string(), &through_lb, "lb32", 8_000, 32),
         ("create via LB, 128 clients".to_string(), &through_lb, "lb128", 16_000, 128),
         ("create on the leader, 32 clients".to_string(), &on_leader, "ld32", 8_000, 32),
+        ("create on the leader, 128 clients".to_string(), &on_leader, "ld128", 16_000, 128),
         (format!("create on node {follower_id} (follower), 32 clients"), &on_follower, "fl32", 8_000, 32),
+        (format!("create on node {follower_id} (follower), 128 clients"), &on_follower, "fl128", 16_000, 128),
     ] {
         let cpu = CpuMeter::start(&procs);
         let flushes = FlushMeter::start(&nodes, &node_pids).await;
