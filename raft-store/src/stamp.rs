@@ -29,20 +29,18 @@ pub(crate) fn stamp(data: &Bytes, rev: u64) -> Bytes {
     let Ok(Members(top)) = serde_json::from_slice::<Members>(data) else {
         return data.clone();
     };
-    let version = format!("\"{rev}\"");
-    let mut out = Vec::with_capacity(data.len() + STAMP_ROOM);
-    let metadata: Cow<[u8]> = match top.iter().rfind(|(k, _)| k == METADATA) {
-        None => format!("{{\"{RESOURCE_VERSION}\":{version}}}").into_bytes().into(),
+    let meta = match top.iter().rfind(|(k, _)| k == METADATA) {
+        None => Vec::new(),
         Some((_, raw)) => match serde_json::from_str::<Members>(raw.get()) {
-            Ok(Members(meta)) => {
-                let mut stamped = Vec::with_capacity(raw.get().len() + STAMP_ROOM);
-                write_object(&mut stamped, meta.iter().map(|(k, v)| (k.as_ref(), v.get().as_bytes())), RESOURCE_VERSION, version.as_bytes());
-                stamped.into()
-            }
+            Ok(Members(meta)) => meta,
             Err(_) => return data.clone(),
         },
     };
-    write_object(&mut out, top.iter().map(|(k, v)| (k.as_ref(), v.get().as_bytes())), METADATA, &metadata);
+    // Metadata is part of the object, so it fits in what the object takes (plus the stamp).
+    let mut metadata = Vec::with_capacity(data.len() + STAMP_ROOM);
+    write_object(&mut metadata, pairs(&meta), RESOURCE_VERSION, format!("\"{rev}\"").as_bytes());
+    let mut out = Vec::with_capacity(data.len() + STAMP_ROOM);
+    write_object(&mut out, pairs(&top), METADATA, &metadata);
     // The stored bytes live as long as the object: give back what the estimate left unused.
     if out.capacity() == out.len() {
         Bytes::from(out)
@@ -86,6 +84,11 @@ fn write_object<'a>(out: &mut Vec<u8>, members: impl Iterator<Item = (&'a str, &
 
 /// A JSON object's members in order, their values left unparsed.
 struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+/// Members as (name, value bytes).
+fn pairs<'a>(members: &'a [(Cow<'a, str>, &'a RawValue)]) -> impl Iterator<Item = (&'a str, &'a [u8])> {
+    members.iter().map(|(k, v)| (k.as_ref(), v.get().as_bytes()))
+}
 
 /// A member's name, borrowed unless it has escapes.
 #[derive(Deserialize)]
