@@ -29,7 +29,7 @@ fn rss_mib(pid: u32) -> f64 {
 #[tokio::main]
 async fn main() {
     let objects: usize = std::env::var("BENCH_OBJECTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
-    let server = Server::start();
+    let server = Server::start(&[]);
     let client = server.client().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
 

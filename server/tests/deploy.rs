@@ -1,5 +1,6 @@
 //! `deploy/local-cluster`: three nodes behind HAProxy as a user starts them; kubectl through the
-//! load balancer keeps working while a node is down, and `down` stops every process.
+//! load balancer keeps working while a node is down, flags after `--` reach every node, and
+//! `down` stops every process.
 
 mod common;
 
@@ -25,7 +26,11 @@ fn kubectl_through_haproxy_survives_a_node_loss() {
     let d = dir.path().to_str().unwrap();
     let lb = free_ports(7);
     let (base, peer) = (lb + 1, lb + 4);
-    let up = local_cluster(&["up", "--nodes", "3", "--dir", d, "--lb-port", &lb.to_string(), "--base-port", &base.to_string(), "--peer-base-port", &peer.to_string()]);
+    // Snapshots every 5 entries (the default is 50,000), so that the nodes build some here.
+    let up = local_cluster(&[
+        "up", "--nodes", "3", "--dir", d, "--lb-port", &lb.to_string(), "--base-port", &base.to_string(), "--peer-base-port", &peer.to_string(),
+        "--", "--snapshot-count", "5",
+    ]);
     assert!(up.contains(&format!("https://127.0.0.1:{lb}")), "{up}");
     let kubeconfig = dir.path().join("admin.kubeconfig");
     let cleanup = scopeguard(d);
@@ -43,6 +48,10 @@ fn kubectl_through_haproxy_survives_a_node_loss() {
     // Each node also answers on its own kubeconfig.
     let direct = dir.path().join("node-2.kubeconfig");
     expect_success(&["get"], kubectl(&direct, &["get", "configmap", "before"]));
+    for i in [2, 3] {
+        let log = std::fs::read_to_string(dir.path().join(format!("node-{i}/apiserver.log"))).unwrap();
+        assert!(log.contains("snapshot built"), "node-{i} built no snapshot: the flag after `--` did not reach it");
+    }
     drop(cleanup);
     assert!(!dir.path().join("pids").exists(), "down left the pid file");
 }

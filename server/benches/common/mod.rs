@@ -28,11 +28,13 @@ impl Drop for Server {
 }
 
 impl Server {
-    pub fn start() -> Server {
+    /// Starts the server with `flags` besides its data directory and port.
+    pub fn start(flags: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = ports::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_apiserver"))
             .args(["--data-dir", dir.path().to_str().unwrap(), "--secure-port", &port.to_string()])
+            .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
