@@ -7,7 +7,8 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{expect_success, free_port};
+use common::expect_success;
+use common::ports::free_ports;
 
 fn cluster(args: &[&str]) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/docker/cluster");
@@ -38,8 +39,8 @@ fn compose_cluster_behind_haproxy_survives_rolling_restart_and_a_lost_node() {
 
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap().to_string();
-    // Node i listens on lb + i: find a base with four free ports above it.
-    let lb = (0..20).map(|_| free_port()).find(|p| *p < 65_000).unwrap();
+    // Node i listens on lb + i: a block of four free ports.
+    let lb = free_ports(4);
     let up = cluster(&["up", "--nodes", "3", "--dir", &d, "--lb-port", &lb.to_string()]);
     let _down = Down(d.clone());
     assert!(up.contains(&format!("https://127.0.0.1:{lb}")), "{up}");
