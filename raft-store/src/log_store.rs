@@ -162,8 +162,8 @@ impl LogStore {
     }
 
     /// The switch that makes the writer gather appends for `LEADER_LINGER` before it flushes.
-    /// Meant for a leader whose followers form a quorum on their own: its flush is then off the
-    /// commit path, and fewer, larger flushes leave it more CPU for serving.
+    /// Meant for a leader whose followers, all answering, form a quorum on their own: its flush
+    /// is then off the commit path, and fewer, larger flushes leave it more CPU for serving.
     pub fn linger_switch(&self) -> Arc<AtomicBool> {
         self.shared.linger.clone()
     }

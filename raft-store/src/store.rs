@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +23,10 @@ use crate::types::{NodeId, Raft, Txn, TxnResult, TypeConfig};
 
 /// How long a request waits for a leader to be elected.
 const LEADER_WAIT: Duration = Duration::from_secs(5);
+
+/// A follower counts toward the quorum that lets the leader's log linger while it has
+/// acknowledged an append or heartbeat within this long (heartbeats go every 100 ms).
+const ANSWERED_LATELY: Duration = Duration::from_millis(500);
 
 /// How to open a node.
 #[derive(Debug, Clone)]
@@ -89,6 +93,8 @@ pub struct Store {
     /// Writes proposed through this node.
     proposals: Arc<AtomicU64>,
     flushes: Arc<Flushes>,
+    /// Set while this node's log gathers its flushes (see `LogStore::linger_switch`).
+    linger: Arc<AtomicBool>,
     db: std::sync::Weak<Database>,
 }
 
@@ -104,6 +110,9 @@ pub struct RaftStatus {
     pub proposals: u64,
     /// The log's disk flushes since this node started.
     pub log_flushes: FlushStats,
+    /// Whether the log gathers appends before it flushes: on a leader whose followers, answering
+    /// lately, form a quorum without it.
+    pub log_lingers: bool,
 }
 
 /// Where a request that only the leader can answer goes, from an openraft error.
@@ -168,17 +177,25 @@ impl Store {
         if founder && !opts.join_existing && !raft.is_initialized().await.map_err(StoreError::internal)? {
             raft.initialize(members).await.map_err(StoreError::internal)?;
         }
-        // Whether this node leads a group whose other voters form a quorum without it; checked
-        // a few times a second, as it only tunes how the log batches its flushes.
+        // Whether this node leads a group whose other voters, counting only those that answered
+        // lately, form a quorum without it; checked a few times a second, as it only tunes how
+        // the log batches its flushes. With a voter down the leader's own flush is on the commit
+        // path again, and then it must not wait.
         let metrics = raft.metrics();
         let me = opts.node_id;
+        let switch = linger.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(100));
-            while Arc::strong_count(&linger) > 1 {
+            while Arc::strong_count(&switch) > 1 {
                 tick.tick().await;
                 let m = metrics.borrow_watched();
-                let (voters, others) = m.membership_config.membership().voter_ids().fold((0, 0), |(n, o), v| (n + 1, o + usize::from(v != me)));
-                linger.store(m.current_leader == Some(me) && others > voters / 2, Ordering::Relaxed);
+                let answered = |v: &NodeId| {
+                    let acked = m.heartbeat.as_ref().and_then(|h| h.get(v).cloned().flatten());
+                    acked.is_some_and(|at| openraft::Instant::elapsed(&*at) < ANSWERED_LATELY)
+                };
+                let (voters, others) =
+                    m.membership_config.membership().voter_ids().fold((0, 0), |(n, o), v| (n + 1, o + usize::from(v != me && answered(&v))));
+                switch.store(m.current_leader == Some(me) && others > voters / 2, Ordering::Relaxed);
             }
         });
         let expiry = Arc::downgrade(&cache);
@@ -201,6 +218,7 @@ impl Store {
             peers,
             proposals: Default::default(),
             flushes,
+            linger,
             db: db_ref,
         })
     }
@@ -351,6 +369,7 @@ impl Store {
             applied,
             proposals: self.proposals.load(Ordering::Relaxed),
             log_flushes: self.flushes.read(),
+            log_lingers: self.linger.load(Ordering::Relaxed),
         }
     }
 

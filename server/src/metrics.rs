@@ -64,13 +64,18 @@ impl Metrics {
     /// The text exposition of every metric, with the Raft state given.
     pub fn render(&self, raft: &RaftStatus, node_id: u64) -> String {
         let mut out = String::new();
-        let gauges: [(&str, &str, u64); 6] = [
+        let gauges: [(&str, &str, u64); 7] = [
             ("apiserver_raft_term", "Current Raft term of this node.", raft.term),
             ("apiserver_raft_leader_id", "Node id of the leader this node knows, 0 when none.", raft.leader.unwrap_or(0)),
             ("apiserver_raft_is_leader", "1 when this node is the leader.", u64::from(raft.is_leader)),
             ("apiserver_raft_commit_index", "Highest log index this node knows to be committed.", raft.committed),
             ("apiserver_raft_applied_index", "Highest log index applied to this node's state.", raft.applied),
             ("apiserver_raft_apply_lag", "Committed entries not applied yet on this node.", raft.committed.saturating_sub(raft.applied)),
+            (
+                "apiserver_raft_log_flush_lingering",
+                "1 while this node's log gathers appends for a few milliseconds before each flush (a leader whose followers, answering, form a quorum without it).",
+                u64::from(raft.log_lingers),
+            ),
         ];
         for (name, help, value) in gauges {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{node_id=\"{node_id}\"}} {value}");
@@ -131,12 +136,13 @@ mod tests {
         m.observe(l.clone(), 200, Duration::from_millis(3));
         m.observe(l.clone(), 200, Duration::from_millis(30));
         m.observe(l, 404, Duration::from_millis(3));
-        let raft = RaftStatus { term: 4, leader: Some(2), is_leader: false, committed: 10, applied: 9, proposals: 7, log_flushes: FlushStats { flushes: 3, entries: 12, seconds: 0.5 } };
+        let raft = RaftStatus { term: 4, leader: Some(2), is_leader: false, committed: 10, applied: 9, proposals: 7, log_flushes: FlushStats { flushes: 3, entries: 12, seconds: 0.5 }, log_lingers: true };
         let text = m.render(&raft, 1);
         assert!(text.contains("apiserver_raft_term{node_id=\"1\"} 4"), "{text}");
         assert!(text.contains("apiserver_raft_apply_lag{node_id=\"1\"} 1"), "{text}");
         assert!(text.contains("apiserver_raft_log_flush_duration_seconds_count{node_id=\"1\"} 3"), "{text}");
         assert!(text.contains("apiserver_raft_log_flushed_entries_total{node_id=\"1\"} 12"), "{text}");
+        assert!(text.contains("apiserver_raft_log_flush_lingering{node_id=\"1\"} 1"), "{text}");
         assert!(text.contains(r#"apiserver_request_total{verb="GET",group="",version="v1",resource="pods",subresource="",code="200"} 2"#), "{text}");
         assert!(text.contains(r#"resource="pods",subresource="",le="0.005"} 2"#), "{text}");
         assert!(text.contains(r#"resource="pods",subresource="",le="0.05"} 3"#), "{text}");

@@ -1,8 +1,9 @@
 //! Three real nodes on loopback, one Raft group behind three API servers: writes on any node
 //! are read on every node, a watch resumes on another node, acknowledged writes survive
 //! `kill -9` of any node (the leader among them, also under load), a full restart keeps
-//! everything, a wiped node rejoins from a snapshot, members are added and removed, and every
-//! node's `/metrics` names the same leader.
+//! everything, a wiped node rejoins from a snapshot, members are added and removed, every
+//! node's `/metrics` names the same leader, and the leader's log gathers its flushes only while
+//! its followers answer.
 
 mod common;
 
@@ -110,6 +111,37 @@ async fn metrics_agree_on_one_leader() {
         "{text}"
     );
     assert!(gauge(&text, "apiserver_raft_proposals_total") >= 1);
+}
+
+/// Waits until `node`'s gauge `name` reads `want`.
+async fn until_gauge(node: &TestServer, name: &str, want: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = node.get("/metrics").await.text();
+        if gauge(&text, name) == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{name} did not become {want}:\n{text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_leader_lingers_over_its_flushes_only_while_both_followers_answer() {
+    const LINGERING: &str = "apiserver_raft_log_flush_lingering";
+    let mut nodes = cluster().await;
+    let leader = leader_index(&nodes).await;
+    until_gauge(&nodes[leader], LINGERING, 1).await;
+    let follower = (leader + 1) % 3;
+    assert_eq!(gauge(&nodes[follower].get("/metrics").await.text(), LINGERING), 0, "a follower lingers");
+
+    // With a follower down the leader's own flush is needed for a quorum: no more waiting.
+    nodes[follower].kill9();
+    until_gauge(&nodes[leader], LINGERING, 0).await;
+    configmaps(&nodes[leader]).create(&PostParams::default(), &configmap("one-down", &[])).await.unwrap();
+    nodes[follower].restart().await;
+    until_gauge(&nodes[leader], LINGERING, 1).await;
+    assert!(stored(&nodes[follower]).await.contains("one-down"));
 }
 
 #[tokio::test]
