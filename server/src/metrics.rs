@@ -73,7 +73,7 @@ impl Metrics {
             ("apiserver_raft_apply_lag", "Committed entries not applied yet on this node.", raft.committed.saturating_sub(raft.applied)),
             (
                 "apiserver_raft_log_flush_lingering",
-                "1 while this node's log gathers appends for a few milliseconds before each flush (a leader whose followers, answering, form a quorum without it).",
+                "1 while this node's log gathers appends briefly before each flush (a leader whose followers, answering, form a quorum without it).",
                 u64::from(raft.log_lingers),
             ),
         ];
