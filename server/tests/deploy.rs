@@ -1,6 +1,6 @@
 //! `deploy/local-cluster`: three nodes behind HAProxy as a user starts them; kubectl through the
 //! load balancer keeps working while a node is down, flags after `--` reach every node, and
-//! `down` stops every process.
+//! `down` stops every process it started and no other.
 
 mod common;
 
@@ -52,8 +52,28 @@ fn kubectl_through_haproxy_survives_a_node_loss() {
         let log = std::fs::read_to_string(dir.path().join(format!("node-{i}/apiserver.log"))).unwrap();
         assert!(log.contains("snapshot built"), "node-{i} built no snapshot: the flag after `--` did not reach it");
     }
+
+    // The killed node's pid now belongs to another process, as after pid reuse: `down` must
+    // stop the cluster's processes and leave that one alone.
+    let mut stranger = Command::new("sleep").arg("60").spawn().unwrap();
+    let pids = pids.replace(&format!("node-1 {victim}\n"), &format!("node-1 {}\n", stranger.id()));
+    assert!(pids.contains(&format!("node-1 {}\n", stranger.id())), "{pids}");
+    std::fs::write(dir.path().join("pids"), &pids).unwrap();
     drop(cleanup);
     assert!(!dir.path().join("pids").exists(), "down left the pid file");
+    assert!(stranger.try_wait().unwrap().is_none(), "down stopped a process it did not start");
+    stranger.kill().unwrap();
+    stranger.wait().unwrap();
+    for line in pids.lines().filter(|l| !l.starts_with("node-1 ")) {
+        let pid = line.split(' ').nth(1).unwrap();
+        assert!(!running(pid), "down left {line} running");
+    }
+}
+
+/// Whether the process is there and not a zombie awaiting its parent.
+fn running(pid: &str) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z'))
 }
 
 /// Runs `down` when dropped, so a failing test leaves no processes behind.
