@@ -14,6 +14,7 @@ use tokio::sync::{broadcast, watch};
 
 use crate::dedupe::{Outcome, Outcomes};
 use crate::error::StoreError;
+use crate::observer::Observers;
 use crate::stamp::stamp;
 use crate::types::{Action, Cond, Object, Txn, TxnResult};
 
@@ -86,13 +87,19 @@ pub struct Cache {
     events: broadcast::Sender<Arc<Event>>,
     applied: watch::Sender<u64>,
     opts: CacheOptions,
+    observers: Observers,
 }
 
 impl Cache {
     pub fn new(opts: CacheOptions) -> Self {
+        Cache::with_observers(opts, Observers::default())
+    }
+
+    /// A cache whose apply path also feeds `observers`.
+    pub fn with_observers(opts: CacheOptions, observers: Observers) -> Self {
         let (events, _) = broadcast::channel(opts.watch_buffer.max(16));
         let (applied, _) = watch::channel(0);
-        Cache { state: RwLock::new(State::default()), events, applied, opts }
+        Cache { state: RwLock::new(State::default()), events, applied, opts, observers }
     }
 
     fn read(&self) -> RwLockReadGuard<'_, State> {
@@ -215,6 +222,7 @@ impl Cache {
     /// Replaces the whole state (snapshot install or restore).
     pub(crate) fn reset(&self, applied: u64, objects: BTreeMap<String, Object>, txns: Vec<(u64, u64, Outcome)>) {
         let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        self.observers.reset(&objects);
         *st = State { applied, objects, history: VecDeque::new(), compacted: applied, txns: Outcomes::from_entries(txns) };
         self.applied.send_replace(applied);
     }
@@ -335,11 +343,15 @@ impl Applier<'_> {
                 }
                 Action::Put(data) => {
                     let obj = Object { rev, data: stamp(data, rev) };
+                    self.cache.observers.applied(&op.key, Some(&obj));
                     self.state.objects.insert(op.key.clone(), obj.clone());
                     (if prev.is_some() { EventType::Modified } else { EventType::Added }, obj)
                 }
                 Action::Delete => match self.state.objects.remove(&op.key) {
-                    Some(old) => (EventType::Deleted, Object { rev, data: stamp(&old.data, rev) }),
+                    Some(old) => {
+                        self.cache.observers.applied(&op.key, None);
+                        (EventType::Deleted, Object { rev, data: stamp(&old.data, rev) })
+                    }
                     None => {
                         objects.push(None);
                         continue;

@@ -15,6 +15,7 @@ use crate::cache::{Cache, CacheOptions};
 use crate::error::StoreError;
 use crate::log_store::{FlushStats, Flushes, LogStore};
 use crate::network::Network;
+use crate::observer::Observers;
 use crate::forwarder::{self, Batcher};
 use crate::peer::{PeerTls, Peers};
 use crate::service;
@@ -43,6 +44,8 @@ pub struct StoreOptions {
     /// Mutual TLS between peers; `None` only for a single node, which sends no RPCs.
     pub peer_tls: Option<PeerTls>,
     pub cache: CacheOptions,
+    /// Derived state fed by the apply path (see [`ApplyObserver`](crate::ApplyObserver)).
+    pub observers: Observers,
     /// Build a snapshot (and purge the log before it) after this many entries.
     pub snapshot_every: u64,
 }
@@ -56,6 +59,7 @@ impl Default for StoreOptions {
             join_existing: false,
             peer_tls: None,
             cache: CacheOptions::default(),
+            observers: Observers::default(),
             snapshot_every: 50_000,
         }
     }
@@ -143,7 +147,7 @@ impl Store {
         let log = LogStore::open(db.clone()).map_err(StoreError::internal)?;
         let flushes = log.flushes();
         let linger = log.linger_switch();
-        let cache = Arc::new(Cache::new(opts.cache));
+        let cache = Arc::new(Cache::with_observers(opts.cache, opts.observers.clone()));
         let sm = StateMachine::new(cache.clone(), db).map_err(StoreError::internal)?;
         let config = Config {
             cluster_name: "apiserver".into(),

@@ -1,6 +1,9 @@
-//! The HTTP application: the filter chain (panic recovery, authentication, authorization of
-//! anonymous requests, body limit) in front of one dispatcher that routes discovery, health,
+//! The HTTP application: the filter chain (panic recovery, body limit, authentication,
+//! impersonation, authorization) in front of one dispatcher that routes discovery, health,
 //! OpenAPI and resource paths.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
@@ -8,31 +11,14 @@ use axum::Router;
 use http::{header, HeaderValue, Method, StatusCode};
 use serde_json::{json, Value};
 
+use crate::auth::authz::{self, Outcome};
+use crate::auth::{impersonation, Attributes, UserInfo};
 use crate::context::Ctx;
 use crate::metrics::RequestLabels;
 use crate::error::ApiError;
 use crate::query::Params;
 use crate::tls::ClientIdentity;
 use crate::{discovery, handlers, health, negotiate, openapi, request};
-
-/// The user a request acts as, after authentication.
-#[derive(Debug, Clone)]
-pub struct User {
-    pub name: String,
-    pub groups: Vec<String>,
-}
-
-impl User {
-    fn anonymous() -> User {
-        User { name: "system:anonymous".into(), groups: vec!["system:unauthenticated".into()] }
-    }
-}
-
-/// Paths anonymous users may read.
-fn is_public(path: &str) -> bool {
-    path == "/version"
-        || ["/livez", "/readyz", "/healthz"].iter().any(|p| path == *p || path.starts_with(&format!("{p}/")))
-}
 
 pub fn router(ctx: Ctx) -> Router {
     Router::new()
@@ -43,7 +29,8 @@ pub fn router(ctx: Ctx) -> Router {
         }))
 }
 
-/// Reads the body, authenticates and authorizes, then routes.
+/// Reads the body, then runs the chain: authentication, impersonation, authorization, and
+/// only then the handler.
 async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     // The body is read before anything can refuse the request, so that an early answer never
@@ -52,37 +39,56 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
         Ok(b) => b,
         Err(_) => return too_large(&ctx),
     };
-    let user = match authenticate(&parts) {
-        Ok(user) => user,
-        Err(e) => return e.into_response(),
-    };
-    let path = parts.uri.path().to_string();
-    let params = match Params::parse(parts.uri.query()) {
-        Ok(p) => p,
-        Err(e) => return e.into_response(),
-    };
-    let watch = match params.flag("watch") {
-        Ok(w) => w,
-        Err(e) => return e.into_response(),
-    };
-    let resource = match request::classify(&parts.method, &path, watch) {
-        Ok(r) => r,
-        Err(e) => return e.into_response(),
-    };
-    // Until RBAC is enforced, only cluster administrators are authorized beyond public paths.
-    if !is_public(&path) && !user.groups.iter().any(|g| g == "system:masters") {
-        return forbidden(&user, &parts.method, &path, resource.as_ref()).into_response();
+    match serve(&ctx, parts, body).await {
+        Ok(resp) | Err(resp) => resp,
     }
+}
+
+async fn serve(ctx: &Ctx, parts: http::request::Parts, body: bytes::Bytes) -> Result<Response, Response> {
+    let caller = authenticate(&parts).map_err(IntoResponse::into_response)?;
+    let path = parts.uri.path().to_string();
+    let params = Params::parse(parts.uri.query()).map_err(IntoResponse::into_response)?;
+    let user = impersonation::impersonate(&ctx.auth.chain, caller, &parts.headers).await.map_err(IntoResponse::into_response)?;
+    let attrs = Attributes::of_request(user, &parts.method, &path, &params);
+    authorize(ctx, &attrs).await.map_err(IntoResponse::into_response)?;
+    let watch = params.flag("watch").map_err(IntoResponse::into_response)?;
+    let user = Arc::new(attrs.user);
+    let resource = request::classify(&parts.method, &path, watch, user.clone()).map_err(IntoResponse::into_response)?;
     let started = std::time::Instant::now();
     let labels = request_labels(&parts.method, resource.as_ref());
     let resp = match resource {
-        Some(req) => handlers::serve(&ctx, req, params, &parts.headers, body).await,
-        None => route(&ctx, &parts.method, &path, &params, &parts.headers, &body).await,
+        Some(req) => handlers::serve(ctx, req, params, &parts.headers, body).await,
+        None => route(ctx, &parts.method, &path, &params, &parts.headers, &body).await,
     };
     let code = resp.status().as_u16();
     ctx.metrics.observe(labels, code, started.elapsed());
     tracing::debug!(method = %parts.method, %path, code, elapsed_ms = started.elapsed().as_millis() as u64, user = %user.name, "request");
-    resp
+    Ok(resp)
+}
+
+/// Longest a refused request waits for this replica to catch up before it is refused.
+const CATCH_UP: Duration = Duration::from_secs(2);
+
+/// Asks the authorizer chain. A request it refuses is decided again once this replica has
+/// applied everything the leader had committed when it was refused: a binding the client created
+/// through another replica a moment ago is then in the index, as it would be on the leader.
+async fn authorize(ctx: &Ctx, attrs: &Attributes) -> Result<(), ApiError> {
+    let chain = &ctx.auth.chain;
+    let applied = ctx.store.cache().applied();
+    let mut outcome = chain.authorize(attrs).await;
+    if matches!(&outcome, Outcome::Decided(v) if v.allowed()) {
+        return Ok(());
+    }
+    if let Ok(Ok(_)) = tokio::time::timeout(CATCH_UP, ctx.store.linearizable_rev()).await {
+        if ctx.store.cache().applied() != applied {
+            outcome = chain.authorize(attrs).await;
+        }
+    }
+    match outcome {
+        Outcome::Decided(v) if v.allowed() => Ok(()),
+        Outcome::Decided(v) => Err(authz::forbidden(attrs, &v.reason)),
+        Outcome::Failed(e) => Err(ApiError::Internal(format!("Internal error occurred: {e}"))),
+    }
 }
 
 /// How a request is counted: Kubernetes' verbs (`LIST`, `WATCH`, `POST`, ...) for resources,
@@ -107,42 +113,14 @@ fn request_labels(method: &Method, resource: Option<&request::ResourceRequest>) 
 
 /// The user a client certificate names; anonymous without one. Credentials this server cannot
 /// verify (a bearer token, basic auth) are refused rather than treated as anonymous.
-fn authenticate(parts: &http::request::Parts) -> Result<User, ApiError> {
+fn authenticate(parts: &http::request::Parts) -> Result<UserInfo, ApiError> {
     if let Some(id) = parts.extensions.get::<ClientIdentity>() {
-        return Ok(User { name: id.user.clone(), groups: id.groups.clone() });
+        return Ok(UserInfo::authenticated(id.user.clone(), id.groups.clone()));
     }
     if parts.headers.contains_key(header::AUTHORIZATION) {
         return Err(ApiError::Unauthorized);
     }
-    Ok(User::anonymous())
-}
-
-/// The 403 in Kubernetes' words: per resource for resource requests, per path otherwise.
-fn forbidden(user: &User, method: &Method, path: &str, resource: Option<&request::ResourceRequest>) -> ApiError {
-    let Some(req) = resource else {
-        let verb = method.as_str().to_ascii_lowercase();
-        return ApiError::Forbidden(format!("forbidden: User \"{}\" cannot {verb} path \"{path}\"", user.name));
-    };
-    let info = req.info;
-    let qualified = if info.group.is_empty() { info.resource.to_string() } else { format!("{}.{}", info.resource, info.group) };
-    let object = match &req.name {
-        Some(name) => format!("{qualified} \"{name}\""),
-        None => qualified,
-    };
-    let resource = match &req.subresource {
-        Some(sub) => format!("{}/{sub}", info.resource),
-        None => info.resource.to_string(),
-    };
-    let scope = match &req.namespace {
-        Some(ns) => format!("in the namespace \"{ns}\""),
-        None => "at the cluster scope".to_string(),
-    };
-    ApiError::Forbidden(format!(
-        "{object} is forbidden: User \"{}\" cannot {} resource \"{resource}\" in API group \"{}\" {scope}",
-        user.name,
-        req.verb.as_str(),
-        info.group
-    ))
+    Ok(UserInfo::anonymous())
 }
 
 /// 413 for a body over the limit. The rest of the body is never read, so the connection cannot

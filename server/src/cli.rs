@@ -72,6 +72,10 @@ pub struct Args {
     /// when absent.
     #[arg(long)]
     pub listen_peer_address: Option<String>,
+
+    /// Authorizers to ask, in order (comma list): AlwaysAllow, AlwaysDeny, RBAC.
+    #[arg(long, default_value = "RBAC")]
+    pub authorization_mode: String,
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]

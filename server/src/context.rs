@@ -15,6 +15,8 @@ pub struct Ctx {
     pub ips: Arc<ServiceIps>,
     pub settings: Arc<Settings>,
     pub metrics: Arc<crate::metrics::Metrics>,
+    pub auth: crate::auth::Auth,
+    pub admission: crate::admission::Admission,
 }
 
 /// Server behaviour fixed at startup.

@@ -1,7 +1,7 @@
 //! Built-in controllers a standalone server needs: the post-start hook that creates the default
-//! namespaces and the `kubernetes` Service (on every node; creating what exists is a no-op), and,
-//! on the Raft leader only, namespace deletion (empty the namespace, then drop its `kubernetes`
-//! finalizer so it goes away).
+//! namespaces, the `kubernetes` Service and the default RBAC policy (on every node; creating what
+//! exists is a no-op), and, on the Raft leader only, namespace deletion (empty the namespace, then
+//! drop its `kubernetes` finalizer so it goes away) and ClusterRole aggregation.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -21,13 +21,14 @@ fn namespaces() -> &'static registry::ResourceInfo {
     registry::lookup("", "v1", "namespaces").expect("namespaces are served")
 }
 
-fn request(info: &'static registry::ResourceInfo, namespace: Option<&str>, name: &str, verb: Verb) -> ResourceRequest {
+pub(crate) fn request(info: &'static registry::ResourceInfo, namespace: Option<&str>, name: &str, verb: Verb) -> ResourceRequest {
     ResourceRequest {
         info,
         namespace: namespace.map(str::to_string),
-        name: Some(name.to_string()),
+        name: (!name.is_empty()).then(|| name.to_string()),
         subresource: None,
         verb,
+        user: crate::auth::UserInfo::loopback(),
     }
 }
 
@@ -55,19 +56,25 @@ pub async fn bootstrap(ctx: &Ctx) -> ApiResult<()> {
     })));
     for (resource, namespace, obj) in objects {
         let info = registry::lookup("", "v1", resource).expect("core resources are served");
-        let req = ResourceRequest { info, namespace: namespace.map(str::to_string), name: None, subresource: None, verb: Verb::Create };
+        let req = request(info, namespace, "", Verb::Create);
         match handlers::create_object(ctx, &req, obj).await {
             Ok(()) | Err(ApiError::AlreadyExists { .. }) => {}
             Err(e) => return Err(e),
         }
     }
+    crate::auth::rbac::policy::reconcile(ctx).await?;
     ctx.settings.bootstrapped.store(true, Ordering::Relaxed);
     Ok(())
 }
 
-/// Runs the post-start hook (retrying until it succeeds) and the namespace controller while
-/// this node leads.
+/// Runs the post-start hook (retrying until it succeeds), and the namespace and aggregation
+/// controllers while this node leads.
 pub async fn run(ctx: Ctx) {
+    tokio::join!(crate::auth::rbac::aggregation::run(ctx.clone()), bootstrap_then_namespaces(ctx));
+}
+
+/// The post-start hook, then the namespace controller.
+async fn bootstrap_then_namespaces(ctx: Ctx) {
     while let Err(e) = bootstrap(&ctx).await {
         tracing::warn!(error = %e, "bootstrap of default namespaces failed; retrying");
         tokio::time::sleep(Duration::from_millis(500)).await;

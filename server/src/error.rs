@@ -36,8 +36,9 @@ pub enum ApiError {
     StrictDecoding { message: String },
     #[error("Unauthorized")]
     Unauthorized,
-    #[error("{0}")]
-    Forbidden(String),
+    /// 403; `resource` and `name` (either may be empty) go into the details.
+    #[error("{message}")]
+    Forbidden { group: String, resource: String, name: String, message: String },
     #[error("{resource} \"{name}\" not found")]
     NotFound { group: String, resource: String, name: String },
     #[error("the server could not find the requested resource")]
@@ -76,6 +77,17 @@ impl ApiError {
     pub fn bad_request(msg: impl Into<String>) -> Self {
         ApiError::BadRequest(msg.into())
     }
+    /// A 403 as Kubernetes' `NewForbidden` words it: `resource.group "name" is forbidden: ...`,
+    /// or `forbidden: ...` without a resource.
+    pub fn forbidden(group: &str, resource: &str, name: &str, detail: impl std::fmt::Display) -> Self {
+        let qualified = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
+        let message = match (resource.is_empty(), name.is_empty()) {
+            (true, _) => format!("forbidden: {detail}"),
+            (false, true) => format!("{qualified} is forbidden: {detail}"),
+            (false, false) => format!("{qualified} \"{name}\" is forbidden: {detail}"),
+        };
+        ApiError::Forbidden { group: group.into(), resource: resource.into(), name: name.into(), message }
+    }
     pub fn internal(msg: impl std::fmt::Display) -> Self {
         ApiError::Internal(msg.to_string())
     }
@@ -85,7 +97,7 @@ impl ApiError {
         match self {
             BadRequest(_) | StrictDecoding { .. } => StatusCode::BAD_REQUEST,
             Unauthorized => StatusCode::UNAUTHORIZED,
-            Forbidden(_) => StatusCode::FORBIDDEN,
+            Forbidden { .. } => StatusCode::FORBIDDEN,
             NotFound { .. } | NoRoute => StatusCode::NOT_FOUND,
             AlreadyExists { .. } | Conflict { .. } => StatusCode::CONFLICT,
             Gone(_) => StatusCode::GONE,
@@ -105,7 +117,7 @@ impl ApiError {
         match self {
             BadRequest(_) | StrictDecoding { .. } => "BadRequest",
             Unauthorized => "Unauthorized",
-            Forbidden(_) => "Forbidden",
+            Forbidden { .. } => "Forbidden",
             NotFound { .. } | NoRoute => "NotFound",
             AlreadyExists { .. } => "AlreadyExists",
             Conflict { .. } => "Conflict",
@@ -156,6 +168,13 @@ impl ApiError {
                     .collect();
                 details.insert("causes".into(), Value::Array(causes));
             }
+            Forbidden { group, resource, name, .. } => {
+                for (k, v) in [("name", name), ("group", group), ("kind", resource)] {
+                    if !v.is_empty() {
+                        details.insert(k.into(), json!(v));
+                    }
+                }
+            }
             TooLargeResourceVersion { .. } => {
                 details.insert(
                     "causes".into(),
@@ -190,7 +209,8 @@ impl ApiError {
             "reason": self.reason(),
             "code": self.code().as_u16(),
         });
-        if !details.is_empty() {
+        // Kubernetes' Forbidden errors always carry details, empty or not.
+        if !details.is_empty() || matches!(self, Forbidden { .. }) {
             status["details"] = Value::Object(details);
         }
         status
@@ -247,6 +267,17 @@ mod tests {
         let e = ApiError::Invalid { group: "apps".into(), kind: "Deployment".into(), name: "d".into(), causes: vec![] };
         assert_eq!(e.status()["message"], "Deployment.apps \"d\" is invalid");
         assert_eq!(e.status()["details"]["kind"], "Deployment");
+    }
+
+    #[test]
+    fn forbidden_names_the_resource() {
+        let s = ApiError::forbidden("apps", "deployments", "d", "User \"u\" cannot get").status();
+        assert_eq!(s["message"], "deployments.apps \"d\" is forbidden: User \"u\" cannot get");
+        assert_eq!(s["details"], json!({"name": "d", "group": "apps", "kind": "deployments"}));
+        let s = ApiError::forbidden("", "", "", "User \"u\" cannot get path \"/metrics\"").status();
+        assert_eq!(s["message"], "forbidden: User \"u\" cannot get path \"/metrics\"");
+        assert_eq!(s["details"], json!({}));
+        assert_eq!(s["code"], 403);
     }
 
     #[test]

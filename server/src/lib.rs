@@ -5,7 +5,9 @@
 //! requests, [`handlers`] run one verb each using the [`registry`], and the store from
 //! `raft-store` proposes writes to Raft and serves reads and watches from its watch cache.
 
+pub mod admission;
 pub mod app;
+pub mod auth;
 pub mod cli;
 pub mod context;
 pub mod controllers;

@@ -34,6 +34,8 @@ struct Latency {
 struct Counters {
     requests: BTreeMap<(RequestLabels, u16), u64>,
     latency: BTreeMap<RequestLabels, Latency>,
+    /// Terminal authorization decisions by (authorizer type, name, decision).
+    authorization: BTreeMap<(&'static str, String, &'static str), u64>,
 }
 
 /// The server's metrics; one per process.
@@ -59,6 +61,13 @@ impl Metrics {
         }
         l.count += 1;
         l.sum += secs;
+    }
+
+    /// Counts an authorizer's allow (or deny), as `apiserver_authorization_decisions_total`.
+    pub fn authorization_decision(&self, kind: &'static str, name: &str, allowed: bool) {
+        let mut c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        let decision = if allowed { "allowed" } else { "denied" };
+        *c.authorization.entry((kind, name.to_string(), decision)).or_default() += 1;
     }
 
     /// The text exposition of every metric, with the Raft state given.
@@ -113,6 +122,11 @@ impl Metrics {
             let _ = writeln!(out, "apiserver_request_duration_seconds_sum{{{base}}} {}", lat.sum);
             let _ = writeln!(out, "apiserver_request_duration_seconds_count{{{base}}} {}", lat.count);
         }
+        let _ = writeln!(out, "# HELP apiserver_authorization_decisions_total Total number of terminal decisions made by an authorizer split by authorizer type, name, and decision.");
+        let _ = writeln!(out, "# TYPE apiserver_authorization_decisions_total counter");
+        for ((kind, name, decision), n) in &c.authorization {
+            let _ = writeln!(out, "apiserver_authorization_decisions_total{{decision=\"{decision}\",name=\"{name}\",type=\"{kind}\"}} {n}");
+        }
         out
     }
 }
@@ -136,6 +150,7 @@ mod tests {
         m.observe(l.clone(), 200, Duration::from_millis(3));
         m.observe(l.clone(), 200, Duration::from_millis(30));
         m.observe(l, 404, Duration::from_millis(3));
+        m.authorization_decision("RBAC", "rbac", true);
         let raft = RaftStatus { term: 4, leader: Some(2), is_leader: false, committed: 10, applied: 9, proposals: 7, log_flushes: FlushStats { flushes: 3, entries: 12, seconds: 0.5 }, log_lingers: true };
         let text = m.render(&raft, 1);
         assert!(text.contains("apiserver_raft_term{node_id=\"1\"} 4"), "{text}");
@@ -145,6 +160,7 @@ mod tests {
         assert!(text.contains("apiserver_raft_log_flush_lingering{node_id=\"1\"} 1"), "{text}");
         assert!(text.contains(r#"apiserver_request_total{verb="GET",group="",version="v1",resource="pods",subresource="",code="200"} 2"#), "{text}");
         assert!(text.contains(r#"resource="pods",subresource="",le="0.005"} 2"#), "{text}");
+        assert!(text.contains(r#"apiserver_authorization_decisions_total{decision="allowed",name="rbac",type="RBAC"} 1"#), "{text}");
         assert!(text.contains(r#"resource="pods",subresource="",le="0.05"} 3"#), "{text}");
         assert!(text.contains(r#"apiserver_request_duration_seconds_count{verb="GET",group="",version="v1",resource="pods",subresource=""} 3"#), "{text}");
     }

@@ -1,8 +1,11 @@
 //! Request classification, as Kubernetes' RequestInfo: which resource, namespace, name,
 //! subresource and verb a path and method address.
 
+use std::sync::Arc;
+
 use http::Method;
 
+use crate::auth::UserInfo;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::{self, ResourceInfo};
 
@@ -42,6 +45,8 @@ pub struct ResourceRequest {
     pub name: Option<String>,
     pub subresource: Option<String>,
     pub verb: Verb,
+    /// Who asks (after impersonation): admission and the review APIs look at it.
+    pub user: Arc<UserInfo>,
 }
 
 impl ResourceRequest {
@@ -70,7 +75,7 @@ const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
 
 /// Classifies a resource path (`/api/v1/...` or `/apis/{g}/{v}/...`). `Ok(None)` means the path
 /// is not a resource path at all (discovery and the like are routed elsewhere).
-pub fn classify(method: &Method, path: &str, watch_param: bool) -> ApiResult<Option<ResourceRequest>> {
+pub fn classify(method: &Method, path: &str, watch_param: bool, user: Arc<UserInfo>) -> ApiResult<Option<ResourceRequest>> {
     let parts: Vec<&str> = path.trim_matches('/').split('/').filter(|p| !p.is_empty()).collect();
     let (group, version, mut rest) = match parts.as_slice() {
         ["api", v, rest @ ..] if !rest.is_empty() => ("", *v, rest),
@@ -120,11 +125,15 @@ pub fn classify(method: &Method, path: &str, watch_param: bool) -> ApiResult<Opt
         (&Method::DELETE, false) => Verb::DeleteCollection,
         _ => return Err(ApiError::MethodNotAllowed),
     };
+    if sub.is_none() && !info.verbs.contains(&verb.as_str()) {
+        return Err(ApiError::MethodNotAllowed);
+    }
     Ok(Some(ResourceRequest {
         info,
         namespace,
         name: name.map(str::to_string),
         subresource: sub.map(str::to_string),
         verb,
+        user,
     }))
 }

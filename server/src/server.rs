@@ -5,9 +5,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use anyhow::Context;
-use raft_store::{CacheOptions, PeerTls, Store, StoreOptions};
+use raft_store::{CacheOptions, Observers, PeerTls, Store, StoreOptions};
 
+use crate::admission::Admission;
+use crate::auth::authz;
+use crate::auth::rbac::escalation::Escalation;
+use crate::auth::rbac::RbacIndex;
+use crate::auth::Auth;
 use crate::cli::Args;
+use crate::metrics::Metrics;
 use crate::context::{Ctx, Settings};
 use crate::ipalloc::ServiceIps;
 use crate::{app, controllers, tls};
@@ -45,6 +51,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     let address = format!("https://{host}:{port}");
 
+    // Derived state the apply path keeps on every replica.
+    let rbac = RbacIndex::new();
     let peer_tls = pki.peer.clone().map(|(cert_pem, key_pem)| PeerTls { ca_pem: pki.ca_pem.clone(), cert_pem, key_pem });
     let store = Store::open(
         &args.data_dir,
@@ -56,6 +64,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             snapshot_every: args.snapshot_count,
             peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
+            observers: Observers(vec![rbac.clone()]),
         },
     )
     .await
@@ -76,7 +85,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
 
     let settings = Settings { address: address.clone(), ..Default::default() };
-    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics: Default::default() };
+    let metrics = Arc::new(Metrics::default());
+    let chain = authz::build(&args.authorization_mode, &rbac, &metrics)?;
+    let auth = Auth { chain, rbac };
+    let admission = Admission::new(Vec::new(), vec![Arc::new(Escalation { auth: auth.clone() })]);
+    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, auth, admission };
 
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     tls::write_admin_kubeconfig(&kubeconfig, &address, &pki)?;

@@ -3,7 +3,7 @@
 //! `kill -9` of any node (the leader among them, also under load), a full restart keeps
 //! everything, a wiped node rejoins from a snapshot, members are added and removed, every
 //! node's `/metrics` names the same leader, and the leader's log gathers its flushes only while
-//! its followers answer.
+//! its followers answer, and a RoleBinding written through one node authorizes on every node.
 
 mod common;
 
@@ -377,3 +377,27 @@ async fn members_are_added_promoted_and_removed() {
     assert!(stored(&fourth).await.contains("after-remove"));
 }
 
+
+/// A RoleBinding written through one node authorizes at once on every node: each replica
+/// decides from its own index, and one that is behind decides again once it has caught up.
+#[tokio::test]
+async fn a_role_binding_written_on_one_node_authorizes_on_every_node() {
+    let nodes = cluster().await;
+    nodes[0].kubectl_ok(&["create", "role", "cm-reader", "--verb=get,list", "--resource=configmaps", "-n", "default"]);
+    let users: Vec<std::path::PathBuf> = (0..3).map(|i| nodes[i].kubeconfig_for(&format!("user-{i}"), &[])).collect();
+    for round in 0..9 {
+        let (writer, reader) = (round % 3, (round + 1 + round / 3) % 3);
+        let user = format!("user-{reader}");
+        let binding = format!("b-{round}");
+        nodes[writer].kubectl_ok(&["create", "rolebinding", &binding, "--role=cm-reader", &format!("--user={user}"), "-n", "default"]);
+        let out = nodes[reader].kubectl_as(&users[reader], &["get", "configmaps", "-n", "default"]);
+        assert!(out.status.success(), "round {round}: node {reader} refused {user} right after node {writer} bound it: {}", String::from_utf8_lossy(&out.stderr));
+        nodes[writer].kubectl_ok(&["delete", "rolebinding", &binding, "-n", "default"]);
+        // A revoked binding stops allowing once the reader has applied the deletion.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while nodes[reader].kubectl_as(&users[reader], &["get", "configmaps", "-n", "default"]).status.success() {
+            assert!(Instant::now() < deadline, "round {round}: node {reader} still allows {user} after the binding was deleted");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}

@@ -5,6 +5,8 @@
 
 #[path = "../../tests/common/ports.rs"]
 pub mod ports;
+#[path = "../../tests/common/user_cert.rs"]
+pub mod user_cert;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -41,6 +43,14 @@ impl Server {
             .expect("start apiserver");
         let kubeconfig = dir.path().join("admin.kubeconfig");
         Server { child, _dir: dir, kubeconfig }
+    }
+
+    /// A client for `user` in `groups` (a client certificate from the server's CA).
+    pub async fn user_client(&self, user: &str, groups: &[&str]) -> kube::Client {
+        let dir = self.kubeconfig.parent().expect("data directory");
+        let path = dir.join(format!("{user}.kubeconfig"));
+        user_cert::write_kubeconfig(&self.kubeconfig, &dir.join("pki"), user, groups, &path);
+        client(&path).await
     }
 
     pub fn pid(&self) -> u32 {

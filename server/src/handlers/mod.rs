@@ -6,6 +6,7 @@ mod mutate;
 mod prepare;
 mod read;
 mod reply;
+mod review;
 mod scale;
 mod watch;
 mod write;
@@ -45,6 +46,11 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
         Verb::Get => read::get(ctx, req, params).await?,
         Verb::List => read::list(ctx, req, params).await?,
         Verb::Watch => return watch_response(ctx, req, params, output).await,
+        Verb::Create if req.info.is_review() => {
+            let mut obj = decode_object(headers, &body)?;
+            prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;
+            review::create(ctx, req, obj).await?
+        }
         Verb::Create => {
             let mut obj = decode_object(headers, &body)?;
             prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;

@@ -7,6 +7,7 @@ use raft_store::{Action, Cond, Object, Op, Txn, TxnResult};
 use serde_json::{json, Value};
 
 use super::prepare::{admit, FieldValidation};
+use crate::admission::Operation;
 use super::reply::Reply;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
@@ -63,11 +64,12 @@ async fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>) -> Ap
         Some(o) => {
             let v = parse(&o)?;
             if v["metadata"].get("deletionTimestamp").is_some() {
-                return Err(ApiError::Forbidden(format!(
-                    "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                return Err(ApiError::forbidden(
+                    info.group,
                     info.resource,
-                    meta_str(&v, "name").unwrap_or_default()
-                )));
+                    meta_str(&v, "name").unwrap_or_default(),
+                    format!("unable to create new content in namespace {ns} because it is being terminated"),
+                ));
             }
             Ok(())
         }
@@ -112,6 +114,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, validation
     let key = info.key(req.namespace.as_deref(), &name);
     check_namespace(ctx, info, req.namespace.as_deref()).await?;
     let named = ResourceRequest { name: Some(name.clone()), ..req.clone() };
+    ctx.admission.admit(&named, Operation::Create, Some(&mut obj), None, dry_run).await?;
     let wants_ip = info.resource == "services" && info.group.is_empty() && service_wants_ip(&obj);
     let requested_ip = obj["spec"]["clusterIP"].as_str().filter(|s| !s.is_empty() && *s != "None").map(str::to_string);
     if let Some(ip) = &requested_ip {
@@ -222,6 +225,7 @@ pub async fn update(
         if !causes.is_empty() {
             return Err(ApiError::Invalid { group: info.group.into(), kind: info.kind.into(), name: req.name().into(), causes });
         }
+        ctx.admission.admit(req, Operation::Update, Some(&mut new), Some(&old), opts.dry_run).await?;
         if meta::without_rv(&new) == meta::without_rv(&old) {
             warnings.extend(w);
             return Ok(Reply::object(StatusCode::OK, current.data));
@@ -292,11 +296,12 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
     let info = req.info;
     let key = req.key();
     if info.resource == "namespaces" && info.group.is_empty() && IMMORTAL_NAMESPACES.contains(&req.name()) {
-        return Err(ApiError::Forbidden(format!("namespaces \"{}\" is forbidden: this namespace may not be deleted", req.name())));
+        return Err(ApiError::forbidden("", "namespaces", req.name(), "this namespace may not be deleted"));
     }
     for _ in 0..MAX_RETRIES {
         let current = current(ctx, req, &key, opts.resource_version).await?;
         let mut obj = parse(&current)?;
+        ctx.admission.admit(req, Operation::Delete, None, Some(&obj), opts.dry_run).await?;
         let uid = meta_str(&obj, "uid").map(str::to_string);
         if let Some(want) = &opts.uid {
             if uid.as_deref() != Some(want.as_str()) {

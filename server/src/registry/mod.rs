@@ -76,6 +76,9 @@ pub struct ResourceInfo {
     pub ops: &'static KindOps,
 }
 
+/// The verbs of a resource that is only ever created and answered, never stored (the reviews).
+pub const CREATE_ONLY: &[&str] = &["create"];
+
 /// The verbs of an ordinary read-write resource.
 pub const ALL_VERBS: &[&str] =
     &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
@@ -111,6 +114,11 @@ impl ResourceInfo {
     /// Storage key of one object.
     pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
         format!("{}{}", self.list_prefix(namespace), name)
+    }
+
+    /// Whether objects of this resource are answered and never stored (the review APIs).
+    pub fn is_review(&self) -> bool {
+        self.verbs == CREATE_ONLY
     }
 
     pub fn has_subresource(&self, sub: &str) -> bool {

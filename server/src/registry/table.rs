@@ -1,11 +1,11 @@
 //! The registry table: every served resource, declared once. Group, version, kind and plural
 //! come from the `k8s-openapi` type, so they cannot disagree with the schema.
 
-use k8s_openapi::api::{apps, batch, coordination, core, discovery, events, networking, policy, rbac, scheduling, storage};
+use k8s_openapi::api::{apps, authentication, authorization, batch, coordination, core, discovery, events, networking, policy, rbac, scheduling, storage};
 use k8s_openapi::Resource;
 
 use super::kinds::{self, *};
-use super::{KindOps, ResourceInfo, ALL_VERBS};
+use super::{KindOps, ResourceInfo, ALL_VERBS, CREATE_ONLY};
 
 /// The behaviour of one kind: `ops!(Type, "definition", defaults, validation, columns, cells
 /// [, update = rules])`.
@@ -34,9 +34,12 @@ macro_rules! ops {
 }
 
 /// One table row: `res!(Type, namespaced, "singular", [short names], [categories],
-/// [subresources], has_generation, ops)`.
+/// [subresources], has_generation, ops [, verbs = list])`.
 macro_rules! res {
     ($t:ty, $ns:expr, $singular:literal, [$($short:literal),*], [$($cat:literal),*], [$($sub:literal),*], $gen:expr, $ops:expr) => {
+        res!($t, $ns, $singular, [$($short),*], [$($cat),*], [$($sub),*], $gen, $ops, verbs = ALL_VERBS)
+    };
+    ($t:ty, $ns:expr, $singular:literal, [$($short:literal),*], [$($cat:literal),*], [$($sub:literal),*], $gen:expr, $ops:expr, verbs = $verbs:expr) => {
         ResourceInfo {
             group: <$t as Resource>::GROUP,
             version: <$t as Resource>::VERSION,
@@ -47,7 +50,7 @@ macro_rules! res {
             short_names: &[$($short),*],
             categories: &[$($cat),*],
             subresources: &[$($sub),*],
-            verbs: ALL_VERBS,
+            verbs: $verbs,
             has_generation: $gen,
             ops: $ops,
         }
@@ -105,6 +108,17 @@ pub static RESOURCES: &[ResourceInfo] = &[
         ops!(batch::v1::Job, "io.k8s.api.batch.v1.Job", defaults::job, validate::job, JOB_COLUMNS, job_cells, update = immutable::job)),
     res!(batch::v1::CronJob, NS, "cronjob", ["cj"], ["all"], ["status"], true,
         ops!(batch::v1::CronJob, "io.k8s.api.batch.v1.CronJob", defaults::cronjob, validate::cronjob, CRONJOB_COLUMNS, cronjob_cells)),
+    // reviews: answered, never stored
+    res!(authentication::v1::SelfSubjectReview, CLUSTER, "selfsubjectreview", [], [], [], false,
+        ops!(authentication::v1::SelfSubjectReview, "io.k8s.api.authentication.v1.SelfSubjectReview"), verbs = CREATE_ONLY),
+    res!(authorization::v1::LocalSubjectAccessReview, NS, "localsubjectaccessreview", [], [], [], false,
+        ops!(authorization::v1::LocalSubjectAccessReview, "io.k8s.api.authorization.v1.LocalSubjectAccessReview"), verbs = CREATE_ONLY),
+    res!(authorization::v1::SelfSubjectAccessReview, CLUSTER, "selfsubjectaccessreview", [], [], [], false,
+        ops!(authorization::v1::SelfSubjectAccessReview, "io.k8s.api.authorization.v1.SelfSubjectAccessReview"), verbs = CREATE_ONLY),
+    res!(authorization::v1::SelfSubjectRulesReview, CLUSTER, "selfsubjectrulesreview", [], [], [], false,
+        ops!(authorization::v1::SelfSubjectRulesReview, "io.k8s.api.authorization.v1.SelfSubjectRulesReview"), verbs = CREATE_ONLY),
+    res!(authorization::v1::SubjectAccessReview, CLUSTER, "subjectaccessreview", [], [], [], false,
+        ops!(authorization::v1::SubjectAccessReview, "io.k8s.api.authorization.v1.SubjectAccessReview"), verbs = CREATE_ONLY),
     // other groups
     res!(coordination::v1::Lease, NS, "lease", [], [], [], false, ops!(coordination::v1::Lease, "io.k8s.api.coordination.v1.Lease")),
     res!(discovery::v1::EndpointSlice, NS, "endpointslice", [], [], [], false, ops!(discovery::v1::EndpointSlice, "io.k8s.api.discovery.v1.EndpointSlice")),
@@ -115,9 +129,9 @@ pub static RESOURCES: &[ResourceInfo] = &[
     res!(networking::v1::NetworkPolicy, NS, "networkpolicy", ["netpol"], [], [], true, ops!(networking::v1::NetworkPolicy, "io.k8s.api.networking.v1.NetworkPolicy")),
     res!(policy::v1::PodDisruptionBudget, NS, "poddisruptionbudget", ["pdb"], [], ["status"], true, ops!(policy::v1::PodDisruptionBudget, "io.k8s.api.policy.v1.PodDisruptionBudget")),
     res!(rbac::v1::Role, NS, "role", [], [], [], false, ops!(rbac::v1::Role, "io.k8s.api.rbac.v1.Role", no_defaults, validate::role)),
-    res!(rbac::v1::RoleBinding, NS, "rolebinding", [], [], [], false, ops!(rbac::v1::RoleBinding, "io.k8s.api.rbac.v1.RoleBinding", no_defaults, validate::binding)),
+    res!(rbac::v1::RoleBinding, NS, "rolebinding", [], [], [], false, ops!(rbac::v1::RoleBinding, "io.k8s.api.rbac.v1.RoleBinding", no_defaults, validate::binding, &[], no_cells, update = immutable::role_ref)),
     res!(rbac::v1::ClusterRole, CLUSTER, "clusterrole", [], [], [], false, ops!(rbac::v1::ClusterRole, "io.k8s.api.rbac.v1.ClusterRole", no_defaults, validate::role)),
-    res!(rbac::v1::ClusterRoleBinding, CLUSTER, "clusterrolebinding", [], [], [], false, ops!(rbac::v1::ClusterRoleBinding, "io.k8s.api.rbac.v1.ClusterRoleBinding", no_defaults, validate::binding)),
+    res!(rbac::v1::ClusterRoleBinding, CLUSTER, "clusterrolebinding", [], [], [], false, ops!(rbac::v1::ClusterRoleBinding, "io.k8s.api.rbac.v1.ClusterRoleBinding", no_defaults, validate::binding, &[], no_cells, update = immutable::role_ref)),
     res!(scheduling::v1::PriorityClass, CLUSTER, "priorityclass", ["pc"], [], [], false, ops!(scheduling::v1::PriorityClass, "io.k8s.api.scheduling.v1.PriorityClass", defaults::priority_class, no_validation)),
     res!(storage::v1::StorageClass, CLUSTER, "storageclass", ["sc"], [], [], false, ops!(storage::v1::StorageClass, "io.k8s.api.storage.v1.StorageClass")),
     res!(storage::v1::CSIDriver, CLUSTER, "csidriver", [], [], [], false, ops!(storage::v1::CSIDriver, "io.k8s.api.storage.v1.CSIDriver")),

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod ports;
+pub mod user_cert;
 
 pub use ports::free_port;
 
@@ -191,6 +192,26 @@ impl TestServer {
     /// A kube-rs client authenticated as the admin (client certificate, system:masters).
     pub fn client(&self) -> Client {
         self.client.clone().expect("the server is not running")
+    }
+
+    /// A kubeconfig (written beside the admin's) for `user` in `groups`: a client certificate
+    /// with that common name and organizations, signed by the server's CA.
+    pub fn kubeconfig_for(&self, user: &str, groups: &[&str]) -> PathBuf {
+        let path = self.dir.path().join(format!("{}.kubeconfig", user.replace(':', "_")));
+        user_cert::write_kubeconfig(&self.kubeconfig_path(), &self.data_dir().join("pki"), user, groups, &path);
+        path
+    }
+
+    /// A kube-rs client for a kubeconfig written by [`TestServer::kubeconfig_for`].
+    pub async fn client_for(&self, kubeconfig: &Path) -> Client {
+        client_from(kubeconfig, false).await.expect("client")
+    }
+
+    /// kubectl with another kubeconfig (e.g. one from [`TestServer::kubeconfig_for`]).
+    pub fn kubectl_as(&self, kubeconfig: &Path, args: &[&str]) -> Output {
+        let mut cmd = self.kubectl_command(&[]);
+        cmd.arg("--kubeconfig").arg(kubeconfig).args(args);
+        cmd.output().expect("run kubectl")
     }
 
     /// A kube-rs client that trusts the CA but presents no certificate.

@@ -36,6 +36,17 @@ pub fn service(old: &Value, new: &mut Value) -> Vec<Cause> {
     out
 }
 
+/// Bindings: the role they refer to is fixed at creation (delete and recreate to change it).
+pub fn role_ref(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let (was, now) = (&old["roleRef"], &new["roleRef"]);
+    if was == now {
+        return Vec::new();
+    }
+    let s = |k: &str| now[k].as_str().unwrap_or_default().to_string();
+    let shown = format!("rbac.RoleRef{{APIGroup:{:?}, Kind:{:?}, Name:{:?}}}", s("apiGroup"), s("kind"), s("name"));
+    vec![Cause::new("FieldValueInvalid", "roleRef", format!("Invalid value: {shown}: cannot change roleRef"))]
+}
+
 /// Workloads (`apps/v1`): the selector is fixed at creation.
 pub fn workload(old: &Value, new: &mut Value) -> Vec<Cause> {
     let mut out = Vec::new();

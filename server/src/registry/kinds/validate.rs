@@ -147,28 +147,117 @@ pub fn secret(obj: &Value) -> Vec<Cause> {
     data_keys(obj, &["data", "stringData"])
 }
 
+/// Roles and ClusterRoles: every rule names verbs, and either resources in API groups or (for
+/// ClusterRoles only) non-resource URLs, never both.
 pub fn role(obj: &Value) -> Vec<Cause> {
-    obj["rules"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .filter(|(_, r)| r["verbs"].as_array().is_none_or(|v| v.is_empty()))
-        .map(|(i, _)| Cause::required(format!("rules[{i}].verbs")))
-        .collect()
+    let namespaced = obj["kind"] == "Role";
+    let mut out = Vec::new();
+    let present = |v: &Value| v.as_array().is_some_and(|a| !a.is_empty());
+    for (i, r) in obj["rules"].as_array().into_iter().flatten().enumerate() {
+        let at = |f: &str| format!("rules[{i}].{f}");
+        if !present(&r["verbs"]) {
+            out.push(Cause::new("FieldValueRequired", at("verbs"), "Required value: verbs must contain at least one value"));
+        }
+        if present(&r["nonResourceURLs"]) {
+            let urls = go_list(&r["nonResourceURLs"]);
+            if namespaced {
+                out.push(Cause::new("FieldValueInvalid", at("nonResourceURLs"), format!("Invalid value: {urls}: namespaced rules cannot apply to non-resource URLs")));
+            }
+            if present(&r["apiGroups"]) || present(&r["resources"]) {
+                out.push(Cause::new("FieldValueInvalid", at("nonResourceURLs"), format!("Invalid value: {urls}: rules cannot apply to both regular resources and non-resource URLs")));
+            }
+            continue;
+        }
+        if !present(&r["apiGroups"]) {
+            out.push(Cause::new("FieldValueRequired", at("apiGroups"), "Required value: resource rules must supply at least one api group"));
+        }
+        if !present(&r["resources"]) {
+            out.push(Cause::new("FieldValueRequired", at("resources"), "Required value: resource rules must supply at least one resource"));
+        }
+    }
+    out
 }
 
+/// A list as Go's `%v` prints a string slice: `[a b]`.
+fn go_list(v: &Value) -> String {
+    let items: Vec<&str> = v.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    format!("[{}]", items.join(" "))
+}
+
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
+    let list: Vec<String> = supported.iter().map(|s| format!("\"{s}\"")).collect();
+    Cause::new("FieldValueNotSupported", field, format!("Unsupported value: \"{value}\": supported values: {}", list.join(", ")))
+}
+
+/// RoleBindings and ClusterRoleBindings: a role reference of the RBAC group (a ClusterRoleBinding
+/// only to a ClusterRole) and well-formed subjects.
 pub fn binding(obj: &Value) -> Vec<Cause> {
-    if obj["roleRef"]["name"].as_str().is_none_or(str::is_empty) {
-        return vec![Cause::required("roleRef.name")];
+    let cluster = obj["kind"] == "ClusterRoleBinding";
+    let mut out = Vec::new();
+    let str_at = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+    let role_ref = &obj["roleRef"];
+    let group = str_at(role_ref, "apiGroup");
+    if group != RBAC_GROUP {
+        out.push(unsupported("roleRef.apiGroup".into(), &group, &[RBAC_GROUP]));
     }
-    Vec::new()
+    let kind = str_at(role_ref, "kind");
+    let kinds: &[&str] = if cluster { &["ClusterRole"] } else { &["Role", "ClusterRole"] };
+    if !kinds.contains(&kind.as_str()) {
+        out.push(unsupported("roleRef.kind".into(), &kind, kinds));
+    }
+    let name = str_at(role_ref, "name");
+    if name.is_empty() {
+        out.push(Cause::required("roleRef.name"));
+    } else if name.contains('/') || name.contains('%') || name == "." || name == ".." {
+        out.push(Cause::invalid("roleRef.name", &name, "may not contain '/' or '%', and may not be '.' or '..'"));
+    }
+    for (i, s) in obj["subjects"].as_array().into_iter().flatten().enumerate() {
+        let at = |f: &str| format!("subjects[{i}].{f}");
+        if str_at(s, "name").is_empty() {
+            out.push(Cause::required(at("name")));
+        }
+        let group = str_at(s, "apiGroup");
+        match str_at(s, "kind").as_str() {
+            "ServiceAccount" => {
+                if !group.is_empty() {
+                    out.push(unsupported(at("apiGroup"), &group, &[""]));
+                }
+                if cluster && str_at(s, "namespace").is_empty() {
+                    out.push(Cause::required(at("namespace")));
+                }
+            }
+            "User" | "Group" => {
+                if group != RBAC_GROUP {
+                    out.push(unsupported(at("apiGroup"), &group, &[RBAC_GROUP]));
+                }
+            }
+            other => out.push(unsupported(at("kind"), other, &["ServiceAccount", "User", "Group"])),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn rbac_objects() {
+        let role = json!({"kind": "Role", "rules": [{"verbs": ["get"], "nonResourceURLs": ["/x"]}, {"verbs": []}]});
+        let fields: Vec<String> = super::role(&role).into_iter().map(|c| c.field).collect();
+        assert_eq!(fields, ["rules[0].nonResourceURLs", "rules[1].verbs", "rules[1].apiGroups", "rules[1].resources"]);
+        let cluster_role = json!({"kind": "ClusterRole", "rules": [{"verbs": ["get"], "nonResourceURLs": ["/x"]}]});
+        assert!(super::role(&cluster_role).is_empty());
+        let b = json!({"kind": "ClusterRoleBinding", "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+            "subjects": [{"kind": "ServiceAccount", "name": "sa"}, {"kind": "User", "name": "u"}, {"kind": "Robot", "name": "r"}]});
+        let causes = binding(&b);
+        let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, ["roleRef.kind", "subjects[0].namespace", "subjects[1].apiGroup", "subjects[2].kind"]);
+        assert_eq!(causes[0].message, "Unsupported value: \"Role\": supported values: \"ClusterRole\"");
+    }
 
     #[test]
     fn pods_need_containers() {

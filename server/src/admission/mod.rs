@@ -1,0 +1,90 @@
+//! The admission stage: after a handler has decoded, defaulted and validated an object and
+//! before it is stored (dry-run included), mutating plugins may change it, then validating
+//! plugins may refuse it. Deletions are admitted too, with the stored object as `old`.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::error::ApiResult;
+use crate::request::ResourceRequest;
+
+/// What a write does to the object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+}
+
+impl Operation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
+}
+
+/// One write as admission sees it.
+pub struct Request<'a> {
+    pub req: &'a ResourceRequest,
+    pub operation: Operation,
+    /// The object to store (none for a deletion).
+    pub object: Option<&'a Value>,
+    /// The stored object (none for a creation).
+    pub old: Option<&'a Value>,
+    pub dry_run: bool,
+}
+
+/// A plugin that may change the object before validation.
+#[async_trait::async_trait]
+pub trait Mutating: Send + Sync {
+    fn name(&self) -> &'static str;
+    async fn admit(&self, request: &Request<'_>, object: &mut Value) -> ApiResult<()>;
+}
+
+/// A plugin that may refuse a write.
+#[async_trait::async_trait]
+pub trait Validating: Send + Sync {
+    fn name(&self) -> &'static str;
+    async fn validate(&self, request: &Request<'_>) -> ApiResult<()>;
+}
+
+/// The configured plugins, in order.
+#[derive(Clone, Default)]
+pub struct Admission {
+    mutating: Arc<Vec<Arc<dyn Mutating>>>,
+    validating: Arc<Vec<Arc<dyn Validating>>>,
+}
+
+impl Admission {
+    pub fn new(mutating: Vec<Arc<dyn Mutating>>, validating: Vec<Arc<dyn Validating>>) -> Admission {
+        Admission { mutating: Arc::new(mutating), validating: Arc::new(validating) }
+    }
+
+    /// Runs every mutating plugin on `object` (absent for a deletion), then every validating
+    /// plugin on the result; the first refusal is the answer.
+    pub async fn admit(
+        &self,
+        req: &ResourceRequest,
+        operation: Operation,
+        object: Option<&mut Value>,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> ApiResult<()> {
+        let mut object = object;
+        for m in self.mutating.iter() {
+            if let Some(obj) = object.as_deref_mut() {
+                let view = Request { req, operation, object: None, old, dry_run };
+                m.admit(&view, obj).await?;
+            }
+        }
+        let request = Request { req, operation, object: object.as_deref(), old, dry_run };
+        for v in self.validating.iter() {
+            v.validate(&request).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,22 @@
+//! Access control: who a request acts as ([`user`]), what it does ([`attributes`]), acting as
+//! someone else ([`impersonation`]), whether it may ([`authz`]), and the RBAC objects behind
+//! the default mode ([`rbac`]).
+
+pub mod attributes;
+pub mod authz;
+pub mod impersonation;
+pub mod rbac;
+pub mod user;
+
+use std::sync::Arc;
+
+pub use attributes::Attributes;
+pub use user::UserInfo;
+
+/// What the request chain and admission consult: the authorizer chain and this replica's RBAC
+/// index.
+#[derive(Clone)]
+pub struct Auth {
+    pub chain: authz::Chain,
+    pub rbac: Arc<rbac::RbacIndex>,
+}

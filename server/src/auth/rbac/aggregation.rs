@@ -1,0 +1,135 @@
+//! The ClusterRole aggregation controller: a ClusterRole with an `aggregationRule` gets the
+//! rules of every ClusterRole its selectors match (in name order, without repeats), kept up to
+//! date as labelled roles come, change or go. Runs on the Raft leader only, driven by its watch
+//! of ClusterRoles.
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use crate::context::Ctx;
+use crate::controllers::request;
+use crate::error::{ApiError, ApiResult};
+use crate::handlers::{self, FieldValidation};
+use crate::registry;
+use crate::request::Verb;
+
+const PREFIX: &str = "/registry/rbac.authorization.k8s.io/clusterroles/";
+
+/// Whether a `metav1.LabelSelector` object matches `labels` (an empty selector matches all).
+pub fn selector_matches(selector: &Value, labels: Option<&Map<String, Value>>) -> bool {
+    let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    let labels_ok = selector["matchLabels"].as_object().into_iter().flatten().all(|(k, v)| label(k) == v.as_str());
+    let exprs_ok = selector["matchExpressions"].as_array().into_iter().flatten().all(|e| {
+        let key = e["key"].as_str().unwrap_or_default();
+        let values: Vec<&str> = e["values"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        match e["operator"].as_str().unwrap_or_default() {
+            "In" => label(key).is_some_and(|v| values.contains(&v)),
+            "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
+            "Exists" => label(key).is_some(),
+            "DoesNotExist" => label(key).is_none(),
+            _ => false,
+        }
+    });
+    labels_ok && exprs_ok
+}
+
+/// The rules an aggregated role should have, given every ClusterRole (sorted by name).
+pub fn aggregated_rules(role: &Value, all: &[Value]) -> Vec<Value> {
+    let selectors = role["aggregationRule"]["clusterRoleSelectors"].as_array().cloned().unwrap_or_default();
+    let name = &role["metadata"]["name"];
+    let mut rules: Vec<Value> = Vec::new();
+    for other in all.iter().filter(|o| &o["metadata"]["name"] != name) {
+        let labels = other["metadata"]["labels"].as_object();
+        if selectors.iter().any(|s| selector_matches(s, labels)) {
+            for r in other["rules"].as_array().into_iter().flatten() {
+                if !rules.contains(r) {
+                    rules.push(r.clone());
+                }
+            }
+        }
+    }
+    rules
+}
+
+/// Brings every aggregated ClusterRole up to date with the roles its selectors match.
+async fn sync(ctx: &Ctx) -> ApiResult<()> {
+    let info = registry::lookup("rbac.authorization.k8s.io", "v1", "clusterroles").expect("clusterroles are served");
+    let listed = ctx.store.cache().list(PREFIX, None, None, None, &|_| true)?;
+    let all: Vec<Value> = listed.items.iter().map(handlers::parse).collect::<ApiResult<_>>()?;
+    for role in all.iter().filter(|r| r["aggregationRule"].is_object()) {
+        let want = aggregated_rules(role, &all);
+        if role["rules"].as_array().map(Vec::as_slice).unwrap_or_default() == want.as_slice() {
+            continue;
+        }
+        let name = role["metadata"]["name"].as_str().unwrap_or_default();
+        let set = |current: &Value| -> ApiResult<Value> {
+            let mut next = current.clone();
+            next["rules"] = json!(aggregated_rules(current, &all));
+            Ok(next)
+        };
+        match handlers::update_object(ctx, &request(info, None, name, Verb::Update), FieldValidation::Ignore, set).await {
+            Ok(()) | Err(ApiError::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Runs for the life of the node: whenever it leads, syncs once and then after every change to
+/// a ClusterRole (changes that arrive together are handled in one pass).
+pub async fn run(ctx: Ctx) {
+    loop {
+        while !ctx.store.is_leader() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let cache = ctx.store.cache().clone();
+        let mut watcher = match cache.watch(PREFIX, cache.applied()) {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!(error = %e, "aggregation controller could not watch cluster roles");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        if let Err(e) = sync(&ctx).await {
+            tracing::warn!(error = %e, "cluster role aggregation failed");
+        }
+        while ctx.store.is_leader() {
+            match tokio::time::timeout(Duration::from_secs(1), watcher.next()).await {
+                Err(_) => continue,
+                Ok(Err(_)) => break,
+                Ok(Ok(_)) => {
+                    // Let the rest of a burst arrive, then sync once.
+                    while let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(50), watcher.next()).await {}
+                    if let Err(e) = sync(&ctx).await {
+                        tracing::warn!(error = %e, "cluster role aggregation failed");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_come_from_matching_roles_in_order() {
+        let role = |name: &str, labels: Value, rules: Value| json!({"metadata": {"name": name, "labels": labels}, "rules": rules});
+        let r = |v: &str| json!({"verbs": [v], "apiGroups": [""], "resources": ["pods"]});
+        let admin = json!({"metadata": {"name": "admin"}, "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"agg": "true"}}]}});
+        let all = vec![
+            admin.clone(),
+            role("a", json!({"agg": "true"}), json!([r("get"), r("list")])),
+            role("b", json!({"agg": "false"}), json!([r("delete")])),
+            role("c", json!({"agg": "true"}), json!([r("list"), r("watch")])),
+        ];
+        assert_eq!(aggregated_rules(&admin, &all), vec![r("get"), r("list"), r("watch")]);
+        let expr = json!({"matchExpressions": [{"key": "agg", "operator": "In", "values": ["false"]}]});
+        assert!(selector_matches(&expr, all[2]["metadata"]["labels"].as_object()));
+        assert!(!selector_matches(&expr, all[1]["metadata"]["labels"].as_object()));
+        assert!(selector_matches(&json!({}), None));
+    }
+}

@@ -1,0 +1,30 @@
+//! Kubeconfigs for users other than the admin: a client certificate for a user name and groups,
+//! signed by the server's CA, in a copy of the admin kubeconfig. Shared by the tests and the
+//! benchmarks.
+
+use std::path::Path;
+
+use base64::Engine;
+
+/// Writes to `out` the admin kubeconfig at `admin` with its credentials replaced by a client
+/// certificate for `user` in `groups`, issued with the CA in `pki` (`ca.crt`, `ca.key`).
+pub fn write_kubeconfig(admin: &Path, pki: &Path, user: &str, groups: &[&str], out: &Path) {
+    let read = |name: &str| std::fs::read_to_string(pki.join(name)).expect("the server's CA");
+    let ca_key = rcgen::KeyPair::from_pem(&read("ca.key")).expect("CA key");
+    let issuer = rcgen::Issuer::from_ca_cert_pem(&read("ca.crt"), ca_key).expect("CA certificate");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("certificate parameters");
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params.distinguished_name.push(rcgen::DnType::CommonName, user);
+    for g in groups {
+        params.distinguished_name.push(rcgen::DnType::OrganizationName, *g);
+    }
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = params.signed_by(&key, &issuer).expect("signing");
+    let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+    let mut config: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(admin).expect("admin kubeconfig")).unwrap();
+    let auth = &mut config["users"][0]["user"];
+    auth["client-certificate-data"] = b64(&cert.pem()).into();
+    auth["client-key-data"] = b64(&key.serialize_pem()).into();
+    std::fs::write(out, serde_yaml::to_string(&config).unwrap()).expect("write kubeconfig");
+}
