@@ -86,7 +86,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     let settings = Settings { address: address.clone(), ..Default::default() };
     let metrics = Arc::new(Metrics::default());
-    let chain = authz::build(&args.authorization_mode, &rbac, &metrics)?;
+    let chain = authz::build(&args, &rbac, &metrics)?;
     let auth = Auth { chain, rbac };
     let admission = Admission::new(Vec::new(), vec![Arc::new(Escalation { auth: auth.clone() })]);
     let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, auth, admission };

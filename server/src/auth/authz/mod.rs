@@ -13,6 +13,7 @@ use super::attributes::Attributes;
 use super::rbac::rules::Rule;
 use super::rbac::RbacIndex;
 use super::user::{UserInfo, PRIVILEGED_GROUP};
+use crate::cli::Args;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 
@@ -147,11 +148,12 @@ impl Chain {
     }
 }
 
-/// The chain `--authorization-mode` names (a comma list, order significant).
-pub fn build(modes: &str, rbac: &Arc<RbacIndex>, metrics: &Arc<Metrics>) -> anyhow::Result<Chain> {
+/// The chain `--authorization-mode` names (a comma list, order significant), with each mode's
+/// own flags.
+pub fn build(args: &Args, rbac: &Arc<RbacIndex>, metrics: &Arc<Metrics>) -> anyhow::Result<Chain> {
     let mut authorizers: Vec<Arc<dyn Authorizer>> = Vec::new();
     let mut seen = Vec::new();
-    for mode in modes.split(',').map(str::trim).filter(|m| !m.is_empty()) {
+    for mode in args.authorization_mode.split(',').map(str::trim).filter(|m| !m.is_empty()) {
         if seen.contains(&mode) {
             anyhow::bail!("--authorization-mode: {mode:?} is listed more than once");
         }
