@@ -73,8 +73,8 @@ pub struct Args {
     #[arg(long)]
     pub listen_peer_address: Option<String>,
 
-    /// Authorizers to ask, in order (comma list): AlwaysAllow, AlwaysDeny, RBAC.
-    #[arg(long, default_value = "RBAC")]
+    /// Authorizers to ask, in order (comma list): AlwaysAllow, AlwaysDeny, Node, RBAC.
+    #[arg(long, default_value = "Node,RBAC")]
     pub authorization_mode: String,
 }
 

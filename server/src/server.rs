@@ -7,8 +7,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use raft_store::{CacheOptions, Observers, PeerTls, Store, StoreOptions};
 
+use crate::admission::node_restriction::NodeRestriction;
 use crate::admission::Admission;
 use crate::auth::authz;
+use crate::auth::node::NodeGraph;
 use crate::auth::rbac::escalation::Escalation;
 use crate::auth::rbac::RbacIndex;
 use crate::auth::Auth;
@@ -53,6 +55,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     // Derived state the apply path keeps on every replica.
     let rbac = RbacIndex::new();
+    let nodes = Arc::new(NodeGraph::default());
     let peer_tls = pki.peer.clone().map(|(cert_pem, key_pem)| PeerTls { ca_pem: pki.ca_pem.clone(), cert_pem, key_pem });
     let store = Store::open(
         &args.data_dir,
@@ -64,7 +67,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             snapshot_every: args.snapshot_count,
             peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
-            observers: Observers(vec![rbac.clone()]),
+            observers: Observers(vec![rbac.clone(), nodes.clone()]),
         },
     )
     .await
@@ -86,9 +89,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     let settings = Settings { address: address.clone(), ..Default::default() };
     let metrics = Arc::new(Metrics::default());
-    let chain = authz::build(&args, &rbac, &metrics)?;
+    let chain = authz::build(&args, &rbac, &nodes, &metrics)?;
     let auth = Auth { chain, rbac };
-    let admission = Admission::new(Vec::new(), vec![Arc::new(Escalation { auth: auth.clone() })]);
+    let admission = Admission::new(Vec::new(), vec![Arc::new(NodeRestriction { store: store.clone() }), Arc::new(Escalation { auth: auth.clone() })]);
     let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, auth, admission };
 
     let kubeconfig = args.data_dir.join("admin.kubeconfig");

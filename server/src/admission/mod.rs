@@ -2,6 +2,8 @@
 //! before it is stored (dry-run included), mutating plugins may change it, then validating
 //! plugins may refuse it. Deletions are admitted too, with the stored object as `old`.
 
+pub mod node_restriction;
+
 use std::sync::Arc;
 
 use serde_json::Value;

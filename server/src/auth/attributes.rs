@@ -108,6 +108,11 @@ impl Attributes {
         attrs
     }
 
+    /// Whether the request's field selector requires `field` to equal `value`.
+    pub fn field_requires(&self, field: &str, value: &str) -> bool {
+        self.field_selector.as_deref().and_then(|s| required_value(s, field)) == Some(value)
+    }
+
     /// `resource/subresource`, or the resource alone.
     pub fn combined_resource(&self) -> String {
         if self.subresource.is_empty() {
@@ -127,14 +132,18 @@ fn watch_requested(params: &Params) -> bool {
     }
 }
 
+/// The value a field selector requires `field` to equal (`field=x` or `field==x`).
+fn required_value<'a>(selector: &'a str, field: &str) -> Option<&'a str> {
+    selector.split(',').find_map(|term| {
+        let (f, value) = term.split_once("==").or_else(|| term.split_once('=')).filter(|(f, _)| !f.ends_with('!'))?;
+        (f.trim() == field).then(|| value.trim())
+    })
+}
+
 /// The name a field selector requires exactly (`metadata.name=x` or `metadata.name==x`), when
 /// it is a valid path segment.
 fn exact_name(selector: &str) -> Option<String> {
-    selector.split(',').find_map(|term| {
-        let (field, value) = term.split_once("==").or_else(|| term.split_once('=')).filter(|(f, _)| !f.ends_with('!'))?;
-        let value = value.trim();
-        (field.trim() == "metadata.name" && valid_path_segment(value)).then(|| value.to_string())
-    })
+    required_value(selector, "metadata.name").filter(|v| valid_path_segment(v)).map(str::to_string)
 }
 
 fn valid_path_segment(name: &str) -> bool {

@@ -1,10 +1,11 @@
 //! Access control: who a request acts as ([`user`]), what it does ([`attributes`]), acting as
-//! someone else ([`impersonation`]), whether it may ([`authz`]), and the RBAC objects behind
-//! the default mode ([`rbac`]).
+//! someone else ([`impersonation`]), whether it may ([`authz`]), the RBAC objects behind the
+//! default mode ([`rbac`]) and what kubelets may reach ([`node`]).
 
 pub mod attributes;
 pub mod authz;
 pub mod impersonation;
+pub mod node;
 pub mod rbac;
 pub mod user;
 

@@ -8,7 +8,10 @@ use base64::Engine;
 
 /// Writes to `out` the admin kubeconfig at `admin` with its credentials replaced by a client
 /// certificate for `user` in `groups`, issued with the CA in `pki` (`ca.crt`, `ca.key`).
+/// The certificate library writes one organization per subject, so at most one group; tests
+/// that need more impersonate them.
 pub fn write_kubeconfig(admin: &Path, pki: &Path, user: &str, groups: &[&str], out: &Path) {
+    assert!(groups.len() <= 1, "a client certificate here carries at most one group (O); impersonate more");
     let read = |name: &str| std::fs::read_to_string(pki.join(name)).expect("the server's CA");
     let ca_key = rcgen::KeyPair::from_pem(&read("ca.key")).expect("CA key");
     let issuer = rcgen::Issuer::from_ca_cert_pem(&read("ca.crt"), ca_key).expect("CA certificate");

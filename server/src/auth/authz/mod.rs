@@ -3,6 +3,7 @@
 //! `system:masters` are allowed before any authorizer is asked.
 
 mod always;
+mod node;
 pub mod rbac;
 
 pub use always::{AlwaysAllow, AlwaysDeny};
@@ -10,6 +11,8 @@ pub use always::{AlwaysAllow, AlwaysDeny};
 use std::sync::Arc;
 
 use super::attributes::Attributes;
+use super::node::NodeGraph;
+use super::rbac::policy;
 use super::rbac::rules::Rule;
 use super::rbac::RbacIndex;
 use super::user::{UserInfo, PRIVILEGED_GROUP};
@@ -150,7 +153,7 @@ impl Chain {
 
 /// The chain `--authorization-mode` names (a comma list, order significant), with each mode's
 /// own flags.
-pub fn build(args: &Args, rbac: &Arc<RbacIndex>, metrics: &Arc<Metrics>) -> anyhow::Result<Chain> {
+pub fn build(args: &Args, rbac: &Arc<RbacIndex>, nodes: &Arc<NodeGraph>, metrics: &Arc<Metrics>) -> anyhow::Result<Chain> {
     let mut authorizers: Vec<Arc<dyn Authorizer>> = Vec::new();
     let mut seen = Vec::new();
     for mode in args.authorization_mode.split(',').map(str::trim).filter(|m| !m.is_empty()) {
@@ -162,7 +165,8 @@ pub fn build(args: &Args, rbac: &Arc<RbacIndex>, metrics: &Arc<Metrics>) -> anyh
             "AlwaysAllow" => Arc::new(AlwaysAllow),
             "AlwaysDeny" => Arc::new(AlwaysDeny),
             "RBAC" => Arc::new(rbac::Rbac::new(rbac.clone())),
-            other => anyhow::bail!("--authorization-mode: unknown authorization mode {other:?} (supported: AlwaysAllow, AlwaysDeny, RBAC)"),
+            "Node" => Arc::new(node::Node::new(nodes.clone(), policy::cluster_role_rules("system:node"))),
+            other => anyhow::bail!("--authorization-mode: unknown authorization mode {other:?} (supported: AlwaysAllow, AlwaysDeny, Node, RBAC)"),
         });
     }
     if authorizers.is_empty() {

@@ -30,6 +30,15 @@ pub fn objects() -> &'static [Value] {
     })
 }
 
+/// The rules of one default ClusterRole (empty when the policy has no such role).
+pub fn cluster_role_rules(name: &str) -> Vec<Rule> {
+    objects()
+        .iter()
+        .find(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == name)
+        .and_then(|o| serde_json::from_value(o["rules"].clone()).ok())
+        .unwrap_or_default()
+}
+
 /// What reconciling one existing object against its default calls for.
 #[derive(Debug, PartialEq)]
 pub enum Reconciled {
