@@ -113,6 +113,12 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         Strm: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + OptionalSend,
     {
         let entries: Vec<EntryResponder<TypeConfig>> = entries.try_collect().await?;
+        // Fault injection: `apply-delay=return(MS)` holds this replica's apply back by MS per
+        // batch, so that tests can make a follower lag behind the commit.
+        #[cfg(feature = "failpoints")]
+        if let Some(ms) = fail::eval("apply-delay", |arg| arg.and_then(|a| a.parse::<u64>().ok())).flatten() {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
         let mut replies = Vec::with_capacity(entries.len());
         {
             let mut applied = self.applied.lock().unwrap();

@@ -4,6 +4,7 @@
 // Every test crate includes this module and uses a different part of it.
 #![allow(dead_code)]
 
+pub mod failpoints;
 pub mod ports;
 pub mod user_cert;
 
@@ -24,6 +25,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One running `apiserver` process with its own data directory; killed when dropped.
 pub struct TestServer {
+    binary: PathBuf,
     dir: tempfile::TempDir,
     port: u16,
     args: Vec<String>,
@@ -82,12 +84,19 @@ impl TestServer {
     /// A server not started yet, with extra flags.
     pub fn new(args: &[&str]) -> TestServer {
         TestServer {
+            binary: PathBuf::from(env!("CARGO_BIN_EXE_apiserver")),
             dir: tempfile::tempdir().expect("tempdir"),
             port: free_port(),
             args: args.iter().map(|a| a.to_string()).collect(),
             child: None,
             client: None,
         }
+    }
+
+    /// The same server run from another build of the binary (e.g. [`failpoints::apiserver`]).
+    pub fn with_binary(mut self, binary: PathBuf) -> TestServer {
+        self.binary = binary;
+        self
     }
 
     /// Starts a server with extra flags, e.g. `["--history-retention", "2s"]`.
@@ -117,7 +126,7 @@ impl TestServer {
         let log = |name: &str| {
             std::fs::OpenOptions::new().create(true).append(true).open(self.dir.path().join(name)).unwrap()
         };
-        let child = Command::new(env!("CARGO_BIN_EXE_apiserver"))
+        let child = Command::new(&self.binary)
             .arg("--data-dir")
             .arg(self.data_dir())
             .args(["--secure-port", &self.port.to_string(), "--bind-address", "127.0.0.1"])
