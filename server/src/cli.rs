@@ -73,9 +73,35 @@ pub struct Args {
     #[arg(long)]
     pub listen_peer_address: Option<String>,
 
-    /// Authorizers to ask, in order (comma list): AlwaysAllow, AlwaysDeny, Node, RBAC.
-    #[arg(long, default_value = "Node,RBAC")]
-    pub authorization_mode: String,
+    /// Authorizers to ask, in order (comma list): AlwaysAllow, AlwaysDeny, ABAC, Node, RBAC,
+    /// Webhook. Node,RBAC when neither this nor --authorization-config is given.
+    #[arg(long)]
+    pub authorization_mode: Option<String>,
+
+    /// The ABAC mode's policy file: one JSON policy per line.
+    #[arg(long)]
+    pub authorization_policy_file: Option<PathBuf>,
+
+    /// The Webhook mode's kubeconfig: where the webhook is and how to reach it.
+    #[arg(long)]
+    pub authorization_webhook_config_file: Option<PathBuf>,
+
+    /// The SubjectAccessReview version the Webhook mode sends (v1 or v1beta1; v1beta1 when unset).
+    #[arg(long)]
+    pub authorization_webhook_version: Option<String>,
+
+    /// How long the Webhook mode keeps an "allowed" answer (5m when unset).
+    #[arg(long)]
+    pub authorization_webhook_cache_authorized_ttl: Option<String>,
+
+    /// How long the Webhook mode keeps a refusal (30s when unset).
+    #[arg(long)]
+    pub authorization_webhook_cache_unauthorized_ttl: Option<String>,
+
+    /// An AuthorizationConfiguration file (apiserver.config.k8s.io/v1) describing the chain,
+    /// reloaded when it changes; excludes --authorization-mode and --authorization-webhook-*.
+    #[arg(long)]
+    pub authorization_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]

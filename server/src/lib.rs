@@ -33,3 +33,4 @@ pub mod selector;
 pub mod server;
 pub mod table_form;
 pub mod tls;
+pub mod webhook;

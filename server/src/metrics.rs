@@ -34,9 +34,31 @@ struct Latency {
 struct Counters {
     requests: BTreeMap<(RequestLabels, u16), u64>,
     latency: BTreeMap<RequestLabels, Latency>,
-    /// Terminal authorization decisions by (authorizer type, name, decision).
-    authorization: BTreeMap<(&'static str, String, &'static str), u64>,
+    /// Labelled series named in [`SERIES`], by (name, rendered labels).
+    series: BTreeMap<(&'static str, String), f64>,
 }
+
+/// The labelled series: name, type and help, as kube-apiserver names and describes them.
+const SERIES: &[(&str, &str, &str)] = &[
+    ("apiserver_authorization_decisions_total", "counter", "Total number of terminal decisions made by an authorizer split by authorizer type, name, and decision."),
+    ("apiserver_authorization_webhook_evaluations_total", "counter", "Round-trips to authorization webhooks."),
+    ("apiserver_authorization_webhook_evaluations_fail_open_total", "counter", "NoOpinion results due to webhook timeout or error."),
+    (
+        "apiserver_authorization_match_condition_evaluation_errors_total",
+        "counter",
+        "Total number of errors when an authorization webhook encounters a match condition error split by authorizer type and name.",
+    ),
+    (
+        "apiserver_authorization_config_controller_automatic_reloads_total",
+        "counter",
+        "Total number of automatic reloads of authorization configuration split by status and apiserver identity.",
+    ),
+    (
+        "apiserver_authorization_config_controller_automatic_reload_last_timestamp_seconds",
+        "gauge",
+        "Timestamp of the last automatic reload of authorization configuration split by status and apiserver identity.",
+    ),
+];
 
 /// The server's metrics; one per process.
 #[derive(Default)]
@@ -63,11 +85,44 @@ impl Metrics {
         l.sum += secs;
     }
 
-    /// Counts an authorizer's allow (or deny), as `apiserver_authorization_decisions_total`.
-    pub fn authorization_decision(&self, kind: &'static str, name: &str, allowed: bool) {
+    fn add(&self, name: &'static str, labels: &[(&str, &str)], value: Option<f64>) {
+        let rendered = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect::<Vec<_>>().join(",");
         let mut c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = c.series.entry((name, rendered)).or_default();
+        match value {
+            Some(v) => *entry = v,
+            None => *entry += 1.0,
+        }
+    }
+
+    /// Counts an authorizer's allow (or deny), as `apiserver_authorization_decisions_total`.
+    pub fn authorization_decision(&self, kind: &str, name: &str, allowed: bool) {
         let decision = if allowed { "allowed" } else { "denied" };
-        *c.authorization.entry((kind, name.to_string(), decision)).or_default() += 1;
+        self.add("apiserver_authorization_decisions_total", &[("decision", decision), ("name", name), ("type", kind)], None);
+    }
+
+    /// Counts one call to an authorization webhook (`success`, `error` or `timeout`).
+    pub fn authorization_webhook_evaluation(&self, name: &str, result: &str) {
+        self.add("apiserver_authorization_webhook_evaluations_total", &[("name", name), ("result", result)], None);
+    }
+
+    /// Counts a webhook failure answered with no opinion.
+    pub fn authorization_webhook_fail_open(&self, name: &str, result: &str) {
+        self.add("apiserver_authorization_webhook_evaluations_fail_open_total", &[("name", name), ("result", result)], None);
+    }
+
+    /// Counts a webhook's match conditions failing to evaluate.
+    pub fn authorization_match_condition_error(&self, name: &str) {
+        self.add("apiserver_authorization_match_condition_evaluation_errors_total", &[("name", name), ("type", "Webhook")], None);
+    }
+
+    /// Counts an automatic reload of the authorization configuration and stamps its time.
+    pub fn authorization_config_reload(&self, success: bool, apiserver_id_hash: &str) {
+        let status = if success { "success" } else { "failure" };
+        let labels = [("apiserver_id_hash", apiserver_id_hash), ("status", status)];
+        self.add("apiserver_authorization_config_controller_automatic_reloads_total", &labels, None);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+        self.add("apiserver_authorization_config_controller_automatic_reload_last_timestamp_seconds", &labels, Some(now));
     }
 
     /// The text exposition of every metric, with the Raft state given.
@@ -122,13 +177,22 @@ impl Metrics {
             let _ = writeln!(out, "apiserver_request_duration_seconds_sum{{{base}}} {}", lat.sum);
             let _ = writeln!(out, "apiserver_request_duration_seconds_count{{{base}}} {}", lat.count);
         }
-        let _ = writeln!(out, "# HELP apiserver_authorization_decisions_total Total number of terminal decisions made by an authorizer split by authorizer type, name, and decision.");
-        let _ = writeln!(out, "# TYPE apiserver_authorization_decisions_total counter");
-        for ((kind, name, decision), n) in &c.authorization {
-            let _ = writeln!(out, "apiserver_authorization_decisions_total{{decision=\"{decision}\",name=\"{name}\",type=\"{kind}\"}} {n}");
+        for (name, kind, help) in SERIES {
+            let mut series = c.series.range((*name, String::new())..).take_while(|((n, _), _)| n == name).peekable();
+            if series.peek().is_some() {
+                let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            }
+            for ((_, labels), value) in series {
+                let _ = writeln!(out, "{name}{{{labels}}} {value}");
+            }
         }
         out
     }
+}
+
+/// A label value as the text format quotes it.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 fn labels(l: &RequestLabels) -> String {

@@ -113,6 +113,11 @@ impl Attributes {
         self.field_selector.as_deref().and_then(|s| required_value(s, field)) == Some(value)
     }
 
+    /// Whether the verb only reads (`get`, `list`, `watch`).
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.verb.as_str(), "get" | "list" | "watch")
+    }
+
     /// `resource/subresource`, or the resource alone.
     pub fn combined_resource(&self) -> String {
         if self.subresource.is_empty() {

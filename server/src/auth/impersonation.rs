@@ -195,4 +195,33 @@ mod tests {
         assert_eq!(e.code(), http::StatusCode::BAD_REQUEST);
         assert_eq!(e.to_string(), "requested [{Group  g    }] without impersonating a user");
     }
+
+    proptest::proptest! {
+        /// Any header names and bytes a client sends are parsed (or refused) without a panic.
+        #[test]
+        fn headers_never_panic(
+            pairs in proptest::collection::vec((
+                proptest::prop_oneof![
+                    proptest::strategy::Just("impersonate-user".to_string()),
+                    proptest::strategy::Just("impersonate-group".to_string()),
+                    proptest::strategy::Just("impersonate-uid".to_string()),
+                    "impersonate-extra-[a-z0-9%]{0,12}",
+                ],
+                proptest::collection::vec(proptest::num::u8::ANY, 0..24),
+            ), 0..6)
+        ) {
+            let mut h = HeaderMap::new();
+            for (name, value) in &pairs {
+                if let (Ok(n), Ok(v)) = (http::HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_bytes(value)) {
+                    h.append(n, v);
+                }
+            }
+            let _ = requested(&h);
+        }
+
+        #[test]
+        fn percent_decoding_never_panics(s in "\\PC{0,16}") {
+            let _ = percent_decode(&s);
+        }
+    }
 }

@@ -7,6 +7,7 @@
 pub mod failpoints;
 pub mod ports;
 pub mod user_cert;
+pub mod webhook_server;
 
 pub use ports::free_port;
 
@@ -221,6 +222,17 @@ impl TestServer {
         let mut cmd = self.kubectl_command(&[]);
         cmd.arg("--kubeconfig").arg(kubeconfig).args(args);
         cmd.output().expect("run kubectl")
+    }
+
+    /// A kube-rs client for the admin that impersonates `user` in `groups` (Impersonate-*
+    /// headers, as client-go sends them).
+    pub async fn impersonating_client(&self, user: &str, groups: &[&str]) -> Client {
+        let kc = Kubeconfig::read_from(self.kubeconfig_path()).expect("admin kubeconfig");
+        let mut cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.expect("config");
+        cfg.default_retry = false;
+        cfg.auth_info.impersonate = Some(user.to_string());
+        cfg.auth_info.impersonate_groups = (!groups.is_empty()).then(|| groups.iter().map(|g| g.to_string()).collect());
+        Client::try_from(cfg).expect("client")
     }
 
     /// A kube-rs client that trusts the CA but presents no certificate.

@@ -17,8 +17,8 @@ impl Authorizer for AlwaysAllow {
         "AlwaysAllow"
     }
 
-    async fn authorize(&self, _: &Attributes) -> Result<Verdict, String> {
-        Ok(Verdict::allow(""))
+    async fn authorize(&self, _: &Attributes) -> Verdict {
+        Verdict::allow("")
     }
 
     fn rules_for(&self, _: &UserInfo, _: &str) -> UserRules {
@@ -37,8 +37,8 @@ impl Authorizer for AlwaysDeny {
         "AlwaysDeny"
     }
 
-    async fn authorize(&self, _: &Attributes) -> Result<Verdict, String> {
-        Ok(Verdict::no_opinion("Everything is forbidden."))
+    async fn authorize(&self, _: &Attributes) -> Verdict {
+        Verdict::no_opinion("Everything is forbidden.")
     }
 
     fn rules_for(&self, _: &UserInfo, _: &str) -> UserRules {

@@ -128,10 +128,10 @@ impl Authorizer for Node {
         "Node"
     }
 
-    async fn authorize(&self, a: &Attributes) -> Result<Verdict, String> {
-        let Some(node) = node_name(&a.user) else { return Ok(Verdict::no_opinion("")) };
+    async fn authorize(&self, a: &Attributes) -> Verdict {
+        let Some(node) = node_name(&a.user) else { return Verdict::no_opinion("") };
         if node.is_empty() {
-            return Ok(Verdict::no_opinion(format!("unknown node for user {:?}", a.user.name)));
+            return Verdict::no_opinion(format!("unknown node for user {:?}", a.user.name));
         }
         if a.resource_request {
             let decided = match (a.api_group.as_str(), a.resource.as_str()) {
@@ -148,10 +148,10 @@ impl Authorizer for Node {
                 _ => None,
             };
             if let Some(v) = decided {
-                return Ok(v);
+                return v;
             }
         }
-        Ok(if self.rules.iter().any(|r| r.allows(a)) { Verdict::allow("") } else { Verdict::no_opinion("") })
+        if self.rules.iter().any(|r| r.allows(a)) { Verdict::allow("") } else { Verdict::no_opinion("") }
     }
 
     fn rules_for(&self, user: &UserInfo, _namespace: &str) -> UserRules {

@@ -40,7 +40,7 @@ impl Authorizer for Rbac {
         "RBAC"
     }
 
-    async fn authorize(&self, attrs: &Attributes) -> Result<Verdict, String> {
+    async fn authorize(&self, attrs: &Attributes) -> Verdict {
         let mut allowed_by = None;
         let mut errors = Vec::new();
         self.index.visit(&attrs.user, &attrs.namespace, &mut |binding, rules| match rules {
@@ -55,10 +55,10 @@ impl Authorizer for Rbac {
             }
         });
         if let Some(by) = allowed_by {
-            return Ok(Verdict::allow(format!("RBAC: allowed by {by}")));
+            return Verdict::allow(format!("RBAC: allowed by {by}"));
         }
         let reason = if errors.is_empty() { String::new() } else { format!("RBAC: {}", aggregate(&errors)) };
-        Ok(Verdict::no_opinion(reason))
+        Verdict::no_opinion(reason)
     }
 
     fn rules_for(&self, user: &UserInfo, namespace: &str) -> UserRules {
