@@ -48,6 +48,7 @@ async fn serve(ctx: &Ctx, parts: http::request::Parts, body: bytes::Bytes) -> Re
     let caller = authenticate(&parts).map_err(IntoResponse::into_response)?;
     let path = parts.uri.path().to_string();
     let params = Params::parse(parts.uri.query()).map_err(IntoResponse::into_response)?;
+    let deadline = request_deadline(ctx, &params).map_err(IntoResponse::into_response)?;
     let user = impersonation::impersonate(&ctx.auth.chain, caller, &parts.headers).await.map_err(IntoResponse::into_response)?;
     let attrs = Attributes::of_request(user, &parts.method, &path, &params);
     authorize(ctx, &attrs).await.map_err(IntoResponse::into_response)?;
@@ -57,13 +58,34 @@ async fn serve(ctx: &Ctx, parts: http::request::Parts, body: bytes::Bytes) -> Re
     let started = std::time::Instant::now();
     let labels = request_labels(&parts.method, resource.as_ref());
     let resp = match resource {
-        Some(req) => handlers::serve(ctx, req, params, &parts.headers, body).await,
-        None => route(ctx, &parts.method, &path, &params, &parts.headers, &body).await,
+        Some(req) if req.verb == request::Verb::Watch => handlers::serve(ctx, req, params, &parts.headers, body).await,
+        Some(req) => within(deadline, handlers::serve(ctx, req, params, &parts.headers, body)).await,
+        None => within(deadline, route(ctx, &parts.method, &path, &params, &parts.headers, &body)).await,
     };
     let code = resp.status().as_u16();
     ctx.metrics.observe(labels, code, started.elapsed());
     tracing::debug!(method = %parts.method, %path, code, elapsed_ms = started.elapsed().as_millis() as u64, user = %user.name, "request");
     Ok(resp)
+}
+
+/// How long a request that is not long-running may take: `--request-timeout`, or less when
+/// the `timeout` parameter (a Go duration) asks for less. A `timeout` that does not parse is 400.
+fn request_deadline(ctx: &Ctx, params: &Params) -> Result<Duration, ApiError> {
+    let max = ctx.settings.request_timeout;
+    let Some(value) = params.value("timeout").filter(|v| !v.is_empty()) else { return Ok(max) };
+    // Go accepts negative durations; Kubernetes then keeps the maximum.
+    let asked = crate::go_duration::parse_duration(value.strip_prefix('-').unwrap_or(value))
+        .map_err(|e| ApiError::bad_request(format!("invalid timeout specified in the request URL - {e}")))?;
+    Ok(if value.starts_with('-') || asked.is_zero() { max } else { asked.min(max) })
+}
+
+/// Runs a handler within the request's deadline; past it the answer is Kubernetes' 504 (a write
+/// already proposed may still commit, as the message says).
+async fn within(deadline: Duration, handler: impl std::future::Future<Output = Response>) -> Response {
+    match tokio::time::timeout(deadline, handler).await {
+        Ok(resp) => resp,
+        Err(_) => ApiError::Timeout("Timeout: request did not complete within requested timeout - context deadline exceeded".into()).into_response(),
+    }
 }
 
 /// Longest a refused request waits for this replica to catch up before it is refused.

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use crate::go_duration::parse_duration;
+
 /// A Kubernetes API server whose storage is a Raft log.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "apiserver", version, about)]
@@ -44,6 +46,11 @@ pub struct Args {
     /// Feature gates, `Name=true,Other=false`.
     #[arg(long, default_value = "")]
     pub feature_gates: String,
+
+    /// Longest a request that is not long-running (watches are) may take; a request's own
+    /// `timeout` parameter may only shorten it. Past it the answer is 504.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
 
     /// How long past revisions (watch history, continue tokens, Exact reads) stay readable.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
@@ -156,50 +163,3 @@ pub fn parse_members(s: &str) -> Result<Members, String> {
     Ok(members)
 }
 
-/// Parses durations written as Kubernetes flags write them: `300ms`, `30s`, `5m`, `1h`, `1h30m`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let mut total = Duration::ZERO;
-    let mut num = String::new();
-    let mut chars = s.chars().peekable();
-    if s.is_empty() {
-        return Err("empty duration".into());
-    }
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            num.push(c);
-            continue;
-        }
-        let mut unit = c.to_string();
-        if c == 'm' && chars.peek() == Some(&'s') {
-            unit.push(chars.next().unwrap_or('s'));
-        }
-        let n: f64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
-        let secs = match unit.as_str() {
-            "ms" => n / 1000.0,
-            "s" => n,
-            "m" => n * 60.0,
-            "h" => n * 3600.0,
-            _ => return Err(format!("invalid unit in duration {s:?}")),
-        };
-        total += Duration::from_secs_f64(secs);
-        num.clear();
-    }
-    if !num.is_empty() {
-        return Err(format!("missing unit in duration {s:?}"));
-    }
-    Ok(total)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
-        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert!(parse_duration("5").is_err());
-        assert!(parse_duration("5x").is_err());
-    }
-}

@@ -28,6 +28,8 @@ pub struct Settings {
     pub bookmark_interval: Duration,
     /// Longest a watch stays open when the client sets no timeout.
     pub watch_timeout: Duration,
+    /// Longest any other request may take (`--request-timeout`).
+    pub request_timeout: Duration,
     /// Largest accepted request body.
     pub max_body: usize,
     /// `https://host:port` as clients reach this server.
@@ -54,6 +56,7 @@ impl Default for Settings {
             rv_wait: Duration::from_secs(3),
             bookmark_interval: Duration::from_secs(60),
             watch_timeout: Duration::from_secs(30 * 60),
+            request_timeout: Duration::from_secs(60),
             max_body: 3 * 1024 * 1024,
             address: String::new(),
             bootstrapped: Default::default(),

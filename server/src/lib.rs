@@ -15,6 +15,7 @@ pub mod discovery;
 pub mod error;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
+pub mod go_duration;
 pub mod handlers;
 pub mod health;
 pub mod ipalloc;

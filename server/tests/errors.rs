@@ -173,3 +173,30 @@ async fn version_and_discovery() {
     assert_eq!(deployments.kind, "Deployment");
     assert!(apps_v1.resources.iter().any(|r| r.name == "deployments/scale"));
 }
+
+#[tokio::test]
+async fn request_timeouts_and_strict_field_validation() {
+    let s = TestServer::start().await;
+    // `timeout` is a Go duration; one that does not parse is 400, as in Kubernetes.
+    let body = s.get(&format!("{CMS}?timeout=invalid")).await.expect_status(400, "BadRequest");
+    assert_eq!(body["message"], "invalid timeout specified in the request URL - time: invalid duration \"invalid\"");
+    assert_eq!(s.get(&format!("{CMS}?timeout=10s")).await.status, 200);
+    assert_eq!(s.get(&format!("{CMS}?timeout=-1s")).await.status, 200);
+
+    // Strict validation names every unknown and every repeated field in one message.
+    let deployment = br#"{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "dup", "labels": {"app": "x"}},
+        "spec": {"unknownField": "foo", "replicas": 2, "replicas": 3, "selector": {"matchLabels": {"app": "x"}},
+                 "template": {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}"#;
+    let path = "/apis/apps/v1/namespaces/default/deployments";
+    let body = s
+        .request(with_body("POST", &format!("{path}?fieldValidation=Strict"), "application/json", deployment.to_vec()))
+        .await
+        .expect_status(400, "BadRequest");
+    assert_eq!(body["message"], "strict decoding error: unknown field \"spec.unknownField\", duplicate field \"spec.replicas\"");
+    // Warn (the default) creates the object, with both as warnings.
+    let reply = s.request(with_body("POST", path, "application/json", deployment.to_vec())).await;
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let warnings: Vec<_> = reply.headers.get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect();
+    assert_eq!(warnings, vec![r#"299 - "unknown field \"spec.unknownField\"""#, r#"299 - "duplicate field \"spec.replicas\"""#]);
+    assert_eq!(reply.json()["spec"]["replicas"], 3);
+}

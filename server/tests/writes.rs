@@ -395,3 +395,41 @@ async fn namespace_create_use_and_delete() {
     let err = api_error(cms.create(&PostParams::default(), &configmap("late", &[])).await);
     assert_eq!((err.code, err.reason.as_str()), (404, "NotFound"), "{err:?}");
 }
+
+#[tokio::test]
+async fn status_writes_keep_metadata_changes_but_not_spec_changes() {
+    let s = TestServer::start().await;
+    let merge = |path: &str, body: serde_json::Value| {
+        http::Request::patch(path).header("content-type", "application/merge-patch+json").body(body.to_string().into_bytes()).unwrap()
+    };
+    s.kubectl_ok(&["create", "namespace", "status-ns"]);
+    // A namespace's status patch may change its labels and annotations, not its spec.
+    let reply = s
+        .request(merge(
+            "/api/v1/namespaces/status-ns/status",
+            json!({"metadata": {"labels": {"e2e": "patched"}, "annotations": {"note": "x"}}, "spec": {"finalizers": []}, "status": {"conditions": [{"type": "StatusPatch", "status": "True"}]}}),
+        ))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let ns = reply.json();
+    assert_eq!(ns["metadata"]["labels"]["e2e"], "patched");
+    assert_eq!(ns["metadata"]["annotations"]["note"], "x");
+    assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+    assert_eq!(ns["status"]["conditions"][0]["type"], "StatusPatch");
+
+    // A Deployment's status write keeps its stored labels, as Kubernetes' status strategy does.
+    let api: Api<Deployment> = Api::namespaced(s.client(), "default");
+    api.create(&PostParams::default(), &deployment("status-dep", json!({}))).await.unwrap();
+    let reply = s
+        .request(merge(
+            "/apis/apps/v1/namespaces/default/deployments/status-dep/status",
+            json!({"metadata": {"labels": {"changed": "yes"}, "annotations": {"kept": "yes"}}, "spec": {"replicas": 7}, "status": {"observedGeneration": 1}}),
+        ))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let d = reply.json();
+    assert_eq!(d["metadata"]["labels"].get("changed"), None);
+    assert_eq!(d["metadata"]["annotations"]["kept"], "yes");
+    assert_ne!(d["spec"]["replicas"], 7);
+    assert_eq!(d["status"]["observedGeneration"], 1);
+}

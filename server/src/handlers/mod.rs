@@ -55,9 +55,12 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
             let mut obj = decode_object(headers, &body)?;
             prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;
             let validation = FieldValidation::from_params(params)?;
-            write::create(ctx, req, obj, validation, params.dry_run()?, &mut warnings).await?
+            write::create(ctx, req, obj, validation, &duplicate_fields(headers, &body), params.dry_run()?, &mut warnings).await?
         }
-        Verb::Update => mutate::update(ctx, req, params, decode_object(headers, &body)?, &mut warnings).await?,
+        Verb::Update => {
+            let obj = decode_object(headers, &body)?;
+            mutate::update(ctx, req, params, obj, duplicate_fields(headers, &body), &mut warnings).await?
+        }
         Verb::Patch => match negotiate::body_kind(headers)? {
             BodyKind::Patch(kind) => mutate::patch(ctx, req, params, kind, &body, &mut warnings).await?,
             _ => {
@@ -72,7 +75,8 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
     };
     let mut resp = encode(req.info, req.subresource.is_some(), reply, output, params)?;
     for w in warnings {
-        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('"', "'"))) {
+        // A quoted-string, as Kubernetes writes warnings (RFC 7234).
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""))) {
             resp.headers_mut().append(header::WARNING, v);
         }
     }
@@ -91,6 +95,14 @@ fn decode_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
         return Err(ApiError::bad_request("the request body must be a JSON or YAML object"));
     }
     Ok(value)
+}
+
+/// Keys a JSON body repeats (other encodings cannot repeat one).
+fn duplicate_fields(headers: &HeaderMap, body: &[u8]) -> Vec<String> {
+    match negotiate::body_kind(headers) {
+        Ok(BodyKind::Json) => prepare::duplicate_fields(body),
+        _ => Vec::new(),
+    }
 }
 
 fn optional_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Option<Value>> {
@@ -177,7 +189,7 @@ fn frame(kind: &str, object: &[u8]) -> Bytes {
 
 /// Creates an object on the server's own behalf (bootstrap, controllers).
 pub async fn create_object(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<()> {
-    write::create(ctx, req, obj, FieldValidation::Strict, false, &mut Vec::new()).await.map(|_| ())
+    write::create(ctx, req, obj, FieldValidation::Strict, &[], false, &mut Vec::new()).await.map(|_| ())
 }
 
 /// Deletes an object on the server's own behalf.
@@ -192,6 +204,6 @@ pub async fn update_object(
     validation: FieldValidation,
     mutate: impl FnMut(&Value) -> ApiResult<Value>,
 ) -> ApiResult<()> {
-    let opts = write::Update { precondition: None, validation, dry_run: false };
+    let opts = write::Update { precondition: None, validation, duplicates: Vec::new(), dry_run: false };
     write::update(ctx, req, opts, &mut Vec::new(), mutate).await.map(|_| ())
 }

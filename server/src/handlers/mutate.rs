@@ -31,20 +31,39 @@ fn merge_view(req: &ResourceRequest, old: &Value, body: &Value) -> ApiResult<Val
             }
             Ok(new)
         }
-        Some("status") => {
-            // The status subresource changes only status.
-            let mut new = old.clone();
-            match body.get("status") {
-                Some(s) => new["status"] = s.clone(),
-                None => {
-                    new.as_object_mut().map(|o| o.remove("status"));
-                }
-            }
-            Ok(new)
-        }
+        Some("status") => Ok(status_update(req, old, body)),
         Some("scale") => scale::apply_to(old, body),
         Some(other) => Err(ApiError::bad_request(format!("unsupported subresource {other}"))),
     }
+}
+
+/// The new object of a status update, as Kubernetes' status strategies make it: the status and
+/// the metadata (labels, annotations) the client sent, every other part (spec, data) as stored.
+/// Deployments keep their stored labels and pods their owners, as in Kubernetes.
+fn status_update(req: &ResourceRequest, old: &Value, body: &Value) -> Value {
+    let mut new = body.clone();
+    let Some(map) = new.as_object_mut() else { return old.clone() };
+    let own = |k: &str| matches!(k, "metadata" | "status" | "apiVersion" | "kind");
+    map.retain(|k, _| own(k));
+    if let Some(old_map) = old.as_object() {
+        for (k, v) in old_map.iter().filter(|(k, _)| !own(k)) {
+            map.insert(k.clone(), v.clone());
+        }
+    }
+    let keep = match (req.info.group, req.info.kind) {
+        ("apps", "Deployment") => Some("labels"),
+        ("", "Pod") => Some("ownerReferences"),
+        _ => None,
+    };
+    if let Some(field) = keep {
+        match old["metadata"].get(field) {
+            Some(v) => new["metadata"][field] = v.clone(),
+            None => {
+                new["metadata"].as_object_mut().map(|m| m.remove(field));
+            }
+        }
+    }
+    new
 }
 
 /// The view of the object a subresource exposes to clients.
@@ -63,7 +82,7 @@ fn precondition(obj: &Value) -> ApiResult<Option<u64>> {
 }
 
 /// PUT: replace the object (or its status or scale).
-pub async fn update(ctx: &Ctx, req: &ResourceRequest, params: &Params, mut body: Value, warnings: &mut Vec<String>) -> ApiResult<Reply> {
+pub async fn update(ctx: &Ctx, req: &ResourceRequest, params: &Params, mut body: Value, duplicates: Vec<String>, warnings: &mut Vec<String>) -> ApiResult<Reply> {
     let (kind, api_version) = match req.subresource.as_deref() {
         Some("scale") => ("Scale", "autoscaling/v1".to_string()),
         _ => (req.info.kind, req.info.api_version()),
@@ -87,6 +106,7 @@ pub async fn update(ctx: &Ctx, req: &ResourceRequest, params: &Params, mut body:
     let opts = Update {
         precondition: precondition(&body)?,
         validation: FieldValidation::from_params(params)?,
+        duplicates,
         dry_run: params.dry_run()?,
     };
     let reply = write::update(ctx, req, opts, warnings, |old| merge_view(req, old, &body)).await?;
@@ -95,7 +115,7 @@ pub async fn update(ctx: &Ctx, req: &ResourceRequest, params: &Params, mut body:
 
 /// PATCH: apply a merge, JSON or strategic merge patch to the current object (or its view).
 pub async fn patch(ctx: &Ctx, req: &ResourceRequest, params: &Params, kind: PatchKind, body: &[u8], warnings: &mut Vec<String>) -> ApiResult<Reply> {
-    let opts = Update { precondition: None, validation: FieldValidation::from_params(params)?, dry_run: params.dry_run()? };
+    let opts = Update { precondition: None, validation: FieldValidation::from_params(params)?, duplicates: Vec::new(), dry_run: params.dry_run()? };
     let reply = write::update(ctx, req, opts, warnings, |old| {
         let current = view(req, old)?;
         let patched = patch::apply(kind, &current, body)?;

@@ -1,6 +1,10 @@
 //! The admission steps every write runs before storage: type metadata, typed decoding with
 //! field validation, defaults, and validation.
 
+use std::cell::RefCell;
+use std::collections::HashSet;
+
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{json, Value};
 
 use crate::error::{ApiError, ApiResult};
@@ -58,19 +62,24 @@ pub fn check_type_meta(info: &ResourceInfo, obj: &mut Value, expect_kind: &str, 
     Ok(())
 }
 
-/// Decodes through the kind's typed schema (unknown fields dropped, reported per
-/// `fieldValidation`), applies defaults and validates. Returns the object to store.
-pub fn admit(info: &ResourceInfo, obj: Value, validation: FieldValidation, warnings: &mut Vec<String>) -> ApiResult<Value> {
+/// Decodes through the kind's typed schema (unknown fields dropped), reports the unknown fields
+/// and the `duplicates` found in the body per `fieldValidation` (Strict: one 400 naming them
+/// all, unknown ones first, as Kubernetes words it), applies defaults and validates. Returns
+/// the object to store.
+pub fn admit(info: &ResourceInfo, obj: Value, validation: FieldValidation, duplicates: &[String], warnings: &mut Vec<String>) -> ApiResult<Value> {
     let decoded = (info.ops.decode)(obj).map_err(ApiError::BadRequest)?;
-    if !decoded.unknown_fields.is_empty() {
+    let problems: Vec<String> = decoded
+        .unknown_fields
+        .iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .chain(duplicates.iter().map(|f| format!("duplicate field \"{f}\"")))
+        .collect();
+    if !problems.is_empty() {
         match validation {
             FieldValidation::Strict => {
-                let list: Vec<String> = decoded.unknown_fields.iter().map(|f| format!("unknown field \"{f}\"")).collect();
-                return Err(ApiError::StrictDecoding { message: format!("strict decoding error: {}", list.join(", ")) });
+                return Err(ApiError::StrictDecoding { message: format!("strict decoding error: {}", problems.join(", ")) });
             }
-            FieldValidation::Warn => {
-                warnings.extend(decoded.unknown_fields.iter().map(|f| format!("unknown field \"{f}\"")));
-            }
+            FieldValidation::Warn => warnings.extend(problems),
             FieldValidation::Ignore => {}
         }
     }
@@ -87,4 +96,88 @@ pub fn admit(info: &ResourceInfo, obj: Value, validation: FieldValidation, warni
         });
     }
     Ok(obj)
+}
+
+/// The paths (`spec.replicas`, `spec.containers[0].name`) of keys a JSON body repeats within
+/// one object, in document order. A body that does not parse has none (it is refused anyway).
+pub fn duplicate_fields(body: &[u8]) -> Vec<String> {
+    let found = RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let _ = Walk { path: String::new(), found: &found }.deserialize(&mut de);
+    found.into_inner()
+}
+
+/// Visits every key of a JSON document, recording repeated ones.
+struct Walk<'a> {
+    path: String,
+    found: &'a RefCell<Vec<String>>,
+}
+
+impl Walk<'_> {
+    fn child(&self, segment: &str) -> String {
+        if self.path.is_empty() || segment.starts_with('[') { format!("{}{segment}", self.path) } else { format!("{}.{segment}", self.path) }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Walk<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Walk<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = self.child(&key);
+            if !seen.insert(key) {
+                self.found.borrow_mut().push(path.clone());
+            }
+            map.next_value_seed(Walk { path, found: self.found })?;
+        }
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while seq.next_element_seed(Walk { path: self.child(&format!("[{i}]")), found: self.found })?.is_some() {
+            i += 1;
+        }
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicates_are_found_with_their_paths_in_document_order() {
+        let body = br#"{"spec": {"unknownField": 1, "replicas": 2, "replicas": 3, "template": {"spec": {"containers": [{"name": "a", "name": "b"}]}}}, "spec": {}}"#;
+        assert_eq!(duplicate_fields(body), vec!["spec.replicas", "spec.template.spec.containers[0].name", "spec"]);
+        assert!(duplicate_fields(br#"{"a": [1, {"b": null}], "c": true}"#).is_empty());
+        assert!(duplicate_fields(b"{not json").is_empty());
+    }
 }

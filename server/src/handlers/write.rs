@@ -77,7 +77,15 @@ async fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>) -> Ap
 }
 
 /// Creates an object from a request body that passed type checks.
-pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, validation: FieldValidation, dry_run: bool, warnings: &mut Vec<String>) -> ApiResult<Reply> {
+pub async fn create(
+    ctx: &Ctx,
+    req: &ResourceRequest,
+    mut obj: Value,
+    validation: FieldValidation,
+    duplicates: &[String],
+    dry_run: bool,
+    warnings: &mut Vec<String>,
+) -> ApiResult<Reply> {
     let info = req.info;
     {
         let m = meta_mut(&mut obj);
@@ -108,7 +116,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, validation
             o.remove("status");
         }
     }
-    let mut obj = admit(info, obj, validation, warnings)?;
+    let mut obj = admit(info, obj, validation, duplicates, warnings)?;
     meta::stamp_create(info, &mut obj);
     let name = meta_str(&obj, "name").unwrap_or_default().to_string();
     let key = info.key(req.namespace.as_deref(), &name);
@@ -196,6 +204,8 @@ pub struct Update {
     /// Fail with 409 unless the current object is at this revision.
     pub precondition: Option<u64>,
     pub validation: FieldValidation,
+    /// Keys the request body repeated, reported per `validation`.
+    pub duplicates: Vec<String>,
     pub dry_run: bool,
 }
 
@@ -219,7 +229,7 @@ pub async fn update(
         let old = parse(&current)?;
         let mut new = mutate(&old)?;
         let mut w = Vec::new();
-        new = admit(info, new, opts.validation, &mut w)?;
+        new = admit(info, new, opts.validation, &opts.duplicates, &mut w)?;
         meta::carry_over(info, &old, &mut new);
         let causes = (info.ops.update)(&old, &mut new);
         if !causes.is_empty() {

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use super::match_conditions::MatchConditions;
 use crate::cli::Args;
+use crate::go_duration::parse_duration;
 
 /// The modes an authorizer entry may name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -447,43 +448,6 @@ pub fn legacy_flags_set(args: &Args) -> bool {
         || args.authorization_webhook_version.is_some()
         || args.authorization_webhook_cache_authorized_ttl.is_some()
         || args.authorization_webhook_cache_unauthorized_ttl.is_some()
-}
-
-/// A Go duration (`300ms`, `1.5h`, `2m30s`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let invalid = || format!("invalid duration {s:?}");
-    let (negative, mut rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    if rest == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if rest.is_empty() {
-        return Err(invalid());
-    }
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(invalid)?;
-        let number: f64 = rest[..number_end].parse().map_err(|_| invalid())?;
-        rest = &rest[number_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let scale = match &rest[..unit_end] {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(invalid()),
-        };
-        total += number * scale;
-        rest = &rest[unit_end..];
-    }
-    if negative && total > 0.0 {
-        return Err(format!("{s:?} must be > 0s"));
-    }
-    Duration::try_from_secs_f64(total).map_err(|_| invalid())
 }
 
 /// Kubernetes' DNS-1123 subdomain rule for names.

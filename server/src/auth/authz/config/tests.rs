@@ -1,5 +1,4 @@
-//! The configuration file's parsing and validation, the legacy flags, Go durations, and a
-//! fuzzed parser.
+//! The configuration file's parsing and validation, the legacy flags, and a fuzzed parser.
 
 use super::*;
 use clap::Parser as _;
@@ -90,16 +89,6 @@ fn legacy_flags_become_a_configuration() {
     assert!(!legacy_flags_set(&args(&["--authorization-policy-file", "/p"])));
 }
 
-#[test]
-fn go_durations() {
-    for (s, want) in [("3s", 3.0), ("1m30s", 90.0), ("1.5h", 5400.0), ("300ms", 0.3), ("0", 0.0), ("2h45m", 9900.0)] {
-        assert_eq!(parse_duration(s).unwrap().as_secs_f64(), want, "{s}");
-    }
-    for bad in ["", "3", "s", "1x", "-1s", "1..5s"] {
-        assert!(parse_duration(bad).is_err(), "{bad}");
-    }
-}
-
 proptest! {
     /// Whatever the file holds, reading it never panics.
     #[test]
@@ -122,8 +111,4 @@ proptest! {
         let _ = parse(yaml.as_bytes());
     }
 
-    #[test]
-    fn durations_never_panic(s in "\\PC{0,20}") {
-        let _ = parse_duration(&s);
-    }
 }

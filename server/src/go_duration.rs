@@ -1,0 +1,56 @@
+//! Go's duration syntax (`300ms`, `1m30s`, `1.5h`), as Kubernetes' flags, configuration files
+//! and the `timeout` query parameter write durations.
+
+use std::time::Duration;
+
+/// Parses a Go duration (`300ms`, `1.5h`, `2m30s`, `0`); negative ones are refused.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let invalid = || format!("time: invalid duration {s:?}");
+    let (negative, mut rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if rest == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if rest.is_empty() {
+        return Err(invalid());
+    }
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(invalid)?;
+        let number: f64 = rest[..number_end].parse().map_err(|_| invalid())?;
+        rest = &rest[number_end..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let scale = match &rest[..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(invalid()),
+        };
+        total += number * scale;
+        rest = &rest[unit_end..];
+    }
+    if negative && total > 0.0 {
+        return Err(format!("{s:?} must be > 0s"));
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| invalid())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations() {
+        for (s, want) in [("3s", 3.0), ("1m30s", 90.0), ("1.5h", 5400.0), ("300ms", 0.3), ("0", 0.0), ("2h45m", 9900.0)] {
+            assert_eq!(parse_duration(s).unwrap().as_secs_f64(), want, "{s}");
+        }
+        for bad in ["", "3", "s", "1x", "-1s", "1..5s", "invalid"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}
