@@ -1,7 +1,11 @@
 //! The registry table: every served resource, declared once. Group, version, kind and plural
 //! come from the `k8s-openapi` type, so they cannot disagree with the schema.
 
-use k8s_openapi::api::{apps, authentication, authorization, batch, coordination, core, discovery, events, networking, policy, rbac, scheduling, storage};
+use k8s_openapi::api::{
+    admissionregistration, apps, authentication, authorization, autoscaling, batch, certificates, coordination, core, discovery, events, flowcontrol, networking, node,
+    policy, rbac, resource, scheduling, storage,
+};
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
 use k8s_openapi::Resource;
 
 use super::kinds::{self, *};
@@ -87,6 +91,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
     res!(core::v1::PersistentVolume, CLUSTER, "persistentvolume", ["pv"], [], ["status"], false, ops!(core::v1::PersistentVolume, "io.k8s.api.core.v1.PersistentVolume")),
     res!(core::v1::PersistentVolumeClaim, NS, "persistentvolumeclaim", ["pvc"], [], ["status"], false,
         ops!(core::v1::PersistentVolumeClaim, "io.k8s.api.core.v1.PersistentVolumeClaim", defaults::pvc, no_validation)),
+    res!(core::v1::PodTemplate, NS, "podtemplate", [], [], [], false, ops!(core::v1::PodTemplate, "io.k8s.api.core.v1.PodTemplate")),
     res!(core::v1::ReplicationController, NS, "replicationcontroller", ["rc"], ["all"], ["status", "scale"], true,
         ops!(core::v1::ReplicationController, "io.k8s.api.core.v1.ReplicationController", defaults::replicated, no_validation, REPLICASET_COLUMNS, replicaset_cells)),
     // apps/v1
@@ -137,4 +142,31 @@ pub static RESOURCES: &[ResourceInfo] = &[
     res!(storage::v1::CSIDriver, CLUSTER, "csidriver", [], [], [], false, ops!(storage::v1::CSIDriver, "io.k8s.api.storage.v1.CSIDriver")),
     res!(storage::v1::CSINode, CLUSTER, "csinode", [], [], [], false, ops!(storage::v1::CSINode, "io.k8s.api.storage.v1.CSINode")),
     res!(storage::v1::VolumeAttachment, CLUSTER, "volumeattachment", [], [], ["status"], false, ops!(storage::v1::VolumeAttachment, "io.k8s.api.storage.v1.VolumeAttachment")),
+    res!(storage::v1::CSIStorageCapacity, NS, "csistoragecapacity", [], [], [], false, ops!(storage::v1::CSIStorageCapacity, "io.k8s.api.storage.v1.CSIStorageCapacity")),
+    res!(storage::v1::VolumeAttributesClass, CLUSTER, "volumeattributesclass", ["vac"], [], [], false, ops!(storage::v1::VolumeAttributesClass, "io.k8s.api.storage.v1.VolumeAttributesClass")),
+    res!(autoscaling::v2::HorizontalPodAutoscaler, NS, "horizontalpodautoscaler", ["hpa"], ["all"], ["status"], false,
+        ops!(autoscaling::v2::HorizontalPodAutoscaler, "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler")),
+    res!(certificates::v1::CertificateSigningRequest, CLUSTER, "certificatesigningrequest", ["csr"], [], ["status"], false,
+        ops!(certificates::v1::CertificateSigningRequest, "io.k8s.api.certificates.v1.CertificateSigningRequest")),
+    res!(flowcontrol::v1::FlowSchema, CLUSTER, "flowschema", [], [], ["status"], true, ops!(flowcontrol::v1::FlowSchema, "io.k8s.api.flowcontrol.v1.FlowSchema")),
+    res!(flowcontrol::v1::PriorityLevelConfiguration, CLUSTER, "prioritylevelconfiguration", [], [], ["status"], true,
+        ops!(flowcontrol::v1::PriorityLevelConfiguration, "io.k8s.api.flowcontrol.v1.PriorityLevelConfiguration")),
+    res!(node::v1::RuntimeClass, CLUSTER, "runtimeclass", [], [], [], false, ops!(node::v1::RuntimeClass, "io.k8s.api.node.v1.RuntimeClass")),
+    res!(networking::v1::IPAddress, CLUSTER, "ipaddress", ["ip"], [], [], false, ops!(networking::v1::IPAddress, "io.k8s.api.networking.v1.IPAddress")),
+    res!(networking::v1::ServiceCIDR, CLUSTER, "servicecidr", [], [], ["status"], false, ops!(networking::v1::ServiceCIDR, "io.k8s.api.networking.v1.ServiceCIDR")),
+    res!(resource::v1::DeviceClass, CLUSTER, "deviceclass", [], [], [], true, ops!(resource::v1::DeviceClass, "io.k8s.api.resource.v1.DeviceClass")),
+    res!(resource::v1::ResourceClaim, NS, "resourceclaim", [], [], ["status"], true, ops!(resource::v1::ResourceClaim, "io.k8s.api.resource.v1.ResourceClaim")),
+    res!(resource::v1::ResourceClaimTemplate, NS, "resourceclaimtemplate", [], [], [], true, ops!(resource::v1::ResourceClaimTemplate, "io.k8s.api.resource.v1.ResourceClaimTemplate")),
+    res!(resource::v1::ResourceSlice, CLUSTER, "resourceslice", [], [], [], true, ops!(resource::v1::ResourceSlice, "io.k8s.api.resource.v1.ResourceSlice")),
+    // admission configuration
+    res!(admissionregistration::v1::MutatingWebhookConfiguration, CLUSTER, "mutatingwebhookconfiguration", [], ["api-extensions"], [], true,
+        ops!(admissionregistration::v1::MutatingWebhookConfiguration, "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration")),
+    res!(admissionregistration::v1::ValidatingWebhookConfiguration, CLUSTER, "validatingwebhookconfiguration", [], ["api-extensions"], [], true,
+        ops!(admissionregistration::v1::ValidatingWebhookConfiguration, "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration")),
+    res!(admissionregistration::v1::ValidatingAdmissionPolicy, CLUSTER, "validatingadmissionpolicy", [], ["api-extensions"], ["status"], true,
+        ops!(admissionregistration::v1::ValidatingAdmissionPolicy, "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy")),
+    res!(admissionregistration::v1::ValidatingAdmissionPolicyBinding, CLUSTER, "validatingadmissionpolicybinding", [], ["api-extensions"], [], true,
+        ops!(admissionregistration::v1::ValidatingAdmissionPolicyBinding, "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding")),
+    res!(apiregistration::v1::APIService, CLUSTER, "apiservice", [], ["api-extensions"], ["status"], false,
+        ops!(apiregistration::v1::APIService, "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService")),
 ];
