@@ -163,7 +163,9 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
     #[cfg(not(feature = "failpoints"))]
     let _ = body;
     if let ["livez" | "readyz" | "healthz", rest @ ..] = segments.as_slice() {
-        return health::serve(ctx, segments[0], rest.first().copied(), params);
+        // A check's name may have several segments (`poststarthook/bootstrap-controller`).
+        let check = rest.join("/");
+        return health::serve(ctx, segments[0], (!check.is_empty()).then_some(check.as_str()), params);
     }
     if method != Method::GET {
         return ApiError::MethodNotAllowed.into_response();

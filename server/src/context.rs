@@ -34,17 +34,15 @@ pub struct Settings {
     pub max_body: usize,
     /// `https://host:port` as clients reach this server.
     pub address: String,
-    /// Set once the post-start hooks (default namespaces) have run.
-    pub bootstrapped: Arc<AtomicBool>,
+    /// The post-start hooks done on this node.
+    pub hooks: Arc<crate::poststart::Progress>,
+    /// The CA bundle client certificates are checked against (published for extension servers).
+    pub client_ca_pem: String,
     /// Set when shutdown begins.
     pub shutting_down: Arc<AtomicBool>,
 }
 
 impl Settings {
-    pub fn bootstrapped(&self) -> bool {
-        self.bootstrapped.load(Ordering::Relaxed)
-    }
-
     pub fn shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Relaxed)
     }
@@ -59,7 +57,8 @@ impl Default for Settings {
             request_timeout: Duration::from_secs(60),
             max_body: 3 * 1024 * 1024,
             address: String::new(),
-            bootstrapped: Default::default(),
+            hooks: Default::default(),
+            client_ca_pem: String::new(),
             shutting_down: Default::default(),
         }
     }

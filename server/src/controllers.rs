@@ -1,9 +1,7 @@
-//! Built-in controllers a standalone server needs: the post-start hook that creates the default
-//! namespaces, the `kubernetes` Service and the default RBAC policy (on every node; creating what
-//! exists is a no-op), and, on the Raft leader only, namespace deletion (empty the namespace, then
-//! drop its `kubernetes` finalizer so it goes away) and ClusterRole aggregation.
+//! Built-in controllers a standalone server needs: after the post-start hooks ([`crate::poststart`]),
+//! on the Raft leader only, namespace deletion (empty the namespace, then drop its `kubernetes`
+//! finalizer so it goes away) and ClusterRole aggregation.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -32,53 +30,15 @@ pub(crate) fn request(info: &'static registry::ResourceInfo, namespace: Option<&
     }
 }
 
-/// Creates what every cluster has from the start and does not have yet (the default namespaces,
-/// the `kubernetes` Service in `default` with the first IP of the service range, and its
-/// Endpoints), then marks the hook done.
-pub async fn bootstrap(ctx: &Ctx) -> ApiResult<()> {
-    let mut objects: Vec<(&str, Option<&str>, Value)> = DEFAULT_NAMESPACES
-        .iter()
-        .map(|name| ("namespaces", None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})))
-        .collect();
-    let url: http::Uri = ctx.settings.address.parse().map_err(ApiError::internal)?;
-    let (host, port) = (url.host().unwrap_or("127.0.0.1"), url.port_u16().unwrap_or(443));
-    let labels = json!({"component": "apiserver", "provider": "kubernetes"});
-    let ip = ctx.ips.first().to_string();
-    objects.push(("services", Some("default"), json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "kubernetes", "labels": labels},
-        "spec": {"clusterIP": ip, "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
-    })));
-    objects.push(("endpoints", Some("default"), json!({
-        "apiVersion": "v1", "kind": "Endpoints",
-        "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-        "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
-    })));
-    for (resource, namespace, obj) in objects {
-        let info = registry::lookup("", "v1", resource).expect("core resources are served");
-        let req = request(info, namespace, "", Verb::Create);
-        match handlers::create_object(ctx, &req, obj).await {
-            Ok(()) | Err(ApiError::AlreadyExists { .. }) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    crate::auth::rbac::policy::reconcile(ctx).await?;
-    ctx.settings.bootstrapped.store(true, Ordering::Relaxed);
-    Ok(())
-}
-
-/// Runs the post-start hook (retrying until it succeeds), and the namespace and aggregation
-/// controllers while this node leads.
+/// Runs the post-start hooks (each retried until it succeeds), and the namespace and
+/// aggregation controllers while this node leads.
 pub async fn run(ctx: Ctx) {
     tokio::join!(crate::auth::rbac::aggregation::run(ctx.clone()), bootstrap_then_namespaces(ctx));
 }
 
-/// The post-start hook, then the namespace controller.
+/// The post-start hooks, then the namespace controller.
 async fn bootstrap_then_namespaces(ctx: Ctx) {
-    while let Err(e) = bootstrap(&ctx).await {
-        tracing::warn!(error = %e, "bootstrap of default namespaces failed; retrying");
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    crate::poststart::run(&ctx).await;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;

@@ -5,21 +5,34 @@ use axum::response::{IntoResponse, Response};
 use http::{header, HeaderValue, StatusCode};
 
 use crate::context::Ctx;
+use crate::poststart;
 use crate::query::Params;
 
 /// Readiness fails when the node is this far behind its leader's commit index.
 const MAX_LAG: u64 = 1000;
 
-fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(&'static str, bool)> {
-    let mut out = vec![("ping", true), ("log", true)];
-    if endpoint != "livez" {
+/// The checks of an endpoint, named as kube-apiserver names the check for the same thing.
+fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(String, bool)> {
+    let mut out = vec![("ping".to_string(), true), ("log".to_string(), true)];
+    if endpoint == "readyz" {
+        // The watch cache, which serves reads, is close behind the commit.
         let (committed, applied) = ctx.store.progress();
-        out.push(("etcd", ctx.store.has_leader()));
-        out.push(("raft-applied", committed.saturating_sub(applied) <= MAX_LAG));
-        out.push(("poststarthook/bootstrap-namespaces", ctx.settings.bootstrapped()));
-        out.push(("shutdown", !ctx.settings.shutting_down()));
-    } else {
-        out.push(("etcd", true));
+        out.push(("informer-sync".into(), committed.saturating_sub(applied) <= MAX_LAG));
+    }
+    // The store: a Raft group with a leader (liveness does not wait for one).
+    out.push(("etcd".into(), endpoint == "livez" || ctx.store.has_leader()));
+    // Admission and the watch cache exist before the server serves.
+    out.push(("poststarthook/start-apiserver-admission-initializer".into(), true));
+    out.push(("poststarthook/generic-apiserver-start-informers".into(), true));
+    let hooks = &ctx.settings.hooks;
+    out.extend(poststart::HOOKS.iter().map(|h| (format!("poststarthook/{h}"), hooks.is_done(h))));
+    // Local APIServices are registered and marked available by the autoregistration hook.
+    let registered = hooks.is_done("kube-apiserver-autoregistration");
+    out.push(("poststarthook/apiservice-registration-controller".into(), registered));
+    out.push(("poststarthook/apiservice-status-local-available-controller".into(), registered));
+    out.push(("autoregister-completion".into(), registered));
+    if endpoint == "readyz" {
+        out.push(("shutdown".into(), !ctx.settings.shutting_down()));
     }
     out
 }
@@ -28,7 +41,7 @@ fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(&'static str, bool)> {
 pub fn serve(ctx: &Ctx, endpoint: &str, check: Option<&str>, params: &Params) -> Response {
     let all = checks(ctx, endpoint);
     if let Some(name) = check {
-        return match all.iter().find(|(n, _)| *n == name) {
+        return match all.iter().find(|(n, _)| n == name) {
             Some((_, true)) => text(StatusCode::OK, "ok".into()),
             Some((n, false)) => text(StatusCode::INTERNAL_SERVER_ERROR, format!("internal server error: {n} check failed\n")),
             None => text(StatusCode::NOT_FOUND, "404 page not found\n".into()),
@@ -39,7 +52,7 @@ pub fn serve(ctx: &Ctx, endpoint: &str, check: Option<&str>, params: &Params) ->
     let mut body = String::new();
     let mut healthy = true;
     for (name, ok) in &all {
-        if excluded.contains(name) {
+        if excluded.contains(&name.as_str()) {
             body.push_str(&format!("[+]{name} excluded: ok\n"));
             continue;
         }

@@ -15,6 +15,7 @@ pub mod discovery;
 pub mod error;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
+pub mod flowcontrol;
 pub mod go_duration;
 pub mod handlers;
 pub mod health;
@@ -25,6 +26,7 @@ pub mod metadata_form;
 pub mod metrics;
 pub mod negotiate;
 pub mod openapi;
+pub mod poststart;
 pub mod patch;
 pub mod protobuf;
 pub mod query;

@@ -53,7 +53,7 @@ fn name_problem(resource: &str, name: &str) -> Option<String> {
         "services" if !is_dns_label(name, 63, true) => Some(
             "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".into(),
         ),
-        "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings" => {
+        "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings" | "apiservices" => {
             if name == "." || name == ".." {
                 Some(format!("may not be '{name}'"))
             } else if name.contains('/') || name.contains('%') {

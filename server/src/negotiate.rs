@@ -152,12 +152,13 @@ fn not_acceptable(types: &[&str]) -> ApiError {
     ApiError::NotAcceptable(format!("only the following media types are accepted: {}", types.join(", ")))
 }
 
-/// The encoding of a resource response (`watch`: of a watch stream, which has no YAML form).
-pub fn output(headers: &HeaderMap, watch: bool) -> ApiResult<Output> {
+/// The encoding of a resource response (`watch`: of a watch stream, which has no YAML form;
+/// `tables`: whether the resource has a Table form, which the reviews have not).
+pub fn output(headers: &HeaderMap, watch: bool, tables: bool) -> ApiResult<Output> {
     let chosen = negotiate(headers, |m| match m {
         Media::Json => Some(Output::Json),
         Media::Yaml => Some(Output::Yaml),
-        Media::Table => Some(Output::Table),
+        Media::Table => tables.then_some(Output::Table),
         Media::Metadata => Some(Output::Metadata),
         Media::AggregatedDiscovery => None,
     });
@@ -247,55 +248,58 @@ mod tests {
 
     #[test]
     fn plain_and_wildcards_mean_json() {
-        assert_eq!(output(&HeaderMap::new(), false).unwrap(), Output::Json);
+        assert_eq!(output(&HeaderMap::new(), false, true).unwrap(), Output::Json);
         for a in
             ["application/json", "application/json, */*", "*/*", "application/*", "application/json; charset=utf-8"]
         {
-            assert_eq!(output(&accept(a), false).unwrap(), Output::Json, "{a}");
+            assert_eq!(output(&accept(a), false, true).unwrap(), Output::Json, "{a}");
         }
-        assert_eq!(output(&accept("application/yaml"), false).unwrap(), Output::Yaml);
+        assert_eq!(output(&accept("application/yaml"), false, true).unwrap(), Output::Yaml);
     }
 
     #[test]
     fn kubectl_table_with_fallbacks() {
         let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(output(&accept(kubectl), false).unwrap(), Output::Table);
-        assert_eq!(output(&accept(kubectl), true).unwrap(), Output::Table);
-        assert_eq!(output(&accept("application/json;g=meta.k8s.io;v=v1beta1;as=Table"), false).unwrap(), Output::Table);
+        assert_eq!(output(&accept(kubectl), false, true).unwrap(), Output::Table);
+        // Without a Table form, kubectl's own fallback to JSON is taken; a Table alone is 406.
+        assert_eq!(output(&accept(kubectl), false, false).unwrap(), Output::Json);
+        assert!(matches!(output(&accept("application/json;as=Table;v=v1;g=meta.k8s.io"), false, false), Err(ApiError::NotAcceptable(_))));
+        assert_eq!(output(&accept(kubectl), true, true).unwrap(), Output::Table);
+        assert_eq!(output(&accept("application/json;g=meta.k8s.io;v=v1beta1;as=Table"), false, true).unwrap(), Output::Table);
         // The metadata-only form is served; a conversion to something unknown is skipped in
         // favour of the next clause.
         let partial = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
-        assert_eq!(output(&accept(partial), false).unwrap(), Output::Metadata);
+        assert_eq!(output(&accept(partial), false, true).unwrap(), Output::Metadata);
         let unknown = "application/json;as=Unknown;g=meta.k8s.io;v=v1,application/json";
-        assert_eq!(output(&accept(unknown), false).unwrap(), Output::Json);
+        assert_eq!(output(&accept(unknown), false, true).unwrap(), Output::Json);
         assert!(matches!(
-            output(&accept("application/json;as=Table;g=meta.k8s.io;v=v2"), false),
+            output(&accept("application/json;as=Table;g=meta.k8s.io;v=v2"), false, true),
             Err(ApiError::NotAcceptable(_))
         ));
     }
 
     #[test]
     fn protobuf_alone_is_not_acceptable() {
-        let err = output(&accept("application/vnd.kubernetes.protobuf"), false).unwrap_err();
+        let err = output(&accept("application/vnd.kubernetes.protobuf"), false, true).unwrap_err();
         assert_eq!(err.code(), http::StatusCode::NOT_ACCEPTABLE);
         assert_eq!(err.to_string(), "only the following media types are accepted: application/json, application/yaml");
         let fallback = "application/vnd.kubernetes.protobuf, application/json";
-        assert_eq!(output(&accept(fallback), false).unwrap(), Output::Json);
-        assert!(output(&accept("text/html"), false).is_err());
+        assert_eq!(output(&accept(fallback), false, true).unwrap(), Output::Json);
+        assert!(output(&accept("text/html"), false, true).is_err());
     }
 
     #[test]
     fn q_values_order_clauses() {
-        assert_eq!(output(&accept("application/json;q=0.5, application/yaml"), false).unwrap(), Output::Yaml);
-        assert_eq!(output(&accept("*/*, application/yaml"), false).unwrap(), Output::Yaml);
+        assert_eq!(output(&accept("application/json;q=0.5, application/yaml"), false, true).unwrap(), Output::Yaml);
+        assert_eq!(output(&accept("*/*, application/yaml"), false, true).unwrap(), Output::Yaml);
     }
 
     #[test]
     fn watch_streams_json_only() {
-        assert_eq!(output(&accept("application/json;stream=watch"), true).unwrap(), Output::Json);
-        let err = output(&accept("application/yaml"), true).unwrap_err();
+        assert_eq!(output(&accept("application/json;stream=watch"), true, true).unwrap(), Output::Json);
+        let err = output(&accept("application/yaml"), true, true).unwrap_err();
         assert_eq!(err.to_string(), "only the following media types are accepted: application/json;stream=watch");
-        assert!(output(&accept("application/yaml;stream=watch"), false).is_err());
+        assert!(output(&accept("application/yaml;stream=watch"), false, true).is_err());
     }
 
     #[test]
@@ -305,7 +309,7 @@ mod tests {
         assert!(!wants_aggregated_discovery(&accept("application/json")));
         assert!(!wants_aggregated_discovery(&HeaderMap::new()));
         // Resource endpoints do not serve it; the fallback applies.
-        assert_eq!(output(&accept(kubectl), false).unwrap(), Output::Json);
+        assert_eq!(output(&accept(kubectl), false, true).unwrap(), Output::Json);
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
 
-    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, ..Default::default() };
+    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), ..Default::default() };
     let metrics = Arc::new(Metrics::default());
     let chain = authz::build(&args, &rbac, &nodes, &metrics)?;
     let auth = Auth { chain, rbac };

@@ -200,3 +200,26 @@ async fn request_timeouts_and_strict_field_validation() {
     assert_eq!(warnings, vec![r#"299 - "unknown field \"spec.unknownField\"""#, r#"299 - "duplicate field \"spec.replicas\"""#]);
     assert_eq!(reply.json()["spec"]["replicas"], 3);
 }
+
+#[tokio::test]
+async fn reviews_have_no_table_form() {
+    let s = TestServer::start().await;
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}});
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    let table_only = http::Request::post(path)
+        .header("content-type", "application/json")
+        .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+        .body(review.to_string().into_bytes())
+        .unwrap();
+    s.request(table_only).await.expect_status(406, "NotAcceptable");
+    // With JSON as the fallback, as kubectl asks, the review is answered in JSON.
+    let with_fallback = http::Request::post(path)
+        .header("content-type", "application/json")
+        .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+        .body(review.to_string().into_bytes())
+        .unwrap();
+    let reply = s.request(with_fallback).await;
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    assert_eq!(reply.json()["status"]["allowed"], true);
+}

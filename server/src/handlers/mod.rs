@@ -40,7 +40,7 @@ pub async fn serve(ctx: &Ctx, req: ResourceRequest, params: Params, headers: &He
 }
 
 async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &HeaderMap, body: Bytes) -> ApiResult<Response> {
-    let output = negotiate::output(headers, req.verb == Verb::Watch)?;
+    let output = negotiate::output(headers, req.verb == Verb::Watch, !req.info.is_review())?;
     let mut warnings = Vec::new();
     let reply = match req.verb {
         Verb::Get => read::get(ctx, req, params).await?,

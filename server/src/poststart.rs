@@ -1,0 +1,191 @@
+//! Post-start hooks: what every cluster has from the start, made sure of once the server serves.
+//! Each is named as kube-apiserver names the hook that does the same work, and reported by the
+//! health checks (`poststarthook/NAME`) once done. Every node runs them; creating what exists is
+//! a no-op.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::context::Ctx;
+use crate::controllers::{request, DEFAULT_NAMESPACES};
+use crate::error::{ApiError, ApiResult};
+use crate::handlers::{self, FieldValidation};
+use crate::registry::{self, RESOURCES};
+use crate::request::Verb;
+
+/// The hooks, in the order they run.
+pub const HOOKS: &[&str] = &[
+    "start-system-namespaces-controller",
+    "bootstrap-controller",
+    "scheduling/bootstrap-system-priority-classes",
+    "rbac/bootstrap-roles",
+    "priority-and-fairness-config-producer",
+    "start-cluster-authentication-info-controller",
+    "kube-apiserver-autoregistration",
+];
+
+/// Which hooks have completed on this node.
+#[derive(Debug, Default)]
+pub struct Progress {
+    done: Mutex<BTreeSet<&'static str>>,
+}
+
+impl Progress {
+    fn mark(&self, hook: &'static str) {
+        self.done.lock().unwrap_or_else(|e| e.into_inner()).insert(hook);
+    }
+
+    pub fn is_done(&self, hook: &str) -> bool {
+        self.done.lock().unwrap_or_else(|e| e.into_inner()).contains(hook)
+    }
+
+    pub fn all_done(&self) -> bool {
+        HOOKS.iter().all(|h| self.is_done(h))
+    }
+}
+
+/// Runs every hook until it succeeds, in order.
+pub async fn run(ctx: &Ctx) {
+    for &hook in HOOKS {
+        loop {
+            let result = match hook {
+                "start-system-namespaces-controller" => system_namespaces(ctx).await,
+                "bootstrap-controller" => kubernetes_service(ctx).await,
+                "scheduling/bootstrap-system-priority-classes" => priority_classes(ctx).await,
+                "rbac/bootstrap-roles" => crate::auth::rbac::policy::reconcile(ctx).await,
+                "priority-and-fairness-config-producer" => crate::flowcontrol::bootstrap::reconcile(ctx).await,
+                "start-cluster-authentication-info-controller" => authentication_info(ctx).await,
+                "kube-apiserver-autoregistration" => api_services(ctx).await,
+                _ => Ok(()),
+            };
+            match result {
+                Ok(()) => break,
+                Err(e) => {
+                    tracing::warn!(hook, error = %e, "post-start hook failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+        }
+        ctx.settings.hooks.mark(hook);
+    }
+}
+
+/// Creates `obj` unless an object of that name exists.
+pub async fn ensure(ctx: &Ctx, group: &str, version: &str, resource: &str, namespace: Option<&str>, obj: Value) -> ApiResult<()> {
+    let info = registry::lookup(group, version, resource).ok_or_else(|| ApiError::internal(format!("{resource} is not served")))?;
+    match handlers::create_object(ctx, &request(info, namespace, "", Verb::Create), obj).await {
+        Ok(()) | Err(ApiError::AlreadyExists { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+async fn system_namespaces(ctx: &Ctx) -> ApiResult<()> {
+    for name in DEFAULT_NAMESPACES.iter().filter(|n| **n != "default") {
+        ensure(ctx, "", "v1", "namespaces", None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})).await?;
+    }
+    Ok(())
+}
+
+/// The `default` namespace, and the `kubernetes` Service there with the first IP of the service
+/// range and Endpoints naming this server.
+async fn kubernetes_service(ctx: &Ctx) -> ApiResult<()> {
+    ensure(ctx, "", "v1", "namespaces", None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})).await?;
+    let url: http::Uri = ctx.settings.address.parse().map_err(ApiError::internal)?;
+    let (host, port) = (url.host().unwrap_or("127.0.0.1"), url.port_u16().unwrap_or(443));
+    let labels = json!({"component": "apiserver", "provider": "kubernetes"});
+    let ip = ctx.ips.first().to_string();
+    ensure(ctx, "", "v1", "services", Some("default"), json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kubernetes", "labels": labels},
+        "spec": {"clusterIP": ip, "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
+    }))
+    .await?;
+    ensure(ctx, "", "v1", "endpoints", Some("default"), json!({
+        "apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+        "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
+    }))
+    .await
+}
+
+/// The two PriorityClasses Kubernetes reserves for system components.
+async fn priority_classes(ctx: &Ctx) -> ApiResult<()> {
+    for (name, value, description) in [
+        ("system-node-critical", 2_000_001_000, "Used for system critical pods that must not be moved from their current node."),
+        ("system-cluster-critical", 2_000_000_000, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
+    ] {
+        let pc = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value, "description": description});
+        ensure(ctx, "scheduling.k8s.io", "v1", "priorityclasses", None, pc).await?;
+    }
+    Ok(())
+}
+
+/// `kube-system/extension-apiserver-authentication`: the CA client certificates are checked
+/// against, for servers that delegate authentication to this one.
+async fn authentication_info(ctx: &Ctx) -> ApiResult<()> {
+    let cm = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
+        "data": {"client-ca-file": ctx.settings.client_ca_pem},
+    });
+    ensure(ctx, "", "v1", "configmaps", Some("kube-system"), cm).await
+}
+
+/// Group and version priorities of the built-in APIServices, as kube-apiserver registers them.
+const PRIORITIES: &[(&str, i64, i64)] = &[
+    ("", 18000, 1),
+    ("apps", 17800, 15),
+    ("events.k8s.io", 17750, 15),
+    ("authentication.k8s.io", 17700, 15),
+    ("authorization.k8s.io", 17600, 15),
+    ("autoscaling", 17500, 30),
+    ("batch", 17400, 15),
+    ("certificates.k8s.io", 17300, 15),
+    ("networking.k8s.io", 17200, 15),
+    ("policy", 17100, 15),
+    ("rbac.authorization.k8s.io", 17000, 15),
+    ("storage.k8s.io", 16800, 15),
+    ("apiextensions.k8s.io", 16700, 15),
+    ("admissionregistration.k8s.io", 16700, 15),
+    ("scheduling.k8s.io", 16600, 15),
+    ("coordination.k8s.io", 16500, 15),
+    ("node.k8s.io", 16300, 15),
+    ("discovery.k8s.io", 16200, 15),
+    ("resource.k8s.io", 16200, 21),
+    ("flowcontrol.apiserver.k8s.io", 16100, 21),
+];
+
+/// An APIService for every group/version this server serves itself (`v1.`, `v1.apps`, ...),
+/// available because local.
+async fn api_services(ctx: &Ctx) -> ApiResult<()> {
+    let versions: BTreeSet<(&str, &str)> = RESOURCES.iter().map(|r| (r.group, r.version)).collect();
+    for (group, version) in versions {
+        let (group_priority, version_priority) =
+            PRIORITIES.iter().find(|(g, _, _)| *g == group).map(|(_, g, v)| (*g, *v)).unwrap_or((1000, 15));
+        let name = format!("{version}.{group}");
+        let service = json!({
+            "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": name, "labels": {"kube-aggregator.kubernetes.io/automanaged": "onstart"}},
+            "spec": {"group": group, "version": version, "groupPriorityMinimum": group_priority, "versionPriority": version_priority},
+        });
+        ensure(ctx, "apiregistration.k8s.io", "v1", "apiservices", None, service).await?;
+        let info = registry::lookup("apiregistration.k8s.io", "v1", "apiservices").ok_or_else(|| ApiError::internal("apiservices are not served"))?;
+        let req = request(info, None, &name, Verb::Update);
+        let available = |old: &Value| -> ApiResult<Value> {
+            let mut new = old.clone();
+            if old["status"]["conditions"][0]["type"] != "Available" {
+                new["status"] = json!({"conditions": [{
+                    "type": "Available", "status": "True", "reason": "Local",
+                    "message": "Local APIServices are always available",
+                    "lastTransitionTime": crate::meta::now(),
+                }]});
+            }
+            Ok(new)
+        };
+        handlers::update_object(ctx, &req, FieldValidation::Ignore, available).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,65 @@
+//! What a new server has once its post-start hooks ran: the system namespaces, the `kubernetes`
+//! Service, the system PriorityClasses, the API Priority and Fairness objects, the
+//! authentication info ConfigMap, an available APIService for every served group/version, and
+//! health checks that name each hook as kube-apiserver does.
+
+mod common;
+
+use common::TestServer;
+use serde_json::Value;
+
+fn names(s: &TestServer, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["get"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-o", "jsonpath={.items[*].metadata.name}"]);
+    s.kubectl_ok(&all).split_whitespace().map(str::to_string).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn post_start_hooks_create_what_every_cluster_has() {
+    let s = TestServer::start().await;
+    let verbose = s.kubectl_ok(&["get", "--raw", "/healthz?verbose"]);
+    for check in [
+        "[+]ping ok",
+        "[+]etcd ok",
+        "[+]poststarthook/start-system-namespaces-controller ok",
+        "[+]poststarthook/bootstrap-controller ok",
+        "[+]poststarthook/scheduling/bootstrap-system-priority-classes ok",
+        "[+]poststarthook/rbac/bootstrap-roles ok",
+        "[+]poststarthook/priority-and-fairness-config-producer ok",
+        "[+]poststarthook/start-cluster-authentication-info-controller ok",
+        "[+]poststarthook/kube-apiserver-autoregistration ok",
+        "[+]autoregister-completion ok",
+    ] {
+        assert!(verbose.lines().any(|l| l == check), "{check} missing from:\n{verbose}");
+    }
+    assert!(s.kubectl_ok(&["get", "--raw", "/readyz?verbose"]).contains("[+]informer-sync ok"));
+    assert_eq!(s.kubectl_ok(&["get", "--raw", "/livez/poststarthook/bootstrap-controller"]), "ok");
+
+    let namespaces = names(&s, &["namespaces"]);
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        assert!(namespaces.contains(&ns.to_string()), "{namespaces:?}");
+    }
+    assert_eq!(names(&s, &["priorityclasses"]), vec!["system-cluster-critical", "system-node-critical"]);
+    let levels = names(&s, &["prioritylevelconfigurations"]);
+    for level in ["catch-all", "exempt", "global-default", "leader-election", "node-high", "system", "workload-high", "workload-low"] {
+        assert!(levels.contains(&level.to_string()), "{levels:?}");
+    }
+    let schemas = names(&s, &["flowschemas"]);
+    for schema in ["catch-all", "exempt", "global-default", "system-nodes", "service-accounts"] {
+        assert!(schemas.contains(&schema.to_string()), "{schemas:?}");
+    }
+    let ca = s.kubectl_ok(&["get", "configmap", "-n", "kube-system", "extension-apiserver-authentication", "-o", "jsonpath={.data.client-ca-file}"]);
+    assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
+
+    let services: Value = serde_json::from_str(&s.kubectl_ok(&["get", "apiservices", "-o", "json"])).unwrap();
+    let items = services["items"].as_array().unwrap();
+    for name in ["v1.", "v1.apps", "v1.rbac.authorization.k8s.io", "v2.autoscaling", "v1.flowcontrol.apiserver.k8s.io"] {
+        let svc = items.iter().find(|i| i["metadata"]["name"] == name).unwrap_or_else(|| panic!("no APIService {name}"));
+        assert_eq!(svc["status"]["conditions"][0]["type"], "Available", "{svc}");
+        assert_eq!(svc["status"]["conditions"][0]["status"], "True", "{svc}");
+        assert_eq!(svc["status"]["conditions"][0]["reason"], "Local", "{svc}");
+    }
+    let core = items.iter().find(|i| i["metadata"]["name"] == "v1.").unwrap();
+    assert_eq!(core["spec"]["groupPriorityMinimum"], 18000);
+}
