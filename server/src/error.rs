@@ -39,6 +39,10 @@ pub enum ApiError {
     /// 403; `resource` and `name` (either may be empty) go into the details.
     #[error("{message}")]
     Forbidden { group: String, resource: String, name: String, message: String },
+    /// An admission policy refused the write, with the reason it gives (`Invalid` (422),
+    /// `Forbidden`, `Unauthorized`, `RequestEntityTooLarge`).
+    #[error("{message}")]
+    Denied { reason: &'static str, group: String, resource: String, name: String, message: String, cause: String },
     #[error("{resource} \"{name}\" not found")]
     NotFound { group: String, resource: String, name: String },
     #[error("the server could not find the requested resource")]
@@ -98,6 +102,12 @@ impl ApiError {
             BadRequest(_) | StrictDecoding { .. } => StatusCode::BAD_REQUEST,
             Unauthorized => StatusCode::UNAUTHORIZED,
             Forbidden { .. } => StatusCode::FORBIDDEN,
+            Denied { reason, .. } => match *reason {
+                "Forbidden" => StatusCode::FORBIDDEN,
+                "Unauthorized" => StatusCode::UNAUTHORIZED,
+                "RequestEntityTooLarge" => StatusCode::PAYLOAD_TOO_LARGE,
+                _ => StatusCode::UNPROCESSABLE_ENTITY,
+            },
             NotFound { .. } | NoRoute => StatusCode::NOT_FOUND,
             AlreadyExists { .. } | Conflict { .. } => StatusCode::CONFLICT,
             Gone(_) => StatusCode::GONE,
@@ -118,6 +128,7 @@ impl ApiError {
             BadRequest(_) | StrictDecoding { .. } => "BadRequest",
             Unauthorized => "Unauthorized",
             Forbidden { .. } => "Forbidden",
+            Denied { reason, .. } => reason,
             NotFound { .. } | NoRoute => "NotFound",
             AlreadyExists { .. } => "AlreadyExists",
             Conflict { .. } => "Conflict",
@@ -174,6 +185,14 @@ impl ApiError {
                         details.insert(k.into(), json!(v));
                     }
                 }
+            }
+            Denied { group, resource, name, cause, .. } => {
+                for (k, v) in [("name", name), ("group", group), ("kind", resource)] {
+                    if !v.is_empty() {
+                        details.insert(k.into(), json!(v));
+                    }
+                }
+                details.insert("causes".into(), json!([{"message": cause}]));
             }
             TooLargeResourceVersion { .. } => {
                 details.insert(

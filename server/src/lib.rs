@@ -13,6 +13,7 @@ pub mod context;
 pub mod controllers;
 pub mod discovery;
 pub mod error;
+pub mod expr;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
 pub mod flowcontrol;

@@ -8,6 +8,7 @@ use anyhow::Context;
 use raft_store::{CacheOptions, Observers, PeerTls, Store, StoreOptions};
 
 use crate::admission::node_restriction::NodeRestriction;
+use crate::admission::policy::ValidatingPolicies;
 use crate::admission::Admission;
 use crate::auth::authz;
 use crate::auth::node::NodeGraph;
@@ -91,7 +92,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::default());
     let chain = authz::build(&args, &rbac, &nodes, &metrics)?;
     let auth = Auth { chain, rbac };
-    let admission = Admission::new(Vec::new(), vec![Arc::new(NodeRestriction { store: store.clone() }), Arc::new(Escalation { auth: auth.clone() })]);
+    let admission = Admission::new(
+        Vec::new(),
+        vec![
+            Arc::new(NodeRestriction { store: store.clone() }),
+            Arc::new(Escalation { auth: auth.clone() }),
+            Arc::new(ValidatingPolicies::new(store.clone())),
+        ],
+    );
     let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, auth, admission };
 
     let kubeconfig = args.data_dir.join("admin.kubeconfig");

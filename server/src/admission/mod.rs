@@ -3,6 +3,7 @@
 //! plugins may refuse it. Deletions are admitted too, with the stored object as `old`.
 
 pub mod node_restriction;
+pub mod policy;
 
 use std::sync::Arc;
 

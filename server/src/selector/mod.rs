@@ -7,7 +7,7 @@ mod label;
 pub use field::FieldSelector;
 pub use label::LabelSelector;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::ApiResult;
 use crate::registry::ResourceInfo;
@@ -43,6 +43,24 @@ impl Filter {
         let labels = obj.get("metadata").and_then(|m| m.get("labels")).and_then(Value::as_object);
         self.label.matches(labels) && self.field.matches(obj)
     }
+}
+
+/// Whether a `metav1.LabelSelector` object matches `labels` (an empty selector matches all).
+pub fn label_selector_matches(selector: &Value, labels: Option<&Map<String, Value>>) -> bool {
+    let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    let labels_ok = selector["matchLabels"].as_object().into_iter().flatten().all(|(k, v)| label(k) == v.as_str());
+    let exprs_ok = selector["matchExpressions"].as_array().into_iter().flatten().all(|e| {
+        let key = e["key"].as_str().unwrap_or_default();
+        let values: Vec<&str> = e["values"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        match e["operator"].as_str().unwrap_or_default() {
+            "In" => label(key).is_some_and(|v| values.contains(&v)),
+            "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
+            "Exists" => label(key).is_some(),
+            "DoesNotExist" => label(key).is_none(),
+            _ => false,
+        }
+    });
+    labels_ok && exprs_ok
 }
 
 #[cfg(test)]

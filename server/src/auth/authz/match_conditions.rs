@@ -1,81 +1,42 @@
 //! A webhook authorizer's `matchConditions`: CEL expressions over `request` (the
 //! SubjectAccessReview spec, v1), all of which must be true for the webhook to be asked.
 
-use std::sync::Arc;
-
-use cel::{Context, ExecutionError, Program, Value};
 use serde_json::json;
+
+use crate::expr::Expression;
 
 /// Compiled expressions, in the configured order.
 pub struct MatchConditions {
-    programs: Vec<(String, Program)>,
+    expressions: Vec<Expression>,
 }
 
 impl MatchConditions {
     /// Compiles every expression (they were validated when the configuration was read).
     pub fn compile(expressions: &[String]) -> Result<MatchConditions, String> {
-        let programs = expressions
-            .iter()
-            .map(|e| Ok((e.clone(), Self::compile_one(e)?)))
-            .collect::<Result<_, String>>()?;
-        Ok(MatchConditions { programs })
+        let expressions = expressions.iter().map(|e| Self::compile_one(e)).collect::<Result<_, String>>()?;
+        Ok(MatchConditions { expressions })
     }
 
-    /// Compiles one expression and checks it against a request with every field set: it may
-    /// name only `request`, and must give a bool.
-    pub fn compile_one(expression: &str) -> Result<Program, String> {
-        let program = Program::compile(expression).map_err(|e| format!("compilation failed: {e}"))?;
-        match evaluate(&program, &sample_request()) {
-            Ok(Value::Bool(_)) => Ok(program),
-            Ok(other) => Err(format!("compilation failed: must evaluate to bool but got {:?}", other.type_of())),
-            Err(ExecutionError::UndeclaredReference(name)) => Err(format!("compilation failed: undeclared reference to '{name}'")),
-            Err(_) => Ok(program),
-        }
+    /// Compiles one expression: it may name only `request`, and must give a bool.
+    pub fn compile_one(expression: &str) -> Result<Expression, String> {
+        Expression::compile(expression, &[("request", &sample_request())], Some("bool"))
     }
 
     /// Whether every expression holds for `request`; the first false one decides. Errors of
     /// the others are joined.
     pub fn matches(&self, request: &serde_json::Value) -> Result<bool, String> {
         let mut errors = Vec::new();
-        for (expression, program) in &self.programs {
-            match evaluate(program, request) {
-                Ok(Value::Bool(true)) => {}
-                Ok(Value::Bool(false)) => return Ok(false),
-                Ok(other) => errors.push(format!(
-                    "cel evaluation error: expression '{expression}' eval result type should be bool but got {:?}",
-                    other.type_of()
-                )),
-                Err(e) => errors.push(format!("cel evaluation error: expression '{expression}' resulted in error: {e}")),
+        for e in &self.expressions {
+            match e.eval_bool(&[("request", request)]) {
+                Ok(true) => {}
+                Ok(false) => return Ok(false),
+                Err(e) => errors.push(format!("cel evaluation error: {e}")),
             }
         }
         match errors.len() {
             0 => Ok(true),
             1 => Err(errors.remove(0)),
             _ => Err(format!("[{}]", errors.join(", "))),
-        }
-    }
-}
-
-fn evaluate(program: &Program, request: &serde_json::Value) -> Result<Value, ExecutionError> {
-    let mut context = Context::default();
-    context.add_variable_from_value("request", to_value(request));
-    program.execute(&context)
-}
-
-/// A JSON value as CEL sees it.
-fn to_value(v: &serde_json::Value) -> Value {
-    match v {
-        serde_json::Value::Null => Value::Null,
-        serde_json::Value::Bool(b) => Value::Bool(*b),
-        serde_json::Value::Number(n) => match n.as_i64() {
-            Some(i) => Value::Int(i),
-            None => Value::Float(n.as_f64().unwrap_or_default()),
-        },
-        serde_json::Value::String(s) => Value::String(Arc::new(s.clone())),
-        serde_json::Value::Array(a) => Value::List(Arc::new(a.iter().map(to_value).collect())),
-        serde_json::Value::Object(o) => {
-            let map: std::collections::HashMap<String, Value> = o.iter().map(|(k, v)| (k.clone(), to_value(v))).collect();
-            Value::from(map)
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::controllers::request;
@@ -13,26 +13,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
 use crate::registry;
 use crate::request::Verb;
+use crate::selector::label_selector_matches;
 
 const PREFIX: &str = "/registry/rbac.authorization.k8s.io/clusterroles/";
-
-/// Whether a `metav1.LabelSelector` object matches `labels` (an empty selector matches all).
-pub fn selector_matches(selector: &Value, labels: Option<&Map<String, Value>>) -> bool {
-    let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-    let labels_ok = selector["matchLabels"].as_object().into_iter().flatten().all(|(k, v)| label(k) == v.as_str());
-    let exprs_ok = selector["matchExpressions"].as_array().into_iter().flatten().all(|e| {
-        let key = e["key"].as_str().unwrap_or_default();
-        let values: Vec<&str> = e["values"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-        match e["operator"].as_str().unwrap_or_default() {
-            "In" => label(key).is_some_and(|v| values.contains(&v)),
-            "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
-            "Exists" => label(key).is_some(),
-            "DoesNotExist" => label(key).is_none(),
-            _ => false,
-        }
-    });
-    labels_ok && exprs_ok
-}
 
 /// The rules an aggregated role should have, given every ClusterRole (sorted by name).
 pub fn aggregated_rules(role: &Value, all: &[Value]) -> Vec<Value> {
@@ -41,7 +24,7 @@ pub fn aggregated_rules(role: &Value, all: &[Value]) -> Vec<Value> {
     let mut rules: Vec<Value> = Vec::new();
     for other in all.iter().filter(|o| &o["metadata"]["name"] != name) {
         let labels = other["metadata"]["labels"].as_object();
-        if selectors.iter().any(|s| selector_matches(s, labels)) {
+        if selectors.iter().any(|s| label_selector_matches(s, labels)) {
             for r in other["rules"].as_array().into_iter().flatten() {
                 if !rules.contains(r) {
                     rules.push(r.clone());
@@ -128,8 +111,8 @@ mod tests {
         ];
         assert_eq!(aggregated_rules(&admin, &all), vec![r("get"), r("list"), r("watch")]);
         let expr = json!({"matchExpressions": [{"key": "agg", "operator": "In", "values": ["false"]}]});
-        assert!(selector_matches(&expr, all[2]["metadata"]["labels"].as_object()));
-        assert!(!selector_matches(&expr, all[1]["metadata"]["labels"].as_object()));
-        assert!(selector_matches(&json!({}), None));
+        assert!(label_selector_matches(&expr, all[2]["metadata"]["labels"].as_object()));
+        assert!(!label_selector_matches(&expr, all[1]["metadata"]["labels"].as_object()));
+        assert!(label_selector_matches(&json!({}), None));
     }
 }

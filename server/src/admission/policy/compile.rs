@@ -1,0 +1,97 @@
+//! A ValidatingAdmissionPolicy compiled once: its match constraints, parameter kind, match
+//! conditions, variables and validations, each expression checked against the variables
+//! Kubernetes gives policies. An expression that does not compile stays an error, which the
+//! policy's failure policy decides on when the policy applies.
+
+use serde_json::{json, Value};
+
+use crate::expr::Expression;
+
+/// One validation: the expression that must hold and what to say when it does not.
+pub struct Validation {
+    pub expression: Result<Expression, String>,
+    pub message: Option<String>,
+    pub message_expression: Option<Result<Expression, String>>,
+    /// `Invalid` unless the policy says `Forbidden`, `Unauthorized` or `RequestEntityTooLarge`.
+    pub reason: &'static str,
+}
+
+pub struct Policy {
+    pub name: String,
+    /// `failurePolicy: Fail` (the default): errors refuse the write; `Ignore`: they are skipped.
+    pub fail_closed: bool,
+    pub constraints: Value,
+    /// `apiVersion` and `kind` of the parameter objects, if the policy takes any.
+    pub param_kind: Option<(String, String)>,
+    pub conditions: Vec<(String, Result<Expression, String>)>,
+    pub variables: Vec<(String, Result<Expression, String>)>,
+    pub validations: Vec<Validation>,
+}
+
+/// The variables every policy expression may name, with every optional part present.
+fn sample(variables: &[String]) -> Vec<(&'static str, Value)> {
+    let vars: serde_json::Map<String, Value> = variables.iter().map(|v| (v.clone(), Value::Null)).collect();
+    vec![
+        ("object", json!({})),
+        ("oldObject", json!({})),
+        ("params", json!({})),
+        ("namespaceObject", json!({})),
+        ("request", json!({"kind": {}, "resource": {}, "userInfo": {}, "operation": "", "name": "", "namespace": ""})),
+        ("variables", Value::Object(vars)),
+    ]
+}
+
+fn compile(source: &str, names: &[String], want: Option<&str>) -> Result<Expression, String> {
+    let sample = sample(names);
+    let bound: Vec<(&str, &Value)> = sample.iter().map(|(k, v)| (*k, v)).collect();
+    Expression::compile(source, &bound, want)
+}
+
+fn reason_of(v: &Value) -> &'static str {
+    match v.as_str() {
+        Some("Forbidden") => "Forbidden",
+        Some("Unauthorized") => "Unauthorized",
+        Some("RequestEntityTooLarge") => "RequestEntityTooLarge",
+        _ => "Invalid",
+    }
+}
+
+impl Policy {
+    pub fn compile(obj: &Value) -> Policy {
+        let spec = &obj["spec"];
+        let names: Vec<String> = spec["variables"].as_array().into_iter().flatten().filter_map(|v| v["name"].as_str().map(String::from)).collect();
+        let variables = spec["variables"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| (v["name"].as_str().unwrap_or_default().to_string(), compile(v["expression"].as_str().unwrap_or_default(), &names, None)))
+            .collect();
+        let conditions = spec["matchConditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| (c["name"].as_str().unwrap_or_default().to_string(), compile(c["expression"].as_str().unwrap_or_default(), &names, Some("bool"))))
+            .collect();
+        let validations = spec["validations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| Validation {
+                expression: compile(v["expression"].as_str().unwrap_or_default(), &names, Some("bool")),
+                message: v["message"].as_str().filter(|m| !m.is_empty()).map(String::from),
+                message_expression: v["messageExpression"].as_str().filter(|m| !m.is_empty()).map(|m| compile(m, &names, Some("string"))),
+                reason: reason_of(&v["reason"]),
+            })
+            .collect();
+        let param_kind = spec["paramKind"]["kind"].as_str().map(|k| (spec["paramKind"]["apiVersion"].as_str().unwrap_or_default().to_string(), k.to_string()));
+        Policy {
+            name: obj["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+            fail_closed: spec["failurePolicy"].as_str() != Some("Ignore"),
+            constraints: spec["matchConstraints"].clone(),
+            param_kind,
+            conditions,
+            variables,
+            validations,
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! CEL expressions over JSON objects, as Kubernetes evaluates them in admission policies and
+//! authorization match conditions: compile once, bind named JSON values, evaluate.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cel::{Context, ExecutionError, Program, Value};
+
+/// A compiled expression with its source.
+pub struct Expression {
+    pub source: String,
+    program: Program,
+}
+
+impl std::fmt::Debug for Expression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.source)
+    }
+}
+
+impl Expression {
+    /// Parses `source`, then evaluates it once against `sample` (every variable it may name, with
+    /// every optional part present): naming anything else is an error, and so is a result of
+    /// another type than `want` when one is given.
+    pub fn compile(source: &str, sample: &[(&str, &serde_json::Value)], want: Option<&str>) -> Result<Expression, String> {
+        let program = Program::compile(source).map_err(|e| format!("compilation failed: {e}"))?;
+        let expression = Expression { source: source.to_string(), program };
+        match expression.eval(sample) {
+            Ok(v) if want.is_some_and(|w| type_name(&v) != w) => {
+                Err(format!("compilation failed: must evaluate to {} but got {}", want.unwrap_or_default(), type_name(&v)))
+            }
+            Err(ExecutionError::UndeclaredReference(name)) => Err(format!("compilation failed: undeclared reference to '{name}'")),
+            _ => Ok(expression),
+        }
+    }
+
+    /// Evaluates with `vars` bound.
+    pub fn eval(&self, vars: &[(&str, &serde_json::Value)]) -> Result<Value, ExecutionError> {
+        let mut context = Context::default();
+        for (name, value) in vars {
+            context.add_variable_from_value(*name, to_value(value));
+        }
+        self.program.execute(&context)
+    }
+
+    /// Evaluates to a bool; anything else is an error, worded as Kubernetes words it.
+    pub fn eval_bool(&self, vars: &[(&str, &serde_json::Value)]) -> Result<bool, String> {
+        match self.eval(vars) {
+            Ok(Value::Bool(b)) => Ok(b),
+            Ok(other) => Err(format!("expression '{}' resulted in {}, want bool", self.source, type_name(&other))),
+            Err(e) => Err(format!("expression '{}' resulted in error: {e}", self.source)),
+        }
+    }
+
+    /// Evaluates to a string.
+    pub fn eval_string(&self, vars: &[(&str, &serde_json::Value)]) -> Result<String, String> {
+        match self.eval(vars) {
+            Ok(Value::String(s)) => Ok(s.to_string()),
+            Ok(other) => Err(format!("expression '{}' resulted in {}, want string", self.source, type_name(&other))),
+            Err(e) => Err(format!("expression '{}' resulted in error: {e}", self.source)),
+        }
+    }
+}
+
+/// CEL's name for a value's type.
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Bool(_) => "bool",
+        Value::Int(_) => "int",
+        Value::UInt(_) => "uint",
+        Value::Float(_) => "double",
+        Value::String(_) => "string",
+        Value::Bytes(_) => "bytes",
+        Value::List(_) => "list",
+        Value::Map(_) => "map",
+        Value::Null => "null_type",
+        _ => "object",
+    }
+}
+
+/// A JSON value as CEL sees it.
+pub fn to_value(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => Value::Float(n.as_f64().unwrap_or_default()),
+        },
+        serde_json::Value::String(s) => Value::String(Arc::new(s.clone())),
+        serde_json::Value::Array(a) => Value::List(Arc::new(a.iter().map(to_value).collect())),
+        serde_json::Value::Object(o) => {
+            let map: HashMap<String, Value> = o.iter().map(|(k, v)| (k.clone(), to_value(v))).collect();
+            Value::from(map)
+        }
+    }
+}
+
+/// A CEL value as JSON (for variables other expressions read).
+pub fn to_json(v: &Value) -> serde_json::Value {
+    match v {
+        Value::Null => serde_json::Value::Null,
+        Value::Bool(b) => (*b).into(),
+        Value::Int(i) => (*i).into(),
+        Value::UInt(u) => (*u).into(),
+        Value::Float(f) => serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number),
+        Value::String(s) => s.as_str().into(),
+        Value::List(l) => l.iter().map(to_json).collect(),
+        Value::Map(m) => m.map.iter().map(|(k, v)| (key_string(k), to_json(v))).collect::<serde_json::Map<_, _>>().into(),
+        _ => serde_json::Value::Null,
+    }
+}
+
+fn key_string(k: &cel::objects::Key) -> String {
+    match k {
+        cel::objects::Key::String(s) => s.to_string(),
+        cel::objects::Key::Int(i) => i.to_string(),
+        cel::objects::Key::Uint(u) => u.to_string(),
+        cel::objects::Key::Bool(b) => b.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn compiles_checks_and_evaluates() {
+        let object = json!({"spec": {"replicas": 3}, "metadata": {"name": "x"}});
+        let sample = [("object", &object)];
+        let e = Expression::compile("object.spec.replicas > 1", &sample, Some("bool")).unwrap();
+        assert_eq!(e.eval_bool(&[("object", &json!({"spec": {"replicas": 1}}))]), Ok(false));
+        assert!(Expression::compile("object.spec.replicas", &sample, Some("bool")).unwrap_err().contains("must evaluate to bool"));
+        assert!(Expression::compile("other.x == 1", &sample, Some("bool")).unwrap_err().contains("undeclared reference to 'other'"));
+        assert!(Expression::compile("object.spec.replicas >", &sample, None).unwrap_err().starts_with("compilation failed"));
+        let m = Expression::compile("'name: ' + object.metadata.name", &sample, Some("string")).unwrap();
+        assert_eq!(m.eval_string(&sample).unwrap(), "name: x");
+        assert_eq!(to_json(&to_value(&object)), object);
+    }
+}

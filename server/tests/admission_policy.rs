@@ -1,0 +1,171 @@
+//! ValidatingAdmissionPolicy against the real binary, with kubectl: CEL validations over the
+//! object, the namespace, parameters and variables; messages and message expressions; the
+//! binding's namespace selector and actions; failure policies.
+
+mod common;
+
+use common::TestServer;
+
+fn try_apply(s: &TestServer, yaml: &str) -> std::process::Output {
+    let mut cmd = s.kubectl_command(&["apply", "-f", "-"]);
+    cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(yaml.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn apply(s: &TestServer, yaml: &str) {
+    let out = try_apply(s, yaml);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn deployment(name: &str, replicas: u32) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: guarded}}\nspec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec: {{containers: [{{name: c, image: nginx}}]}}\n"
+    )
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const POLICY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: replicas.example.com}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [apps]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE]
+      resources: [deployments]
+  variables:
+  - name: replicas
+    expression: object.spec.replicas
+  validations:
+  - expression: variables.replicas > 1
+    messageExpression: "'wants replicas > 1, got ' + string(variables.replicas)"
+  - expression: variables.replicas < 10
+    reason: Forbidden
+    message: too many replicas
+  - expression: namespaceObject.metadata.name == 'guarded'
+    message: other namespaces are not bound
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: replicas-binding.example.com}
+spec:
+  policyName: replicas.example.com
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels: {policy: guarded}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn policies_refuse_what_their_validations_reject() {
+    let s = TestServer::start().await;
+    s.kubectl_ok(&["create", "namespace", "guarded"]);
+    s.kubectl_ok(&["label", "namespace", "guarded", "policy=guarded"]);
+    s.kubectl_ok(&["create", "namespace", "free"]);
+    apply(&s, POLICY);
+
+    let out = s.kubectl(&["create", "deployment", "one", "--image=nginx", "--replicas=1", "-n", "guarded"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "deployments.apps \"one\" is forbidden: ValidatingAdmissionPolicy 'replicas.example.com' with binding 'replicas-binding.example.com' denied request: wants replicas > 1, got 1"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    // The reason the validation gives decides the code: Forbidden is a 403.
+    let out = try_apply(&s, &deployment("many", 20));
+    assert!(stderr(&out).contains("Error from server (Forbidden)") && stderr(&out).contains("denied request: too many replicas"), "{}", stderr(&out));
+    let out = try_apply(&s, &deployment("single", 1));
+    // kubectl prints a 422's cause without a field, as it does against kube-apiserver.
+    assert!(stderr(&out).contains("The deployments \"single\" is invalid: : ValidatingAdmissionPolicy 'replicas.example.com'"), "{}", stderr(&out));
+    s.kubectl_ok(&["create", "deployment", "two", "--image=nginx", "--replicas=2", "-n", "guarded"]);
+    // An update is checked too; an unselected namespace or kind is not.
+    let out = s.kubectl(&["patch", "deployment", "two", "-n", "guarded", "-p", r#"{"spec":{"replicas":1}}"#]);
+    assert!(stderr(&out).contains("wants replicas > 1, got 1"), "{}", stderr(&out));
+    s.kubectl_ok(&["create", "deployment", "one", "--image=nginx", "--replicas=1", "-n", "free"]);
+    s.kubectl_ok(&["create", "job", "j", "--image=busybox", "-n", "guarded"]);
+
+    // Without the binding nothing is checked.
+    s.kubectl_ok(&["delete", "validatingadmissionpolicybinding", "replicas-binding.example.com"]);
+    s.kubectl_ok(&["create", "deployment", "one", "--image=nginx", "--replicas=1", "-n", "guarded"]);
+}
+
+const PARAMS_POLICY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: prefix.example.com}
+spec:
+  failurePolicy: Fail
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [secrets]
+  matchConditions:
+  - name: not-exempt
+    expression: "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"
+  validations:
+  - expression: object.metadata.name.startsWith(params.data.prefix)
+    messageExpression: "'secret names must start with ' + params.data.prefix"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: prefix-binding.example.com}
+spec:
+  policyName: prefix.example.com
+  validationActions: [Deny]
+  paramRef: {name: prefix-rule, parameterNotFoundAction: Deny}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn parameters_conditions_and_failure_policies() {
+    let s = TestServer::start().await;
+    apply(&s, PARAMS_POLICY);
+    // The parameter is looked up in the request's namespace; missing, the binding denies.
+    let out = s.kubectl(&["create", "secret", "generic", "app-token", "-n", "default"]);
+    assert!(stderr(&out).contains("no params found for policy binding with `Deny` parameterNotFoundAction"), "{}", stderr(&out));
+    s.kubectl_ok(&["create", "configmap", "prefix-rule", "--from-literal=prefix=team-", "-n", "default"]);
+    let out = s.kubectl(&["create", "secret", "generic", "app-token", "-n", "default"]);
+    assert!(stderr(&out).contains("denied request: secret names must start with team-"), "{}", stderr(&out));
+    s.kubectl_ok(&["create", "secret", "generic", "team-token", "-n", "default"]);
+    // A match condition that is false skips the policy.
+    apply(&s, "apiVersion: v1\nkind: Secret\nmetadata: {name: anything, namespace: default, labels: {exempt: \"yes\"}}\n");
+
+    // An expression that fails: Fail refuses, Ignore lets the write through.
+    let broken = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: broken.example.com}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - expression: object.data.missing == 'x'
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: broken-binding.example.com}
+spec:
+  policyName: broken.example.com
+  validationActions: [Deny]
+"#;
+    apply(&s, broken);
+    let out = s.kubectl(&["create", "configmap", "c1", "--from-literal=a=b", "-n", "default"]);
+    assert!(stderr(&out).contains("ValidatingAdmissionPolicy 'broken.example.com' with binding 'broken-binding.example.com' denied request: expression 'object.data.missing == 'x'' resulted in error"), "{}", stderr(&out));
+    apply(&s, &broken.replace("failurePolicy: Fail", "failurePolicy: Ignore"));
+    s.kubectl_ok(&["create", "configmap", "c1", "--from-literal=a=b", "-n", "default"]);
+}
