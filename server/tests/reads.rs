@@ -392,3 +392,20 @@ async fn compacted_history_gives_410() {
         other => panic!("expected DELETED d, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn list_items_carry_no_type_meta() {
+    // As in kube-apiserver: client-go's typed clients compare listed items with the objects
+    // their creates returned, which they decode without kind and apiVersion.
+    let s = TestServer::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    api.create(&PostParams::default(), &configmap("typed", &[("a", "b")])).await.unwrap();
+    let list = s.get("/api/v1/namespaces/default/configmaps").await.json();
+    assert_eq!(list["kind"], "ConfigMapList");
+    let item = list["items"].as_array().unwrap().iter().find(|i| i["metadata"]["name"] == "typed").unwrap().clone();
+    assert_eq!(item.get("kind"), None, "{item}");
+    assert_eq!(item.get("apiVersion"), None, "{item}");
+    assert_eq!(item["metadata"]["labels"]["a"], "b");
+    // A single object keeps them.
+    assert_eq!(s.get("/api/v1/namespaces/default/configmaps/typed").await.json()["kind"], "ConfigMap");
+}

@@ -2,6 +2,8 @@
 //! that JSON responses are assembled without re-encoding; the edge turns them into the
 //! negotiated media type.
 
+use std::collections::BTreeMap;
+
 use bytes::Bytes;
 use http::StatusCode;
 use serde_json::{json, Value};
@@ -53,7 +55,9 @@ impl Reply {
 }
 
 /// The JSON of a list: `{"kind":"<Kind>List","apiVersion":..,"metadata":{..},"items":[..]}`,
-/// concatenated from the stored item bytes.
+/// concatenated from the stored item bytes. Items carry no `kind` or `apiVersion`, as in
+/// kube-apiserver's lists of built-in kinds (client-go compares them with the objects its typed
+/// clients decode, which have none either).
 pub fn list_json(info: &ResourceInfo, list: &ListReply) -> Vec<u8> {
     let mut meta = json!({"resourceVersion": list.rev.to_string()});
     if let Some(c) = &list.continue_token {
@@ -72,8 +76,29 @@ pub fn list_json(info: &ResourceInfo, list: &ListReply) -> Vec<u8> {
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(item);
+        without_type_meta(item, &mut out);
     }
     out.extend_from_slice(b"]}");
     out
+}
+
+/// Writes the stored object `item` without its top-level `apiVersion` and `kind`; the other
+/// fields' values are copied as they are, without being parsed into values.
+fn without_type_meta(item: &[u8], out: &mut Vec<u8>) {
+    let Ok(fields) = serde_json::from_slice::<BTreeMap<String, &serde_json::value::RawValue>>(item) else {
+        out.extend_from_slice(item);
+        return;
+    };
+    out.push(b'{');
+    let mut first = true;
+    for (key, value) in fields.iter().filter(|(k, _)| !matches!(k.as_str(), "apiVersion" | "kind")) {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        let _ = serde_json::to_writer(&mut *out, key);
+        out.push(b':');
+        out.extend_from_slice(value.get().as_bytes());
+    }
+    out.push(b'}');
 }
