@@ -51,7 +51,8 @@ async fn serve(ctx: &Ctx, parts: http::request::Parts, body: bytes::Bytes) -> Re
     let deadline = request_deadline(ctx, &params).map_err(IntoResponse::into_response)?;
     let user = impersonation::impersonate(&ctx.auth.chain, caller, &parts.headers).await.map_err(IntoResponse::into_response)?;
     let attrs = Attributes::of_request(user, &parts.method, &path, &params);
-    authorize(ctx, &attrs).await.map_err(IntoResponse::into_response)?;
+    let flow = ctx.flowcontrol.classify(&attrs);
+    authorize(ctx, &attrs).await.map_err(|e| with_flow(e.into_response(), flow.as_ref()))?;
     let watch = params.flag("watch").map_err(IntoResponse::into_response)?;
     let user = Arc::new(attrs.user);
     let resource = request::classify(&parts.method, &path, watch, user.clone()).map_err(IntoResponse::into_response)?;
@@ -62,10 +63,25 @@ async fn serve(ctx: &Ctx, parts: http::request::Parts, body: bytes::Bytes) -> Re
         Some(req) => within(deadline, handlers::serve(ctx, req, params, &parts.headers, body)).await,
         None => within(deadline, route(ctx, &parts.method, &path, &params, &parts.headers, &body)).await,
     };
+    let resp = with_flow(resp, flow.as_ref());
     let code = resp.status().as_u16();
     ctx.metrics.observe(labels, code, started.elapsed());
     tracing::debug!(method = %parts.method, %path, code, elapsed_ms = started.elapsed().as_millis() as u64, user = %user.name, "request");
     Ok(resp)
+}
+
+/// Names the FlowSchema and priority level the request was classified in, as kube-apiserver
+/// does in every response.
+fn with_flow(mut resp: Response, flow: Option<&crate::flowcontrol::Classification>) -> Response {
+    if let Some(c) = flow {
+        let headers = resp.headers_mut();
+        for (name, value) in [("x-kubernetes-pf-flowschema-uid", &c.flow_schema_uid), ("x-kubernetes-pf-prioritylevel-uid", &c.priority_level_uid)] {
+            if let Ok(v) = HeaderValue::from_str(value) {
+                headers.insert(name, v);
+            }
+        }
+    }
+    resp
 }
 
 /// How long a request that is not long-running may take: `--request-timeout`, or less when
@@ -173,7 +189,8 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
     let aggregated = negotiate::wants_aggregated_discovery(headers);
     let doc = match segments.as_slice() {
         ["metrics"] => {
-            let text = ctx.metrics.render(&ctx.store.status(), ctx.store.node_id());
+            let mut text = ctx.metrics.render(&ctx.store.status(), ctx.store.node_id());
+            text.push_str(&flowcontrol_metrics(ctx));
             let mut resp = (StatusCode::OK, text).into_response();
             resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
             return resp;
@@ -239,4 +256,14 @@ fn discovery_response(v: Value) -> Response {
     let mut resp = (StatusCode::OK, serde_json::to_vec(&v).unwrap_or_default()).into_response();
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(discovery::AGGREGATED_CONTENT_TYPE));
     resp
+}
+
+/// The priority levels' shares of the server's concurrency, as `apiserver_flowcontrol_nominal_limit_seats`.
+fn flowcontrol_metrics(ctx: &Ctx) -> String {
+    let name = "apiserver_flowcontrol_nominal_limit_seats";
+    let mut out = format!("# HELP {name} Nominal number of execution seats configured for each priority level\n# TYPE {name} gauge\n");
+    for (level, seats) in ctx.flowcontrol.nominal_limits(crate::flowcontrol::SERVER_CONCURRENCY_LIMIT) {
+        out.push_str(&format!("{name}{{priority_level=\"{level}\"}} {seats}\n"));
+    }
+    out
 }

@@ -17,6 +17,8 @@ pub struct Ctx {
     pub metrics: Arc<crate::metrics::Metrics>,
     pub auth: crate::auth::Auth,
     pub admission: crate::admission::Admission,
+    /// Request classification by the FlowSchemas this replica has applied.
+    pub flowcontrol: Arc<crate::flowcontrol::FlowControl>,
 }
 
 /// Server behaviour fixed at startup.

@@ -16,6 +16,7 @@ use crate::auth::rbac::escalation::Escalation;
 use crate::auth::rbac::RbacIndex;
 use crate::auth::Auth;
 use crate::cli::Args;
+use crate::flowcontrol::FlowControl;
 use crate::metrics::Metrics;
 use crate::context::{Ctx, Settings};
 use crate::ipalloc::ServiceIps;
@@ -57,6 +58,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // Derived state the apply path keeps on every replica.
     let rbac = RbacIndex::new();
     let nodes = Arc::new(NodeGraph::default());
+    let flowcontrol = Arc::new(FlowControl::default());
     let peer_tls = pki.peer.clone().map(|(cert_pem, key_pem)| PeerTls { ca_pem: pki.ca_pem.clone(), cert_pem, key_pem });
     let store = Store::open(
         &args.data_dir,
@@ -68,7 +70,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             snapshot_every: args.snapshot_count,
             peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
-            observers: Observers(vec![rbac.clone(), nodes.clone()]),
+            observers: Observers(vec![rbac.clone(), nodes.clone(), flowcontrol.clone()]),
         },
     )
     .await
@@ -100,7 +102,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             Arc::new(ValidatingPolicies::new(store.clone())),
         ],
     );
-    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, auth, admission };
+    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, auth, admission, flowcontrol };
 
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     tls::write_admin_kubeconfig(&kubeconfig, &address, &pki)?;

@@ -1,0 +1,233 @@
+//! Classification: every request is matched to the FlowSchema of lowest matching precedence
+//! (then name) whose rules select its user and what it does, and to that schema's priority
+//! level. The schemas and levels are kept by the apply path on every replica.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use raft_store::{ApplyObserver, Object};
+use serde_json::Value;
+
+use crate::auth::attributes::Attributes;
+
+const SCHEMAS: &str = "/registry/flowcontrol.apiserver.k8s.io/flowschemas/";
+const LEVELS: &str = "/registry/flowcontrol.apiserver.k8s.io/prioritylevelconfigurations/";
+const PREFIXES: &[&str] = &[SCHEMAS, LEVELS];
+
+/// A request's flow schema and priority level, by name and UID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classification {
+    pub flow_schema: String,
+    pub flow_schema_uid: String,
+    pub priority_level: String,
+    pub priority_level_uid: String,
+}
+
+#[derive(Default)]
+struct State {
+    /// By key, the stored objects.
+    schemas: HashMap<String, Value>,
+    levels: HashMap<String, Value>,
+    /// Schema keys in matching order.
+    order: Vec<String>,
+}
+
+impl State {
+    fn reorder(&mut self) {
+        let mut order: Vec<(i64, String, String)> = self
+            .schemas
+            .iter()
+            .map(|(k, v)| (v["spec"]["matchingPrecedence"].as_i64().unwrap_or(1000), name(v).to_string(), k.clone()))
+            .collect();
+        order.sort();
+        self.order = order.into_iter().map(|(_, _, k)| k).collect();
+    }
+}
+
+fn name(v: &Value) -> &str {
+    v["metadata"]["name"].as_str().unwrap_or_default()
+}
+
+/// The FlowSchemas and PriorityLevelConfigurations this replica has applied.
+#[derive(Default)]
+pub struct FlowControl {
+    state: RwLock<State>,
+}
+
+fn strings(v: &Value) -> impl Iterator<Item = &str> {
+    v.as_array().into_iter().flatten().filter_map(Value::as_str)
+}
+
+fn has(v: &Value, x: &str) -> bool {
+    strings(v).any(|s| s == "*" || s == x)
+}
+
+fn subject_matches(subject: &Value, a: &Attributes) -> bool {
+    let user = &a.user;
+    match subject["kind"].as_str() {
+        Some("User") => matches!(subject["user"]["name"].as_str(), Some(n) if n == "*" || n == user.name),
+        Some("Group") => matches!(subject["group"]["name"].as_str(), Some(n) if n == "*" || user.in_group(n)),
+        Some("ServiceAccount") => match user.service_account() {
+            Some((ns, sa)) => {
+                subject["serviceAccount"]["namespace"].as_str() == Some(ns) && matches!(subject["serviceAccount"]["name"].as_str(), Some(n) if n == "*" || n == sa)
+            }
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+fn resource_rule_matches(rule: &Value, a: &Attributes) -> bool {
+    let scope_ok = if a.namespace.is_empty() { rule["clusterScope"].as_bool() == Some(true) } else { has(&rule["namespaces"], &a.namespace) };
+    has(&rule["verbs"], &a.verb) && has(&rule["apiGroups"], &a.api_group) && has(&rule["resources"], &a.combined_resource()) && scope_ok
+}
+
+fn non_resource_rule_matches(rule: &Value, a: &Attributes) -> bool {
+    has(&rule["verbs"], &a.verb)
+        && strings(&rule["nonResourceURLs"])
+            .any(|u| u == "*" || u == a.path || (u.ends_with('*') && a.path.starts_with(u.trim_end_matches('*'))))
+}
+
+fn schema_matches(schema: &Value, a: &Attributes) -> bool {
+    schema["spec"]["rules"].as_array().into_iter().flatten().any(|rule| {
+        rule["subjects"].as_array().into_iter().flatten().any(|s| subject_matches(s, a))
+            && if a.resource_request {
+                rule["resourceRules"].as_array().into_iter().flatten().any(|r| resource_rule_matches(r, a))
+            } else {
+                rule["nonResourceRules"].as_array().into_iter().flatten().any(|r| non_resource_rule_matches(r, a))
+            }
+    })
+}
+
+impl FlowControl {
+    /// The schema and level a request falls in; none before the mandatory objects exist.
+    pub fn classify(&self, a: &Attributes) -> Option<Classification> {
+        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        for key in &state.order {
+            let schema = &state.schemas[key];
+            if !schema_matches(schema, a) {
+                continue;
+            }
+            let level_name = schema["spec"]["priorityLevelConfiguration"]["name"].as_str().unwrap_or_default();
+            let Some(level) = state.levels.get(&format!("{LEVELS}{level_name}")) else { continue };
+            return Some(Classification {
+                flow_schema: name(schema).to_string(),
+                flow_schema_uid: schema["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
+                priority_level: level_name.to_string(),
+                priority_level_uid: level["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
+            });
+        }
+        None
+    }
+
+    /// The concurrency each priority level is entitled to out of `server_limit` seats: its
+    /// nominal shares over the sum of all levels' shares, rounded up (exempt levels included
+    /// in the sum, as Kubernetes computes it).
+    pub fn nominal_limits(&self, server_limit: u64) -> Vec<(String, u64)> {
+        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let shares = |l: &Value| -> u64 {
+            let spec = &l["spec"];
+            let limited = spec["limited"]["nominalConcurrencyShares"].as_u64();
+            let exempt = spec["exempt"]["nominalConcurrencyShares"].as_u64();
+            match spec["type"].as_str() {
+                Some("Exempt") => exempt.unwrap_or(0),
+                _ => limited.unwrap_or(30),
+            }
+        };
+        let total: u64 = state.levels.values().map(shares).sum();
+        let mut out: Vec<(String, u64)> = state
+            .levels
+            .values()
+            .map(|l| (name(l).to_string(), if total == 0 { 0 } else { (server_limit * shares(l)).div_ceil(total) }))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Every FlowSchema with whether the priority level it names exists.
+    pub fn dangling(&self) -> Vec<(String, String, bool)> {
+        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        state
+            .schemas
+            .values()
+            .map(|s| {
+                let level = s["spec"]["priorityLevelConfiguration"]["name"].as_str().unwrap_or_default().to_string();
+                let exists = state.levels.contains_key(&format!("{LEVELS}{level}"));
+                (name(s).to_string(), level, !exists)
+            })
+            .collect()
+    }
+}
+
+impl ApplyObserver for FlowControl {
+    fn prefixes(&self) -> &[&'static str] {
+        PREFIXES
+    }
+
+    fn applied(&self, key: &str, object: Option<&Object>) {
+        let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+        let parsed = object.and_then(|o| serde_json::from_slice::<Value>(&o.data).ok());
+        let map = if key.starts_with(SCHEMAS) { &mut state.schemas } else { &mut state.levels };
+        match parsed {
+            Some(v) => map.insert(key.to_string(), v),
+            None => map.remove(key),
+        };
+        state.reorder();
+    }
+
+    fn reset(&self, objects: &mut dyn Iterator<Item = (&str, &Object)>) {
+        let mut state = State::default();
+        for (key, object) in objects {
+            let Ok(v) = serde_json::from_slice::<Value>(&object.data) else { continue };
+            if key.starts_with(SCHEMAS) {
+                state.schemas.insert(key.to_string(), v);
+            } else if key.starts_with(LEVELS) {
+                state.levels.insert(key.to_string(), v);
+            }
+        }
+        state.reorder();
+        *self.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::user::UserInfo;
+    use serde_json::json;
+
+    fn object(v: Value) -> Object {
+        Object { rev: 1, data: serde_json::to_vec(&v).unwrap().into() }
+    }
+
+    #[test]
+    fn the_lowest_precedence_match_decides() {
+        let fc = FlowControl::default();
+        let objects: Vec<(String, Object)> = crate::flowcontrol::bootstrap::objects()
+            .iter()
+            .map(|o| {
+                let mut o = o.clone();
+                o["metadata"]["uid"] = json!(format!("uid-{}", name(&o)));
+                let prefix = if o["kind"] == "FlowSchema" { SCHEMAS } else { LEVELS };
+                (format!("{prefix}{}", name(&o)), object(o))
+            })
+            .collect();
+        fc.reset(&mut objects.iter().map(|(k, o)| (k.as_str(), o)));
+        let attrs = |user: UserInfo, path: &str| Attributes { user, verb: "get".into(), path: path.into(), ..Default::default() };
+        let admin = UserInfo::authenticated("admin", vec!["system:masters".into()]);
+        assert_eq!(fc.classify(&attrs(admin, "/version")).unwrap().flow_schema, "exempt");
+        let alice = UserInfo::authenticated("alice", vec![]);
+        assert_eq!(fc.classify(&attrs(alice.clone(), "/healthz")).unwrap().flow_schema, "probes");
+        let c = fc.classify(&attrs(alice, "/version")).unwrap();
+        assert_eq!((c.flow_schema.as_str(), c.priority_level.as_str(), c.priority_level_uid.as_str()), ("global-default", "global-default", "uid-global-default"));
+        // A schema of lower precedence for one user wins for that user only.
+        let custom = json!({"metadata": {"name": "noxu", "uid": "u1"}, "spec": {"matchingPrecedence": 1000, "priorityLevelConfiguration": {"name": "workload-low"},
+            "rules": [{"subjects": [{"kind": "User", "user": {"name": "noxu"}}], "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}});
+        fc.applied(&format!("{SCHEMAS}noxu"), Some(&object(custom)));
+        let noxu = UserInfo::authenticated("noxu", vec![]);
+        assert_eq!(fc.classify(&attrs(noxu, "/version")).unwrap().flow_schema_uid, "u1");
+        let limits = fc.nominal_limits(600);
+        assert!(limits.contains(&("catch-all".to_string(), 13)), "{limits:?}");
+        assert!(fc.dangling().iter().all(|(_, _, d)| !d));
+    }
+}
