@@ -43,6 +43,9 @@ pub enum ApiError {
     /// `Forbidden`, `Unauthorized`, `RequestEntityTooLarge`).
     #[error("{message}")]
     Denied { reason: &'static str, group: String, resource: String, name: String, message: String, cause: String },
+    /// A Status another party decided (an admission webhook's refusal), passed on as it gave it.
+    #[error("{message}")]
+    Passed { code: u16, reason: String, message: String },
     #[error("{resource} \"{name}\" not found")]
     NotFound { group: String, resource: String, name: String },
     #[error("the server could not find the requested resource")]
@@ -102,6 +105,7 @@ impl ApiError {
             BadRequest(_) | StrictDecoding { .. } => StatusCode::BAD_REQUEST,
             Unauthorized => StatusCode::UNAUTHORIZED,
             Forbidden { .. } => StatusCode::FORBIDDEN,
+            Passed { code, .. } => StatusCode::from_u16(*code).unwrap_or(StatusCode::BAD_REQUEST),
             Denied { reason, .. } => match *reason {
                 "Forbidden" => StatusCode::FORBIDDEN,
                 "Unauthorized" => StatusCode::UNAUTHORIZED,
@@ -122,9 +126,10 @@ impl ApiError {
         }
     }
 
-    fn reason(&self) -> &'static str {
+    fn reason(&self) -> &str {
         use ApiError::*;
         match self {
+            Passed { reason, .. } => reason,
             BadRequest(_) | StrictDecoding { .. } => "BadRequest",
             Unauthorized => "Unauthorized",
             Forbidden { .. } => "Forbidden",

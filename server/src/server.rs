@@ -9,6 +9,7 @@ use raft_store::{CacheOptions, Observers, PeerTls, Store, StoreOptions};
 
 use crate::admission::node_restriction::NodeRestriction;
 use crate::admission::policy::ValidatingPolicies;
+use crate::admission::webhooks::{MutatingWebhooks, ValidatingWebhooks};
 use crate::admission::Admission;
 use crate::auth::authz;
 use crate::auth::node::NodeGraph;
@@ -95,11 +96,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let chain = authz::build(&args, &rbac, &nodes, &metrics)?;
     let auth = Auth { chain, rbac };
     let admission = Admission::new(
-        Vec::new(),
+        vec![Arc::new(MutatingWebhooks { store: store.clone() })],
         vec![
             Arc::new(NodeRestriction { store: store.clone() }),
             Arc::new(Escalation { auth: auth.clone() }),
             Arc::new(ValidatingPolicies::new(store.clone())),
+            Arc::new(ValidatingWebhooks { store: store.clone() }),
         ],
     );
     let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, auth, admission, flowcontrol };

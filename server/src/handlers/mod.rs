@@ -27,7 +27,7 @@ use crate::registry::ResourceInfo;
 use crate::request::{ResourceRequest, Verb};
 use crate::{metadata_form, table_form};
 
-pub use prepare::FieldValidation;
+pub use prepare::{admit as decode_and_validate, FieldValidation};
 pub use reply::{list_json, ListReply, Reply};
 pub use write::parse;
 

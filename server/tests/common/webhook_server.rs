@@ -1,5 +1,5 @@
-//! A real HTTPS webhook for the tests: its own CA and serving certificate, a kubeconfig that
-//! points at it, every JSON body it was sent, and answers chosen by the test (with an optional
+//! A real HTTPS webhook for the tests: its own CA and serving certificate, a kubeconfig (or a
+//! `caBundle`) that points at it, every JSON body it was sent, and answers chosen by the test (with an optional
 //! delay, to exceed a timeout).
 
 use std::path::Path;
@@ -95,6 +95,11 @@ impl WebhookServer {
     /// Answers from now on with `answer`.
     pub fn answer_with(&self, answer: Answer) {
         *self.answer.lock().unwrap() = answer;
+    }
+
+    /// The webhook's CA, base64-encoded as a `caBundle`.
+    pub fn ca_bundle(&self) -> String {
+        base64::engine::general_purpose::STANDARD.encode(&self.ca_pem)
     }
 
     /// The bodies received so far.

@@ -5,7 +5,6 @@
 //! validation's reason and message.
 
 mod compile;
-mod matching;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use raft_store::Store;
 use serde_json::{json, Value};
 
-use super::{Operation, Request, Validating};
+use super::{matching, Operation, Request, Validating};
 use crate::error::{ApiError, ApiResult};
 use crate::registry;
 use compile::Policy;

@@ -1,4 +1,5 @@
-//! Whether a write falls under a policy's `matchConstraints` or a binding's `matchResources`:
+//! Whether a write falls under a policy's `matchConstraints`, a binding's `matchResources` or a
+//! webhook's rules and selectors:
 //! resource rules (groups, versions, resources and subresources, operations, scope, names),
 //! excluded rules, and the namespace and object label selectors.
 

@@ -1,0 +1,174 @@
+//! Admission webhooks: the MutatingWebhookConfigurations (in name order, each webhook in turn,
+//! its JSON patch applied before the next) and then the ValidatingWebhookConfigurations this
+//! replica has applied. A webhook is called when its rules, namespace and object selectors and
+//! match conditions select the write; `failurePolicy` decides when it cannot be asked, and a
+//! dry run reaches only webhooks without side effects.
+
+mod call;
+
+use std::time::Duration;
+
+use raft_store::Store;
+use serde_json::{json, Value};
+
+use super::{matching, Mutating, Request, Validating};
+use crate::error::{ApiError, ApiResult};
+use crate::expr::Expression;
+
+const MUTATING: &str = "/registry/admissionregistration.k8s.io/mutatingwebhookconfigurations/";
+const VALIDATING: &str = "/registry/admissionregistration.k8s.io/validatingwebhookconfigurations/";
+
+/// The webhooks of every configuration under `prefix`, in order.
+fn webhooks(store: &Store, prefix: &str) -> ApiResult<Vec<Value>> {
+    let listed = store.cache().list(prefix, None, None, None, &|_| true)?;
+    let mut out = Vec::new();
+    for item in listed.items {
+        let config: Value = serde_json::from_slice(&item.data).map_err(ApiError::internal)?;
+        out.extend(config["webhooks"].as_array().cloned().unwrap_or_default());
+    }
+    Ok(out)
+}
+
+/// Whether the webhook is asked about this write, or the error that stops the write.
+fn selects(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Value>) -> Result<bool, String> {
+    // Admission configuration is never sent to webhooks.
+    if r.req.info.group == "admissionregistration.k8s.io" {
+        return Ok(false);
+    }
+    let namespace = match r.req.namespace.as_deref() {
+        Some(ns) if r.req.info.namespaced => store
+            .cache()
+            .get(&format!("/registry/namespaces/{ns}"), None)
+            .map_err(|e| e.to_string())?
+            .and_then(|o| serde_json::from_slice::<Value>(&o.data).ok()),
+        _ => None,
+    };
+    let constraints = json!({
+        "resourceRules": webhook["rules"],
+        "namespaceSelector": webhook["namespaceSelector"],
+        "objectSelector": webhook["objectSelector"],
+    });
+    let view = Request { req: r.req, operation: r.operation, object, old: r.old, dry_run: r.dry_run };
+    if !matching::matches(&constraints, &view, namespace.as_ref()) {
+        return Ok(false);
+    }
+    let request = call::admission_request(r, object, "");
+    let null = Value::Null;
+    let vars = [("object", object.unwrap_or(&null)), ("oldObject", r.old.unwrap_or(&null)), ("request", &request)];
+    for condition in webhook["matchConditions"].as_array().into_iter().flatten() {
+        let name = condition["name"].as_str().unwrap_or_default();
+        let source = condition["expression"].as_str().unwrap_or_default();
+        let expression = Expression::compile(source, &vars, Some("bool")).map_err(|e| format!("matchCondition {name:?}: {e}"))?;
+        if !expression.eval_bool(&vars).map_err(|e| format!("matchCondition {name:?}: {e}"))? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Asks one webhook; `Ok(None)` when it was not asked or its failure is ignored.
+async fn ask(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Value>) -> ApiResult<Option<call::Answer>> {
+    let name = webhook["name"].as_str().unwrap_or_default();
+    let fail_closed = webhook["failurePolicy"].as_str() != Some("Ignore");
+    let failed = |e: String| -> ApiResult<Option<call::Answer>> {
+        tracing::warn!(webhook = name, error = %e, "admission webhook failed");
+        if fail_closed {
+            Err(ApiError::Internal(format!("Internal error occurred: failed calling webhook \"{name}\": failed to call webhook: {e}")))
+        } else {
+            Ok(None)
+        }
+    };
+    match selects(store, webhook, r, object) {
+        Ok(true) => {}
+        Ok(false) => return Ok(None),
+        Err(e) => return failed(e),
+    }
+    if r.dry_run && !matches!(webhook["sideEffects"].as_str(), Some("None") | Some("NoneOnDryRun")) {
+        return Err(ApiError::bad_request(format!("admission webhook \"{name}\" does not support dry run")));
+    }
+    let endpoint = match call::endpoint(store, &webhook["clientConfig"]) {
+        Ok(e) => e,
+        Err(e) => return failed(e),
+    };
+    let timeout = Duration::from_secs(webhook["timeoutSeconds"].as_u64().unwrap_or(10).clamp(1, 30));
+    let request = call::admission_request(r, object, &uuid::Uuid::new_v4().to_string());
+    match call::call(&endpoint, request, timeout).await {
+        Ok(answer) if answer.allowed => {
+            for w in &answer.warnings {
+                tracing::info!(webhook = name, warning = %w, "admission webhook warning");
+            }
+            Ok(Some(answer))
+        }
+        Ok(answer) => Err(refusal(name, &answer.status)),
+        Err(e) => failed(e),
+    }
+}
+
+/// A webhook's refusal as Kubernetes passes it on: its code (400 at least), reason and message.
+fn refusal(name: &str, status: &Value) -> ApiError {
+    let denied_by = format!("admission webhook \"{name}\" denied the request");
+    let message = match (status["message"].as_str().filter(|m| !m.is_empty()), status["reason"].as_str().filter(|r| !r.is_empty())) {
+        (Some(m), _) => format!("{denied_by}: {m}"),
+        (None, Some(reason)) => format!("{denied_by}: {reason}"),
+        (None, None) => format!("{denied_by} without explanation"),
+    };
+    let code = status["code"].as_u64().filter(|c| (400..600).contains(c)).unwrap_or(400) as u16;
+    ApiError::Passed { code, reason: status["reason"].as_str().unwrap_or_default().to_string(), message }
+}
+
+/// The mutating webhooks.
+pub struct MutatingWebhooks {
+    pub store: Store,
+}
+
+#[async_trait::async_trait]
+impl Mutating for MutatingWebhooks {
+    fn name(&self) -> &'static str {
+        "MutatingAdmissionWebhook"
+    }
+
+    async fn admit(&self, r: &Request<'_>, object: &mut Value) -> ApiResult<()> {
+        let all = webhooks(&self.store, MUTATING)?;
+        let mut reinvoke = Vec::new();
+        let mut changed = false;
+        for (i, webhook) in all.iter().enumerate() {
+            if let Some(answer) = ask(&self.store, webhook, r, Some(object)).await? {
+                if let Some(patch) = answer.patch {
+                    *object = crate::patch::apply(crate::patch::PatchKind::Json, object, &patch)?;
+                    changed = true;
+                    // Earlier webhooks that asked to see later changes are called once more.
+                    reinvoke.extend(all[..i].iter().filter(|w| w["reinvocationPolicy"] == "IfNeeded").cloned());
+                }
+            }
+        }
+        for webhook in &reinvoke {
+            if let Some(patch) = ask(&self.store, webhook, r, Some(object)).await?.and_then(|a| a.patch) {
+                *object = crate::patch::apply(crate::patch::PatchKind::Json, object, &patch)?;
+            }
+        }
+        if changed {
+            // What the webhooks made is decoded, defaulted and validated like a client's object.
+            *object = crate::handlers::decode_and_validate(r.req.info, object.clone(), crate::handlers::FieldValidation::Ignore, &[], &mut Vec::new())?;
+        }
+        Ok(())
+    }
+}
+
+/// The validating webhooks.
+pub struct ValidatingWebhooks {
+    pub store: Store,
+}
+
+#[async_trait::async_trait]
+impl Validating for ValidatingWebhooks {
+    fn name(&self) -> &'static str {
+        "ValidatingAdmissionWebhook"
+    }
+
+    async fn validate(&self, r: &Request<'_>) -> ApiResult<()> {
+        for webhook in webhooks(&self.store, VALIDATING)? {
+            ask(&self.store, &webhook, r, r.object).await?;
+        }
+        Ok(())
+    }
+}
