@@ -231,3 +231,28 @@ async fn a_bookmark_comes_before_the_watch_times_out() {
     assert_eq!(bookmarks.len(), 1, "{all:?}");
     assert!(bookmarks[0].2 > start, "the bookmark carries the newer revision: {all:?}");
 }
+
+#[tokio::test]
+async fn watch_lists_stream_tables_as_kubernetes_does() {
+    let s = TestServer::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    api.create(&PostParams::default(), &configmap("t1", &[("watchlist", "true")])).await.unwrap();
+    api.create(&PostParams::default(), &configmap("t2", &[("watchlist", "true")])).await.unwrap();
+    let path = "/api/v1/namespaces/default/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&labelSelector=watchlist%3Dtrue&timeoutSeconds=2";
+    let req = http::Request::get(path).header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io").body(vec![]).unwrap();
+    let reply = s.request(req).await;
+    assert_eq!(reply.status, 200);
+    let events: Vec<serde_json::Value> = reply.text().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // (A progress bookmark may follow, shortly before the watch times out.)
+    assert!(events.len() >= 3, "{events:?}");
+    // One row per event; column definitions with the first only.
+    assert_eq!(events[0]["type"], "ADDED");
+    assert_eq!(events[0]["object"]["kind"], "Table");
+    assert!(events[0]["object"]["columnDefinitions"].as_array().is_some_and(|c| !c.is_empty()));
+    assert_eq!(events[1]["object"]["columnDefinitions"], serde_json::Value::Null);
+    assert_eq!(events[1]["object"]["rows"].as_array().unwrap().len(), 1);
+    // The bookmark is a table too, its row's object carrying the end-of-initial-events mark.
+    assert_eq!(events[2]["type"], "BOOKMARK");
+    assert_eq!(events[2]["object"]["kind"], "Table");
+    assert_eq!(events[2]["object"]["rows"][0]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+}

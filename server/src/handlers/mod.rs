@@ -149,15 +149,24 @@ async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, outpu
     let info = req.info;
     let params_for_table = params.clone();
     let encoder: watch::Encoder = match output {
-        Output::Table => Arc::new(move |kind: &str, data: &[u8]| {
-            let obj: Value = serde_json::from_slice(data).unwrap_or(Value::Null);
-            let object = if kind == "BOOKMARK" || kind == "ERROR" {
-                obj
-            } else {
-                table_form::watch_table(info, &obj, &params_for_table).unwrap_or(obj)
-            };
-            frame(kind, &serde_json::to_vec(&object).unwrap_or_default())
-        }),
+        Output::Table => {
+            // As Kubernetes streams tables: one row per event, bookmarks included (their row's
+            // object carries the bookmark's annotations), column definitions in the first only.
+            let first = std::sync::atomic::AtomicBool::new(true);
+            Arc::new(move |kind: &str, data: &[u8]| {
+                let obj: Value = serde_json::from_slice(data).unwrap_or(Value::Null);
+                let object = match (kind, table_form::watch_table(info, &obj, &params_for_table)) {
+                    ("ERROR", _) | (_, Err(_)) => obj,
+                    (_, Ok(mut table)) => {
+                        if !first.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                            table["columnDefinitions"] = Value::Null;
+                        }
+                        table
+                    }
+                };
+                frame(kind, &serde_json::to_vec(&object).unwrap_or_default())
+            })
+        }
         Output::Metadata => Arc::new(|kind: &str, data: &[u8]| match kind {
             "ERROR" => frame(kind, data),
             _ => {
