@@ -31,7 +31,7 @@ impl Observers {
         }
     }
 
-    pub(crate) fn reset<'a>(&self, objects: &'a std::collections::BTreeMap<String, Object>) {
+    pub(crate) fn reset(&self, objects: &std::collections::BTreeMap<String, Object>) {
         for o in &self.0 {
             let prefixes = o.prefixes();
             let mut matching = objects

@@ -27,6 +27,15 @@ impl Cause {
     }
 }
 
+/// What an admission policy refused: the object, and the policy's own words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub group: String,
+    pub resource: String,
+    pub name: String,
+    pub cause: String,
+}
+
 /// What a request failed on; the `group`/`resource` pair is the one from the request path.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ApiError {
@@ -42,7 +51,7 @@ pub enum ApiError {
     /// An admission policy refused the write, with the reason it gives (`Invalid` (422),
     /// `Forbidden`, `Unauthorized`, `RequestEntityTooLarge`).
     #[error("{message}")]
-    Denied { reason: &'static str, group: String, resource: String, name: String, message: String, cause: String },
+    Denied { reason: &'static str, message: String, refusal: Box<Refusal> },
     /// A Status another party decided (an admission webhook's refusal), passed on as it gave it.
     #[error("{message}")]
     Passed { code: u16, reason: String, message: String },
@@ -191,7 +200,8 @@ impl ApiError {
                     }
                 }
             }
-            Denied { group, resource, name, cause, .. } => {
+            Denied { refusal, .. } => {
+                let Refusal { group, resource, name, cause } = refusal.as_ref();
                 for (k, v) in [("name", name), ("group", group), ("kind", resource)] {
                     if !v.is_empty() {
                         details.insert(k.into(), json!(v));

@@ -13,7 +13,7 @@ use raft_store::Store;
 use serde_json::{json, Value};
 
 use super::{matching, Operation, Request, Validating};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Refusal};
 use crate::registry;
 use compile::Policy;
 
@@ -183,11 +183,8 @@ impl Validating for ValidatingPolicies {
                 let qualified = if info.group.is_empty() { info.resource.to_string() } else { format!("{}.{}", info.resource, info.group) };
                 ApiError::Denied {
                     reason,
-                    group: info.group.to_string(),
-                    resource: info.resource.to_string(),
-                    name: name.clone(),
                     message: format!("{qualified} \"{name}\" is forbidden: {cause}"),
-                    cause,
+                    refusal: Box::new(Refusal { group: info.group.to_string(), resource: info.resource.to_string(), name: name.clone(), cause }),
                 }
             };
             let params: Vec<Value> = match self.params(&policy, &binding, r.req.namespace.as_deref())? {

@@ -123,7 +123,7 @@ fn subject_matches(p: &Policy, user: &UserInfo) -> bool {
         matched = true;
     }
     if !p.group.is_empty() {
-        if p.group != "*" && !user.groups.iter().any(|g| *g == p.group) {
+        if p.group != "*" && !user.groups.contains(&p.group) {
             return false;
         }
         matched = true;

@@ -18,6 +18,10 @@ const CLUSTER_BINDINGS: &str = "/registry/rbac.authorization.k8s.io/clusterroleb
 const BINDINGS: &str = "/registry/rbac.authorization.k8s.io/rolebindings/";
 const PREFIXES: &[&str] = &[CLUSTER_ROLES, ROLES, CLUSTER_BINDINGS, BINDINGS];
 
+/// Called with each binding that applies and its role's rules (or why they are missing);
+/// returning true stops the walk.
+pub type Visitor<'a> = dyn FnMut(&Binding, Result<&[Rule], String>) -> bool + 'a;
+
 /// Who a binding names, as the index keys it: service accounts become their user names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Subject {
@@ -126,7 +130,7 @@ impl RbacIndex {
     /// Calls `visit` with each binding that applies to `user` at the cluster scope, then in
     /// `namespace` (when not empty), and the rules of the role it names (`Err` when that role
     /// does not exist). Stops when `visit` returns true.
-    pub fn visit(&self, user: &UserInfo, namespace: &str, visit: &mut dyn FnMut(&Binding, Result<&[Rule], String>) -> bool) {
+    pub fn visit(&self, user: &UserInfo, namespace: &str, visit: &mut Visitor<'_>) {
         let inner = self.read();
         let scopes: &[&str] = if namespace.is_empty() { &[""] } else { &["", namespace] };
         for scope in scopes {
