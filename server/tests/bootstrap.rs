@@ -49,6 +49,11 @@ async fn post_start_hooks_create_what_every_cluster_has() {
     for schema in ["catch-all", "exempt", "global-default", "system-nodes", "service-accounts"] {
         assert!(schemas.contains(&schema.to_string()), "{schemas:?}");
     }
+    // kubectl shows them with kube-apiserver's columns.
+    let row = s.kubectl_ok(&["get", "flowschema", "global-default", "--no-headers"]);
+    assert_eq!(row.split_whitespace().collect::<Vec<_>>()[..4], ["global-default", "global-default", "9900", "ByUser"], "{row}");
+    let row = s.kubectl_ok(&["get", "prioritylevelconfiguration", "workload-low", "--no-headers"]);
+    assert_eq!(row.split_whitespace().collect::<Vec<_>>()[..6], ["workload-low", "Limited", "100", "128", "6", "50"], "{row}");
     let ca = s.kubectl_ok(&["get", "configmap", "-n", "kube-system", "extension-apiserver-authentication", "-o", "jsonpath={.data.client-ca-file}"]);
     assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
 
@@ -62,4 +67,6 @@ async fn post_start_hooks_create_what_every_cluster_has() {
     }
     let core = items.iter().find(|i| i["metadata"]["name"] == "v1.").unwrap();
     assert_eq!(core["spec"]["groupPriorityMinimum"], 18000);
+    let row = s.kubectl_ok(&["get", "apiservice", "v1.apps", "--no-headers"]);
+    assert_eq!(row.split_whitespace().collect::<Vec<_>>()[..3], ["v1.apps", "Local", "True"], "{row}");
 }

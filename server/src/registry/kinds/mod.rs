@@ -2,11 +2,13 @@
 //! detection, and the defaults, validation and table columns kubectl users notice.
 
 mod columns;
+mod config_columns;
 pub mod defaults;
 pub mod immutable;
 pub mod validate;
 
 pub use columns::*;
+pub use config_columns::*;
 
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
