@@ -433,3 +433,34 @@ async fn status_writes_keep_metadata_changes_but_not_spec_changes() {
     assert_ne!(d["spec"]["replicas"], 7);
     assert_eq!(d["status"]["observedGeneration"], 1);
 }
+
+#[tokio::test]
+async fn pods_are_bound_to_nodes_once() {
+    let s = TestServer::start().await;
+    let pods: Api<Pod> = Api::namespaced(s.client(), "default");
+    pods.create(&PostParams::default(), &pod("sched-me")).await.unwrap();
+    let bind = |path: &str, body: serde_json::Value| {
+        http::Request::post(path).header("content-type", "application/json").body(body.to_string().into_bytes()).unwrap()
+    };
+    // As a scheduler binds: pods/{name}/binding.
+    let reply = s
+        .request(bind(
+            "/api/v1/namespaces/default/pods/sched-me/binding",
+            json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "sched-me"}, "target": {"kind": "Node", "name": "node-a"}}),
+        ))
+        .await;
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    assert_eq!(reply.json()["status"], "Success");
+    let bound = pods.get("sched-me").await.unwrap();
+    assert_eq!(bound.spec.unwrap().node_name.as_deref(), Some("node-a"));
+    let conditions = bound.status.unwrap().conditions.unwrap();
+    assert!(conditions.iter().any(|c| c.type_ == "PodScheduled" && c.status == "True"));
+    // A bound pod is not bound again; the legacy `bindings` collection says the same.
+    let again = s
+        .request(bind("/api/v1/namespaces/default/bindings", json!({"metadata": {"name": "sched-me"}, "target": {"name": "node-b"}})))
+        .await;
+    let body = again.expect_status(409, "Conflict");
+    assert!(body["message"].as_str().unwrap().contains("pod sched-me is already assigned to node \"node-a\""), "{body}");
+    s.request(bind("/api/v1/namespaces/default/pods/sched-me/binding", json!({"target": {}}))).await.expect_status(422, "Invalid");
+    s.request(bind("/api/v1/namespaces/default/pods/ghost/binding", json!({"target": {"name": "n"}}))).await.expect_status(404, "NotFound");
+}

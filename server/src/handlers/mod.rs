@@ -3,6 +3,7 @@
 
 mod delete;
 mod mutate;
+mod binding;
 mod prepare;
 mod read;
 mod reply;
@@ -46,6 +47,10 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
         Verb::Get => read::get(ctx, req, params).await?,
         Verb::List => read::list(ctx, req, params).await?,
         Verb::Watch => return watch_response(ctx, req, params, output).await,
+        Verb::Create if req.info.resource == "bindings" || req.subresource.as_deref() == Some("binding") => {
+            let obj = decode_object(headers, &body)?;
+            binding::create(ctx, req, obj, params.dry_run()?).await?
+        }
         Verb::Create if req.info.is_review() => {
             let mut obj = decode_object(headers, &body)?;
             prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;

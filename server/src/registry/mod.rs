@@ -118,7 +118,7 @@ impl ResourceInfo {
 
     /// Whether objects of this resource are answered and never stored (the review APIs).
     pub fn is_review(&self) -> bool {
-        self.verbs == CREATE_ONLY
+        self.verbs == CREATE_ONLY && self.group.ends_with(".k8s.io")
     }
 
     pub fn has_subresource(&self, sub: &str) -> bool {
