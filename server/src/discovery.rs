@@ -57,6 +57,7 @@ fn subresource(sub: &str, info: &ResourceInfo) -> (Value, Vec<&'static str>) {
         "scale" => (json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}), vec!["get", "patch", "update"]),
         "finalize" => (json!({"group": "", "version": "v1", "kind": info.kind}), vec!["update"]),
         "binding" => (json!({"group": "", "version": "v1", "kind": "Binding"}), vec!["create"]),
+        "eviction" => (json!({"group": "policy", "version": "v1", "kind": "Eviction"}), vec!["create"]),
         _ => (json!({"group": info.group, "version": info.version, "kind": info.kind}), vec!["get", "patch", "update"]),
     }
 }

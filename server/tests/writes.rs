@@ -464,3 +464,45 @@ async fn pods_are_bound_to_nodes_once() {
     s.request(bind("/api/v1/namespaces/default/pods/sched-me/binding", json!({"target": {}}))).await.expect_status(422, "Invalid");
     s.request(bind("/api/v1/namespaces/default/pods/ghost/binding", json!({"target": {"name": "n"}}))).await.expect_status(404, "NotFound");
 }
+
+#[tokio::test]
+async fn evictions_respect_disruption_budgets() {
+    let s = TestServer::start().await;
+    let pods: Api<Pod> = Api::namespaced(s.client(), "default");
+    let labelled = |name: &str| {
+        let mut p = pod(name);
+        p.metadata.labels = Some([("app".to_string(), "db".to_string())].into());
+        p
+    };
+    for name in ["free", "db-1", "db-2"] {
+        let p = if name == "free" { pod(name) } else { labelled(name) };
+        pods.create(&PostParams::default(), &p).await.unwrap();
+    }
+    let evict = |name: &str| {
+        let body = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": "default"}});
+        http::Request::post(format!("/api/v1/namespaces/default/pods/{name}/eviction")).header("content-type", "application/json").body(body.to_string().into_bytes()).unwrap()
+    };
+    // No budget: the pod is deleted.
+    let reply = s.request(evict("free")).await;
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    assert!(pods.get_opt("free").await.unwrap().is_none());
+
+    // A budget whose status has not been computed refuses.
+    s.kubectl_ok(&["create", "poddisruptionbudget", "db", "--selector=app=db", "--min-available=1"]);
+    let body = s.request(evict("db-1")).await.expect_status(429, "TooManyRequests");
+    assert_eq!(body["message"], "Cannot evict pod as it would violate the pod's disruption budget.");
+    // One disruption allowed: the first eviction takes it, the next is refused.
+    let status = json!({"status": {"observedGeneration": 1, "disruptionsAllowed": 1, "currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2}});
+    let patch = http::Request::patch("/apis/policy/v1/namespaces/default/poddisruptionbudgets/db/status")
+        .header("content-type", "application/merge-patch+json")
+        .body(status.to_string().into_bytes())
+        .unwrap();
+    assert_eq!(s.request(patch).await.status, 200);
+    assert_eq!(s.request(evict("db-1")).await.status, 201);
+    let pdb = s.get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/db").await.json();
+    assert_eq!(pdb["status"]["disruptionsAllowed"], 0);
+    assert!(pdb["status"]["disruptedPods"].get("db-1").is_some(), "{pdb}");
+    s.request(evict("db-2")).await.expect_status(429, "TooManyRequests");
+    assert!(pods.get_opt("db-2").await.unwrap().is_some());
+    s.request(evict("ghost")).await.expect_status(404, "NotFound");
+}

@@ -4,6 +4,7 @@
 mod delete;
 mod mutate;
 mod binding;
+mod eviction;
 mod prepare;
 mod read;
 mod reply;
@@ -50,6 +51,10 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
         Verb::Create if req.info.resource == "bindings" || req.subresource.as_deref() == Some("binding") => {
             let obj = decode_object(headers, &body)?;
             binding::create(ctx, req, obj, params.dry_run()?).await?
+        }
+        Verb::Create if req.subresource.as_deref() == Some("eviction") => {
+            let obj = decode_object(headers, &body)?;
+            eviction::create(ctx, req, obj, params.dry_run()?).await?
         }
         Verb::Create if req.info.is_review() => {
             let mut obj = decode_object(headers, &body)?;

@@ -74,7 +74,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
     res!(core::v1::Secret, NS, "secret", [], [], [], false,
         ops!(core::v1::Secret, "io.k8s.api.core.v1.Secret", defaults::secret, validate::secret, SECRET_COLUMNS, secret_cells,
             update = immutable::data)),
-    res!(core::v1::Pod, NS, "pod", ["po"], ["all"], ["status", "binding"], true,
+    res!(core::v1::Pod, NS, "pod", ["po"], ["all"], ["status", "binding", "eviction"], true,
         ops!(core::v1::Pod, "io.k8s.api.core.v1.Pod", defaults::pod, validate::pod, POD_COLUMNS, pod_cells, update = immutable::pod)),
     res!(core::v1::Service, NS, "service", ["svc"], ["all"], ["status"], false,
         ops!(core::v1::Service, "io.k8s.api.core.v1.Service", defaults::service, validate::service, SERVICE_COLUMNS, service_cells,
