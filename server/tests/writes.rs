@@ -506,3 +506,19 @@ async fn evictions_respect_disruption_budgets() {
     assert!(pods.get_opt("db-2").await.unwrap().is_some());
     s.request(evict("ghost")).await.expect_status(404, "NotFound");
 }
+
+#[tokio::test]
+async fn namespace_finalizers_change_through_finalize() {
+    let s = TestServer::start().await;
+    s.kubectl_ok(&["create", "namespace", "fin"]);
+    let mut ns = s.get("/api/v1/namespaces/fin").await.json();
+    ns["spec"]["finalizers"] = json!(["kubernetes", "e2e.example.com/fakeFinalizer"]);
+    ns["status"] = json!({"phase": "Terminating"});
+    let put = http::Request::put("/api/v1/namespaces/fin/finalize").header("content-type", "application/json").body(ns.to_string().into_bytes()).unwrap();
+    let reply = s.request(put).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let got = s.get("/api/v1/namespaces/fin").await.json();
+    assert_eq!(got["spec"]["finalizers"], json!(["kubernetes", "e2e.example.com/fakeFinalizer"]));
+    // The status is not the client's to set there.
+    assert_eq!(got["status"]["phase"], "Active");
+}

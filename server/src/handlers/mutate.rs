@@ -32,6 +32,17 @@ fn merge_view(req: &ResourceRequest, old: &Value, body: &Value) -> ApiResult<Val
             Ok(new)
         }
         Some("status") => Ok(status_update(req, old, body)),
+        // A namespace's finalizers change through `finalize`, which keeps its status.
+        Some("finalize") => {
+            let mut new = body.clone();
+            match old.get("status") {
+                Some(s) => new["status"] = s.clone(),
+                None => {
+                    new.as_object_mut().map(|o| o.remove("status"));
+                }
+            }
+            Ok(new)
+        }
         Some("scale") => scale::apply_to(old, body),
         Some(other) => Err(ApiError::bad_request(format!("unsupported subresource {other}"))),
     }
