@@ -54,6 +54,10 @@ async fn post_start_hooks_create_what_every_cluster_has() {
     assert_eq!(row.split_whitespace().collect::<Vec<_>>()[..4], ["global-default", "global-default", "9900", "ByUser"], "{row}");
     let row = s.kubectl_ok(&["get", "prioritylevelconfiguration", "workload-low", "--no-headers"]);
     assert_eq!(row.split_whitespace().collect::<Vec<_>>()[..6], ["workload-low", "Limited", "100", "128", "6", "50"], "{row}");
+    // componentstatuses answer for this server's own parts.
+    let statuses = s.kubectl_ok(&["get", "componentstatuses", "--no-headers"]);
+    let rows: Vec<Vec<&str>> = statuses.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows, vec![vec!["controller-manager", "Healthy", "ok"], vec!["etcd-0", "Healthy", "ok"]], "{statuses}");
     let ca = s.kubectl_ok(&["get", "configmap", "-n", "kube-system", "extension-apiserver-authentication", "-o", "jsonpath={.data.client-ca-file}"]);
     assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
 

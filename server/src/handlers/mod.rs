@@ -4,6 +4,7 @@
 mod delete;
 mod mutate;
 mod binding;
+mod component_status;
 mod eviction;
 mod prepare;
 mod read;
@@ -45,6 +46,8 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
     let output = negotiate::output(headers, req.verb == Verb::Watch, !req.info.is_review())?;
     let mut warnings = Vec::new();
     let reply = match req.verb {
+        Verb::Get if req.info.resource == "componentstatuses" => component_status::get(ctx, req)?,
+        Verb::List if req.info.resource == "componentstatuses" => component_status::list(ctx)?,
         Verb::Get => read::get(ctx, req, params).await?,
         Verb::List => read::list(ctx, req, params).await?,
         Verb::Watch => return watch_response(ctx, req, params, output).await,

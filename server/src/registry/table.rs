@@ -92,6 +92,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
     res!(core::v1::PersistentVolumeClaim, NS, "persistentvolumeclaim", ["pvc"], [], ["status"], false,
         ops!(core::v1::PersistentVolumeClaim, "io.k8s.api.core.v1.PersistentVolumeClaim", defaults::pvc, no_validation)),
     res!(core::v1::Binding, NS, "binding", [], [], [], false, ops!(core::v1::Binding, "io.k8s.api.core.v1.Binding"), verbs = CREATE_ONLY),
+    res!(core::v1::ComponentStatus, CLUSTER, "componentstatus", ["cs"], [], [], false, ops!(core::v1::ComponentStatus, "io.k8s.api.core.v1.ComponentStatus", no_defaults, no_validation, COMPONENTSTATUS_COLUMNS, componentstatus_cells), verbs = &["get", "list"]),
     res!(core::v1::PodTemplate, NS, "podtemplate", [], [], [], false, ops!(core::v1::PodTemplate, "io.k8s.api.core.v1.PodTemplate")),
     res!(core::v1::ReplicationController, NS, "replicationcontroller", ["rc"], ["all"], ["status", "scale"], true,
         ops!(core::v1::ReplicationController, "io.k8s.api.core.v1.ReplicationController", defaults::replicated, no_validation, REPLICASET_COLUMNS, replicaset_cells)),

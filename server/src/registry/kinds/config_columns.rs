@@ -1,5 +1,6 @@
 //! Table columns and cells of the cluster configuration kinds, as kubectl prints them against
-//! kube-apiserver: flow control, admission, aggregation, autoscaling and runtime classes.
+//! kube-apiserver: flow control, admission, aggregation, autoscaling, runtime classes and
+//! component statuses.
 
 use serde_json::{json, Value};
 
@@ -142,6 +143,19 @@ pub fn apiservice_cells(obj: &Value) -> Vec<Value> {
         None => "Unknown".into(),
     };
     vec![json!(service), json!(available), age(obj)]
+}
+
+pub const COMPONENTSTATUS_COLUMNS: &[Column] = &[col("Status", "string", 0), col("Message", "string", 0), col("Error", "string", 0)];
+
+pub fn componentstatus_cells(obj: &Value) -> Vec<Value> {
+    let healthy = obj["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Healthy");
+    let status = match healthy.and_then(|c| c["status"].as_str()) {
+        Some("True") => "Healthy",
+        Some(_) => "Unhealthy",
+        None => "Unknown",
+    };
+    let field = |k: &str| json!(healthy.and_then(|c| c[k].as_str()).unwrap_or_default());
+    vec![json!(status), field("message"), field("error")]
 }
 
 pub const RUNTIMECLASS_COLUMNS: &[Column] = &[col("Handler", "string", 0), AGE];
