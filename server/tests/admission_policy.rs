@@ -45,7 +45,10 @@ spec:
   variables:
   - name: replicas
     expression: object.spec.replicas
+  - name: someReplicas
+    expression: variables.replicas >= 1
   validations:
+  - expression: variables.someReplicas
   - expression: variables.replicas > 1
     messageExpression: "'wants replicas > 1, got ' + string(variables.replicas)"
   - expression: variables.replicas < 10
