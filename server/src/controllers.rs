@@ -1,6 +1,7 @@
 //! Built-in controllers a standalone server needs: after the post-start hooks ([`crate::poststart`]),
 //! on the Raft leader only, namespace deletion (empty the namespace, then drop its `kubernetes`
-//! finalizer so it goes away), ClusterRole aggregation and the FlowSchema status.
+//! finalizer so it goes away), ClusterRole aggregation and the FlowSchema status; on every
+//! node, its identity Lease.
 
 use std::time::Duration;
 
@@ -33,7 +34,12 @@ pub(crate) fn request(info: &'static registry::ResourceInfo, namespace: Option<&
 /// Runs the post-start hooks (each retried until it succeeds), and the namespace and
 /// aggregation controllers while this node leads.
 pub async fn run(ctx: Ctx) {
-    tokio::join!(crate::auth::rbac::aggregation::run(ctx.clone()), crate::flowcontrol::status::run(ctx.clone()), bootstrap_then_namespaces(ctx));
+    tokio::join!(
+        crate::auth::rbac::aggregation::run(ctx.clone()),
+        crate::flowcontrol::status::run(ctx.clone()),
+        crate::identity_lease::run(ctx.clone()),
+        bootstrap_then_namespaces(ctx)
+    );
 }
 
 /// The post-start hooks, then the namespace controller.

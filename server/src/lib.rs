@@ -20,6 +20,7 @@ pub mod flowcontrol;
 pub mod go_duration;
 pub mod handlers;
 pub mod health;
+pub mod identity_lease;
 pub mod ipalloc;
 pub mod member;
 pub mod meta;

@@ -54,6 +54,21 @@ async fn post_start_hooks_create_what_every_cluster_has() {
     assert_eq!(row.split_whitespace().collect::<Vec<_>>()[..4], ["global-default", "global-default", "9900", "ByUser"], "{row}");
     let row = s.kubectl_ok(&["get", "prioritylevelconfiguration", "workload-low", "--no-headers"]);
     assert_eq!(row.split_whitespace().collect::<Vec<_>>()[..6], ["workload-low", "Limited", "100", "128", "6", "50"], "{row}");
+    // The server's identity lease, renewed every 10 seconds.
+    let lease = |s: &TestServer| -> Value {
+        let leases: Value = serde_json::from_str(&s.kubectl_ok(&["get", "leases", "-n", "kube-system", "-l", "apiserver.kubernetes.io/identity=kube-apiserver", "-o", "json"])).unwrap();
+        leases["items"].as_array().and_then(|i| i.first()).cloned().unwrap_or(Value::Null)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while lease(&s).is_null() {
+        assert!(std::time::Instant::now() < deadline, "no identity lease");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let first = lease(&s);
+    assert!(first["metadata"]["name"].as_str().unwrap().starts_with("apiserver-"), "{first}");
+    assert_eq!(first["spec"]["leaseDurationSeconds"], 3600);
+    tokio::time::sleep(std::time::Duration::from_secs(11)).await;
+    assert_ne!(lease(&s)["spec"]["renewTime"], first["spec"]["renewTime"]);
     // componentstatuses answer for this server's own parts.
     let statuses = s.kubectl_ok(&["get", "componentstatuses", "--no-headers"]);
     let rows: Vec<Vec<&str>> = statuses.lines().map(|l| l.split_whitespace().collect()).collect();

@@ -1,0 +1,61 @@
+//! This replica's identity Lease, as every kube-apiserver keeps one: `kube-system/apiserver-…`,
+//! labelled `apiserver.kubernetes.io/identity: kube-apiserver`, renewed every 10 seconds while
+//! the replica runs (clients count the API servers of a cluster by these leases).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::context::Ctx;
+use crate::controllers::request;
+use crate::error::{ApiError, ApiResult};
+use crate::handlers::{self, FieldValidation};
+use crate::registry;
+use crate::request::Verb;
+
+const RENEW_EVERY: Duration = Duration::from_secs(10);
+const LEASE_SECONDS: u64 = 3600;
+
+/// The lease name and holder identity of replica `node_id` of the cluster at `address`.
+fn identity(node_id: u64, address: &str) -> (String, String) {
+    let hash = format!("{:x}", Sha256::digest(format!("{address}/{node_id}")));
+    let name = format!("apiserver-{}", &hash[..26]);
+    (name.clone(), format!("{name}_{}", uuid::Uuid::new_v4()))
+}
+
+fn now_micro() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+async fn renew(ctx: &Ctx, name: &str, holder: &str) -> ApiResult<()> {
+    let info = registry::lookup("coordination.k8s.io", "v1", "leases").ok_or_else(|| ApiError::internal("leases are not served"))?;
+    let lease = json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": name, "namespace": "kube-system", "labels": {"apiserver.kubernetes.io/identity": "kube-apiserver"}},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": LEASE_SECONDS, "acquireTime": now_micro(), "renewTime": now_micro()},
+    });
+    crate::poststart::ensure(ctx, "coordination.k8s.io", "v1", "leases", Some("kube-system"), lease).await?;
+    let touch = |old: &Value| -> ApiResult<Value> {
+        let mut new = old.clone();
+        new["spec"]["holderIdentity"] = json!(holder);
+        new["spec"]["renewTime"] = json!(now_micro());
+        Ok(new)
+    };
+    handlers::update_object(ctx, &request(info, Some("kube-system"), name, Verb::Update), FieldValidation::Ignore, touch).await
+}
+
+/// Renews the lease until the process ends.
+pub async fn run(ctx: Ctx) {
+    let (name, holder) = identity(ctx.store.node_id(), &ctx.settings.address);
+    let mut tick = tokio::time::interval(RENEW_EVERY);
+    loop {
+        tick.tick().await;
+        if !ctx.settings.hooks.is_done("start-system-namespaces-controller") {
+            continue;
+        }
+        if let Err(e) = renew(&ctx, &name, &holder).await {
+            tracing::debug!(error = %e, "renewing the identity lease failed");
+        }
+    }
+}
