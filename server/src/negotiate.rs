@@ -12,25 +12,37 @@ use serde_json::Value;
 use crate::error::{ApiError, ApiResult};
 use crate::patch::PatchKind;
 
-/// The encoding of a resource response.
+/// How a response is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Output {
+pub enum Encoding {
     Json,
     Yaml,
-    /// `application/json;as=Table;g=meta.k8s.io;v=v1` (or `v1beta1`); always answered as
-    /// `meta.k8s.io/v1`.
+    /// `application/vnd.kubernetes.protobuf`, for the kinds with a Protobuf message.
+    Protobuf,
+}
+
+/// What a response holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// The objects themselves.
+    Object,
+    /// `as=Table;g=meta.k8s.io;v=v1` (or `v1beta1`); always answered as `meta.k8s.io/v1`.
     Table,
-    /// `application/json;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`: metadata only.
+    /// `as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`: metadata only.
     Metadata,
+}
+
+/// The negotiated form and encoding of a resource response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Output {
+    pub form: Form,
+    pub encoding: Encoding,
 }
 
 /// What one Accept clause asks for, when this server can produce it at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Media {
-    Json,
-    Yaml,
-    Table,
-    Metadata,
+    Resource(Output),
     /// `application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`.
     AggregatedDiscovery,
 }
@@ -52,10 +64,10 @@ pub const PATCH_TYPES: &[&str] = &[
     "application/apply-patch+yaml",
 ];
 
-/// The media types a response can have (Kubernetes adds its Protobuf type once served).
-const RESPONSE_TYPES: &[&str] = &["application/json", "application/yaml"];
+/// The media types a response can have.
+const RESPONSE_TYPES: &[&str] = &["application/json", "application/yaml", crate::protobuf::MEDIA_TYPE];
 /// The media types a watch stream can have.
-const STREAM_TYPES: &[&str] = &["application/json;stream=watch"];
+const STREAM_TYPES: &[&str] = &["application/json;stream=watch", crate::protobuf::STREAM_MEDIA_TYPE];
 /// The media types of an object in a create or update body.
 const BODY_TYPES: &[&str] = &["application/json", "application/yaml", crate::protobuf::MEDIA_TYPE];
 
@@ -75,23 +87,26 @@ impl Clause {
 
     /// The media this clause selects, following Kubernetes' `acceptMediaTypeOptions`.
     fn media(&self) -> Option<Media> {
-        let base = match (self.type_.as_str(), self.subtype.as_str()) {
-            ("application", "json" | "*") | ("*", "*") => Media::Json,
-            ("application", "yaml") => Media::Yaml,
+        let encoding = match (self.type_.as_str(), self.subtype.as_str()) {
+            ("application", "json" | "*") | ("*", "*") => Encoding::Json,
+            ("application", "yaml") => Encoding::Yaml,
+            ("application", "vnd.kubernetes.protobuf") => Encoding::Protobuf,
             _ => return None,
         };
-        // `stream=watch` needs a streaming serializer, which only JSON has.
-        if self.param("stream").is_some_and(|s| !s.is_empty() && (s != "watch" || base != Media::Json)) {
+        // `stream=watch` needs a streaming serializer, which YAML has not.
+        if self.param("stream").is_some_and(|s| !s.is_empty() && (s != "watch" || encoding == Encoding::Yaml)) {
             return None;
         }
+        let resource = |form| Some(Media::Resource(Output { form, encoding }));
         let (kind, group, version) = (self.param("as"), self.param("g"), self.param("v"));
         if kind.is_none() && group.is_none() && version.is_none() {
-            return Some(base);
+            return resource(Form::Object);
         }
         match (kind.unwrap_or(""), group.unwrap_or(""), version.unwrap_or("")) {
-            ("Table", "meta.k8s.io", "v1" | "v1beta1") => Some(Media::Table),
-            ("PartialObjectMetadata" | "PartialObjectMetadataList", "meta.k8s.io", "v1" | "v1beta1") => Some(Media::Metadata),
-            ("APIGroupDiscoveryList", "apidiscovery.k8s.io", "v2") if base == Media::Json => {
+            // A Table has no Protobuf message.
+            ("Table", "meta.k8s.io", "v1" | "v1beta1") if encoding != Encoding::Protobuf => resource(Form::Table),
+            ("PartialObjectMetadata" | "PartialObjectMetadataList", "meta.k8s.io", "v1" | "v1beta1") => resource(Form::Metadata),
+            ("APIGroupDiscoveryList", "apidiscovery.k8s.io", "v2") if encoding == Encoding::Json => {
                 Some(Media::AggregatedDiscovery)
             }
             _ => None,
@@ -143,7 +158,7 @@ fn accept_header(headers: &HeaderMap) -> String {
 fn negotiate<T>(headers: &HeaderMap, allow: impl Fn(Media) -> Option<T>) -> Option<T> {
     let accept = accept_header(headers);
     if accept.trim().is_empty() {
-        return allow(Media::Json);
+        return allow(Media::Resource(Output::JSON));
     }
     parse_accept(&accept).iter().find_map(|c| c.media().and_then(&allow))
 }
@@ -156,15 +171,13 @@ fn not_acceptable(types: &[&str]) -> ApiError {
 /// `tables`: whether the resource has a Table form, which the reviews have not).
 pub fn output(headers: &HeaderMap, watch: bool, tables: bool) -> ApiResult<Output> {
     let chosen = negotiate(headers, |m| match m {
-        Media::Json => Some(Output::Json),
-        Media::Yaml => Some(Output::Yaml),
-        Media::Table => tables.then_some(Output::Table),
-        Media::Metadata => Some(Output::Metadata),
+        Media::Resource(Output { form: Form::Table, .. }) if !tables => None,
+        Media::Resource(out) => Some(out),
         Media::AggregatedDiscovery => None,
     });
     match chosen {
         // Like Kubernetes, a watch negotiates as a read and then needs a stream serializer.
-        Some(Output::Yaml) | None if watch => Err(not_acceptable(STREAM_TYPES)),
+        Some(Output { encoding: Encoding::Yaml, .. }) | None if watch => Err(not_acceptable(STREAM_TYPES)),
         Some(out) => Ok(out),
         None => Err(not_acceptable(RESPONSE_TYPES)),
     }
@@ -173,9 +186,9 @@ pub fn output(headers: &HeaderMap, watch: bool, tables: bool) -> ApiResult<Outpu
 /// Whether a discovery request (`/api`, `/apis`) asks for the aggregated document first.
 pub fn wants_aggregated_discovery(headers: &HeaderMap) -> bool {
     negotiate(headers, |m| match m {
-        Media::Json | Media::Yaml => Some(false),
+        Media::Resource(Output { form: Form::Object, encoding: Encoding::Json | Encoding::Yaml }) => Some(false),
         Media::AggregatedDiscovery => Some(true),
-        Media::Table | Media::Metadata => None,
+        Media::Resource(_) => None,
     })
     .unwrap_or(false)
 }
@@ -206,31 +219,29 @@ pub fn body_kind(headers: &HeaderMap) -> ApiResult<BodyKind> {
 }
 
 impl Output {
-    /// The Content-Type of a response in this encoding. Kubernetes answers a Table with plain
-    /// `application/json`, the serializer's media type.
-    pub fn content_type(self) -> &'static str {
-        match self {
-            Output::Yaml => "application/yaml",
-            Output::Json | Output::Table | Output::Metadata => "application/json",
+    pub const JSON: Output = Output { form: Form::Object, encoding: Encoding::Json };
+
+    /// The Content-Type of a response (`watch`: of a watch stream). Kubernetes answers a Table
+    /// with plain `application/json`, the serializer's media type.
+    pub fn content_type(self, watch: bool) -> &'static str {
+        match (self.encoding, watch) {
+            (Encoding::Json, _) => "application/json",
+            (Encoding::Yaml, _) => "application/yaml",
+            (Encoding::Protobuf, false) => crate::protobuf::MEDIA_TYPE,
+            (Encoding::Protobuf, true) => crate::protobuf::STREAM_MEDIA_TYPE,
         }
     }
 
-    /// Encodes a JSON document in this encoding; JSON bytes pass through untouched.
+    /// Encodes a JSON document (with its `apiVersion` and `kind`) in this encoding; JSON passes
+    /// through untouched.
     pub fn encode_json(self, json: Vec<u8>) -> ApiResult<Vec<u8>> {
-        match self {
-            Output::Yaml => {
-                let value: Value = serde_json::from_slice(&json).map_err(ApiError::internal)?;
-                self.encode(&value)
-            }
-            Output::Json | Output::Table | Output::Metadata => Ok(json),
+        if self.encoding == Encoding::Json {
+            return Ok(json);
         }
-    }
-
-    /// Encodes a value in this encoding.
-    pub fn encode(self, value: &Value) -> ApiResult<Vec<u8>> {
-        match self {
-            Output::Yaml => serde_yaml::to_string(value).map(String::into_bytes).map_err(ApiError::internal),
-            Output::Json | Output::Table | Output::Metadata => serde_json::to_vec(value).map_err(ApiError::internal),
+        let value: Value = serde_json::from_slice(&json).map_err(ApiError::internal)?;
+        match self.encoding {
+            Encoding::Yaml => serde_yaml::to_string(&value).map(String::into_bytes).map_err(ApiError::internal),
+            _ => crate::protobuf::encode_object(&value),
         }
     }
 }
@@ -240,6 +251,12 @@ mod tests {
     use super::*;
     use http::HeaderValue;
 
+    const JSON: Output = Output::JSON;
+    const YAML: Output = Output { form: Form::Object, encoding: Encoding::Yaml };
+    const PROTOBUF: Output = Output { form: Form::Object, encoding: Encoding::Protobuf };
+    const TABLE: Output = Output { form: Form::Table, encoding: Encoding::Json };
+    const METADATA: Output = Output { form: Form::Metadata, encoding: Encoding::Json };
+
     fn accept(v: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
         h.insert(header::ACCEPT, HeaderValue::from_str(v).unwrap());
@@ -248,30 +265,30 @@ mod tests {
 
     #[test]
     fn plain_and_wildcards_mean_json() {
-        assert_eq!(output(&HeaderMap::new(), false, true).unwrap(), Output::Json);
+        assert_eq!(output(&HeaderMap::new(), false, true).unwrap(), JSON);
         for a in
             ["application/json", "application/json, */*", "*/*", "application/*", "application/json; charset=utf-8"]
         {
-            assert_eq!(output(&accept(a), false, true).unwrap(), Output::Json, "{a}");
+            assert_eq!(output(&accept(a), false, true).unwrap(), JSON, "{a}");
         }
-        assert_eq!(output(&accept("application/yaml"), false, true).unwrap(), Output::Yaml);
+        assert_eq!(output(&accept("application/yaml"), false, true).unwrap(), YAML);
     }
 
     #[test]
     fn kubectl_table_with_fallbacks() {
         let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(output(&accept(kubectl), false, true).unwrap(), Output::Table);
+        assert_eq!(output(&accept(kubectl), false, true).unwrap(), TABLE);
         // Without a Table form, kubectl's own fallback to JSON is taken; a Table alone is 406.
-        assert_eq!(output(&accept(kubectl), false, false).unwrap(), Output::Json);
+        assert_eq!(output(&accept(kubectl), false, false).unwrap(), JSON);
         assert!(matches!(output(&accept("application/json;as=Table;v=v1;g=meta.k8s.io"), false, false), Err(ApiError::NotAcceptable(_))));
-        assert_eq!(output(&accept(kubectl), true, true).unwrap(), Output::Table);
-        assert_eq!(output(&accept("application/json;g=meta.k8s.io;v=v1beta1;as=Table"), false, true).unwrap(), Output::Table);
+        assert_eq!(output(&accept(kubectl), true, true).unwrap(), TABLE);
+        assert_eq!(output(&accept("application/json;g=meta.k8s.io;v=v1beta1;as=Table"), false, true).unwrap(), TABLE);
         // The metadata-only form is served; a conversion to something unknown is skipped in
         // favour of the next clause.
         let partial = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
-        assert_eq!(output(&accept(partial), false, true).unwrap(), Output::Metadata);
+        assert_eq!(output(&accept(partial), false, true).unwrap(), METADATA);
         let unknown = "application/json;as=Unknown;g=meta.k8s.io;v=v1,application/json";
-        assert_eq!(output(&accept(unknown), false, true).unwrap(), Output::Json);
+        assert_eq!(output(&accept(unknown), false, true).unwrap(), JSON);
         assert!(matches!(
             output(&accept("application/json;as=Table;g=meta.k8s.io;v=v2"), false, true),
             Err(ApiError::NotAcceptable(_))
@@ -279,26 +296,42 @@ mod tests {
     }
 
     #[test]
-    fn protobuf_alone_is_not_acceptable() {
-        let err = output(&accept("application/vnd.kubernetes.protobuf"), false, true).unwrap_err();
-        assert_eq!(err.code(), http::StatusCode::NOT_ACCEPTABLE);
-        assert_eq!(err.to_string(), "only the following media types are accepted: application/json, application/yaml");
+    fn protobuf_as_client_go_asks() {
+        assert_eq!(output(&accept("application/vnd.kubernetes.protobuf"), false, true).unwrap(), PROTOBUF);
         let fallback = "application/vnd.kubernetes.protobuf, application/json";
-        assert_eq!(output(&accept(fallback), false, true).unwrap(), Output::Json);
-        assert!(output(&accept("text/html"), false, true).is_err());
+        assert_eq!(output(&accept(fallback), false, true).unwrap(), PROTOBUF);
+        assert_eq!(output(&accept(fallback), true, true).unwrap(), PROTOBUF);
+        assert_eq!(output(&accept("application/vnd.kubernetes.protobuf;stream=watch"), true, true).unwrap(), PROTOBUF);
+        // The metadata client's first choice; a Table has no Protobuf form, so its fallback wins.
+        let metadata = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(
+            output(&accept(metadata), false, true).unwrap(),
+            Output { form: Form::Metadata, encoding: Encoding::Protobuf }
+        );
+        let table = "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(output(&accept(table), false, true).unwrap(), JSON);
+        let err = output(&accept("text/html"), false, true).unwrap_err();
+        assert_eq!(err.code(), http::StatusCode::NOT_ACCEPTABLE);
+        assert_eq!(
+            err.to_string(),
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        );
     }
 
     #[test]
     fn q_values_order_clauses() {
-        assert_eq!(output(&accept("application/json;q=0.5, application/yaml"), false, true).unwrap(), Output::Yaml);
-        assert_eq!(output(&accept("*/*, application/yaml"), false, true).unwrap(), Output::Yaml);
+        assert_eq!(output(&accept("application/json;q=0.5, application/yaml"), false, true).unwrap(), YAML);
+        assert_eq!(output(&accept("*/*, application/yaml"), false, true).unwrap(), YAML);
     }
 
     #[test]
-    fn watch_streams_json_only() {
-        assert_eq!(output(&accept("application/json;stream=watch"), true, true).unwrap(), Output::Json);
+    fn watch_streams_have_no_yaml() {
+        assert_eq!(output(&accept("application/json;stream=watch"), true, true).unwrap(), JSON);
         let err = output(&accept("application/yaml"), true, true).unwrap_err();
-        assert_eq!(err.to_string(), "only the following media types are accepted: application/json;stream=watch");
+        assert_eq!(
+            err.to_string(),
+            "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+        );
         assert!(output(&accept("application/yaml;stream=watch"), false, true).is_err());
     }
 
@@ -309,7 +342,7 @@ mod tests {
         assert!(!wants_aggregated_discovery(&accept("application/json")));
         assert!(!wants_aggregated_discovery(&HeaderMap::new()));
         // Resource endpoints do not serve it; the fallback applies.
-        assert_eq!(output(&accept(kubectl), false, true).unwrap(), Output::Json);
+        assert_eq!(output(&accept(kubectl), false, true).unwrap(), JSON);
     }
 
     #[test]
@@ -336,10 +369,11 @@ mod tests {
     #[test]
     fn encodes_yaml_and_passes_json_through() {
         let json = br#"{"kind":"Pod","metadata":{"name":"p"}}"#.to_vec();
-        assert_eq!(Output::Json.encode_json(json.clone()).unwrap(), json);
-        let yaml = String::from_utf8(Output::Yaml.encode_json(json).unwrap()).unwrap();
+        assert_eq!(JSON.encode_json(json.clone()).unwrap(), json);
+        let yaml = String::from_utf8(YAML.encode_json(json).unwrap()).unwrap();
         assert_eq!(yaml, "kind: Pod\nmetadata:\n  name: p\n");
-        assert_eq!(Output::Yaml.content_type(), "application/yaml");
-        assert_eq!(Output::Table.content_type(), "application/json");
+        assert_eq!(YAML.content_type(false), "application/yaml");
+        assert_eq!(TABLE.content_type(false), "application/json");
+        assert_eq!(PROTOBUF.content_type(true), "application/vnd.kubernetes.protobuf;stream=watch");
     }
 }

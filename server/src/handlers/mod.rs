@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
-use crate::negotiate::{self, BodyKind, Output};
+use crate::negotiate::{self, BodyKind, Encoding, Form, Output};
 use crate::query::Params;
 use crate::registry::ResourceInfo;
 use crate::request::{ResourceRequest, Verb};
@@ -125,44 +125,40 @@ fn optional_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Option<Value>>
     decode_object(headers, body).map(Some)
 }
 
-/// Encodes a reply as JSON, YAML or a Table.
+/// Encodes a reply in the negotiated form and encoding.
 fn encode(info: &'static ResourceInfo, subresource: bool, reply: Reply, output: Output, params: &Params) -> ApiResult<Response> {
-    let (code, json): (StatusCode, Vec<u8>) = match (&reply, output) {
-        (Reply::Object { code, data }, Output::Table) if !subresource => {
+    let (code, json): (StatusCode, Vec<u8>) = match (&reply, output.form) {
+        (Reply::Object { code, data }, Form::Table) if !subresource => {
             let obj: Value = serde_json::from_slice(data).map_err(ApiError::internal)?;
             (*code, serde_json::to_vec(&table_form::object_table(info, &obj, params)?).map_err(ApiError::internal)?)
         }
-        (Reply::List(list), Output::Table) => {
+        (Reply::List(list), Form::Table) => {
             let items: Vec<Value> = list.items.iter().filter_map(|i| serde_json::from_slice(i).ok()).collect();
             let table = table_form::list_table(info, &items, list.rev, list.continue_token.as_deref(), list.remaining, params)?;
             (StatusCode::OK, serde_json::to_vec(&table).map_err(ApiError::internal)?)
         }
-        (Reply::Object { code, data }, Output::Metadata) => {
+        (Reply::Object { code, data }, Form::Metadata) => {
             let obj: Value = serde_json::from_slice(data).map_err(ApiError::internal)?;
             (*code, serde_json::to_vec(&metadata_form::object(&obj)).map_err(ApiError::internal)?)
         }
-        (Reply::List(list), Output::Metadata) => (StatusCode::OK, serde_json::to_vec(&metadata_form::list(list)).map_err(ApiError::internal)?),
+        (Reply::List(list), Form::Metadata) => (StatusCode::OK, serde_json::to_vec(&metadata_form::list(list)).map_err(ApiError::internal)?),
         (Reply::Object { code, data }, _) => (*code, data.to_vec()),
         (Reply::List(list), _) => (StatusCode::OK, list_json(info, list)),
         (Reply::Document { code, value }, _) => (*code, serde_json::to_vec(value).map_err(ApiError::internal)?),
     };
-    let (content_type, body) = match output {
-        Output::Yaml => {
-            let v: Value = serde_json::from_slice(&json).map_err(ApiError::internal)?;
-            ("application/yaml", serde_yaml::to_string(&v).map_err(ApiError::internal)?.into_bytes())
-        }
-        _ => ("application/json", json),
-    };
-    let mut resp = (code, body).into_response();
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    let mut resp = (code, output.encode_json(json)?).into_response();
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(output.content_type(false)));
     Ok(resp)
 }
+
+/// Turns a watch event's object (by event type, as JSON) into the negotiated form, as JSON.
+type FormOf = Arc<dyn Fn(&str, &[u8]) -> Vec<u8> + Send + Sync>;
 
 async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, output: Output) -> ApiResult<Response> {
     let info = req.info;
     let params_for_table = params.clone();
-    let encoder: watch::Encoder = match output {
-        Output::Table => {
+    let form: FormOf = match output.form {
+        Form::Table => {
             // As Kubernetes streams tables: one row per event, bookmarks included (their row's
             // object carries the bookmark's annotations), column definitions in the first only.
             let first = std::sync::atomic::AtomicBool::new(true);
@@ -177,23 +173,36 @@ async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, outpu
                         table
                     }
                 };
-                frame(kind, &serde_json::to_vec(&object).unwrap_or_default())
+                serde_json::to_vec(&object).unwrap_or_default()
             })
         }
-        Output::Metadata => Arc::new(|kind: &str, data: &[u8]| match kind {
-            "ERROR" => frame(kind, data),
+        Form::Metadata => Arc::new(|kind: &str, data: &[u8]| match kind {
+            "ERROR" => data.to_vec(),
             _ => {
                 let obj: Value = serde_json::from_slice(data).unwrap_or(Value::Null);
-                frame(kind, &serde_json::to_vec(&metadata_form::object(&obj)).unwrap_or_default())
+                serde_json::to_vec(&metadata_form::object(&obj)).unwrap_or_default()
             }
         }),
-        _ => Arc::new(|kind: &str, data: &[u8]| frame(kind, data)),
+        Form::Object => Arc::new(|_: &str, data: &[u8]| data.to_vec()),
+    };
+    let encoder: watch::Encoder = match output.encoding {
+        Encoding::Protobuf => Arc::new(move |kind: &str, data: &[u8]| {
+            let obj: Value = serde_json::from_slice(&form(kind, data)).unwrap_or(Value::Null);
+            match crate::protobuf::watch_frame(kind, &obj) {
+                Ok(frame) => Bytes::from(frame),
+                Err(e) => {
+                    tracing::error!(kind, "a watch event cannot be encoded as Protobuf: {e}");
+                    Bytes::from(crate::protobuf::watch_frame("ERROR", &e.status()).unwrap_or_default())
+                }
+            }
+        }),
+        _ => Arc::new(move |kind: &str, data: &[u8]| frame(kind, &form(kind, data))),
     };
     let rx = watch::watch(ctx, req, params, encoder).await?;
     let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
     let body = Body::from_stream(futures::StreamExt::map(stream, Ok::<_, std::convert::Infallible>));
     let mut resp = Response::new(body);
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(output.content_type(true)));
     resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
     Ok(resp)
 }

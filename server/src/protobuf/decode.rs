@@ -11,17 +11,17 @@ use serde_json::{Map, Number, Value};
 use super::schema::{messages, Field, Label, Type};
 
 /// The JSON name of an embedded struct's field.
-const EMBEDDED: &str = "..";
+pub(super) const EMBEDDED: &str = "..";
 /// Deeper nesting than this is refused rather than risking the stack.
 const MAX_DEPTH: usize = 64;
 
-const TIME: &str = "apimachinery.pkg.apis.meta.v1.Time";
-const MICRO_TIME: &str = "apimachinery.pkg.apis.meta.v1.MicroTime";
-const DURATION: &str = "apimachinery.pkg.apis.meta.v1.Duration";
-const QUANTITY: &str = "apimachinery.pkg.api.resource.Quantity";
-const INT_OR_STRING: &str = "apimachinery.pkg.util.intstr.IntOrString";
+pub(super) const TIME: &str = "apimachinery.pkg.apis.meta.v1.Time";
+pub(super) const MICRO_TIME: &str = "apimachinery.pkg.apis.meta.v1.MicroTime";
+pub(super) const DURATION: &str = "apimachinery.pkg.apis.meta.v1.Duration";
+pub(super) const QUANTITY: &str = "apimachinery.pkg.api.resource.Quantity";
+pub(super) const INT_OR_STRING: &str = "apimachinery.pkg.util.intstr.IntOrString";
 /// Messages that hold raw JSON in their field 1.
-const RAW_JSON: &[&str] = &[
+pub(super) const RAW_JSON: &[&str] = &[
     "apimachinery.pkg.runtime.RawExtension",
     "apimachinery.pkg.apis.meta.v1.FieldsV1",
     "apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",

@@ -5,8 +5,13 @@
 //! `apiVersion` 1 and `kind` 2), `raw` (2, the object's own message), `contentEncoding` (3) and
 //! `contentType` (4). The kind names the message; the object is decoded into the JSON form the
 //! rest of the server works with.
+//!
+//! Replies go out the same way (`encode_object`), and a watch in Protobuf is a stream of frames,
+//! each a 4-byte big-endian length and a `WatchEvent` (`type` 1, `object` 2 as a `RawExtension`
+//! holding the enveloped object), as client-go's streaming decoder reads them.
 
 mod decode;
+mod encode;
 #[cfg(test)]
 mod generate;
 pub mod schema;
@@ -19,11 +24,15 @@ use crate::registry;
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 const MAGIC: &[u8] = b"k8s\0";
 
-/// Kinds that are not resources of their own but come as bodies, by (apiVersion, kind); an
-/// empty apiVersion matches any.
-const BODY_KINDS: &[(&str, &str, &str)] = &[
+/// Kinds that are not resources of their own but come as bodies or go out as replies, by
+/// (apiVersion, kind); an empty apiVersion matches any.
+const OTHER_KINDS: &[(&str, &str, &str)] = &[
     ("", "DeleteOptions", "apimachinery.pkg.apis.meta.v1.DeleteOptions"),
     ("autoscaling/v1", "Scale", "api.autoscaling.v1.Scale"),
+    ("policy/v1", "Eviction", "api.policy.v1.Eviction"),
+    ("v1", "Status", "apimachinery.pkg.apis.meta.v1.Status"),
+    ("meta.k8s.io/v1", "PartialObjectMetadata", "apimachinery.pkg.apis.meta.v1.PartialObjectMetadata"),
+    ("meta.k8s.io/v1", "PartialObjectMetadataList", "apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList"),
 ];
 
 /// The `runtime.Unknown` envelope, as far as it matters here.
@@ -52,13 +61,54 @@ pub fn decode_body(body: &[u8]) -> ApiResult<Value> {
     Ok(obj)
 }
 
+/// The media type of a Protobuf watch stream.
+pub const STREAM_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+
+/// Encodes an object in its JSON form (`apiVersion` and `kind` included) as a Protobuf body:
+/// the magic, then `Unknown` around the object's message.
+pub fn encode_object(obj: &Value) -> ApiResult<Vec<u8>> {
+    let api_version = obj["apiVersion"].as_str().unwrap_or_default();
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    let message = message_for(api_version, kind)
+        .ok_or_else(|| ApiError::internal(format!("no Protobuf schema for kind {kind:?} in {api_version:?}")))?;
+    let raw = encode::message(message, obj).map_err(|e| ApiError::internal(format!("encoding a {kind} as Protobuf: {e}")))?;
+    let mut type_meta = Vec::new();
+    encode::bytes_field(&mut type_meta, 1, api_version.as_bytes());
+    encode::bytes_field(&mut type_meta, 2, kind.as_bytes());
+    let mut out = MAGIC.to_vec();
+    encode::bytes_field(&mut out, 1, &type_meta);
+    encode::bytes_field(&mut out, 2, &raw);
+    encode::bytes_field(&mut out, 3, b"");
+    encode::bytes_field(&mut out, 4, b"");
+    Ok(out)
+}
+
+/// One frame of a Protobuf watch stream for an event of type `kind` (`ADDED`, `ERROR`, ...).
+pub fn watch_frame(kind: &str, obj: &Value) -> ApiResult<Vec<u8>> {
+    let mut raw_extension = Vec::new();
+    encode::bytes_field(&mut raw_extension, 1, &encode_object(obj)?);
+    let mut event = Vec::new();
+    encode::bytes_field(&mut event, 1, kind.as_bytes());
+    encode::bytes_field(&mut event, 2, &raw_extension);
+    let len = u32::try_from(event.len()).map_err(|_| ApiError::internal("watch event larger than 4 GiB"))?;
+    let mut out = len.to_be_bytes().to_vec();
+    out.extend_from_slice(&event);
+    Ok(out)
+}
+
 /// The message of a kind: a served resource's definition, or one of the body kinds.
 fn message_for(api_version: &str, kind: &str) -> Option<&'static str> {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     if let Some(info) = registry::lookup_kind(group, version, kind) {
         return info.ops.definition.strip_prefix("io.k8s.");
     }
-    BODY_KINDS
+    if let Some(item) = kind.strip_suffix("List") {
+        if let Some(info) = registry::lookup_kind(group, version, item) {
+            let list = format!("{}List", info.ops.definition.strip_prefix("io.k8s.")?);
+            return schema::messages().get_key_value(list.as_str()).map(|(k, _)| *k);
+        }
+    }
+    OTHER_KINDS
         .iter()
         .find(|(v, k, _)| *k == kind && (v.is_empty() || *v == api_version))
         .map(|(_, _, m)| *m)

@@ -10,7 +10,7 @@
 //! marks a repeated field and `{}` a map from string keys. A field named `..` is a Go struct
 //! embedded in its parent, whose fields appear in the parent's JSON.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
 /// The generated schema text.
@@ -47,7 +47,8 @@ pub struct Field {
 
 #[derive(Debug, Default)]
 pub struct Message {
-    pub fields: HashMap<u32, Field>,
+    /// By field number, so that encoding writes them in order.
+    pub fields: BTreeMap<u32, Field>,
 }
 
 /// Every message by name (without the `io.k8s.` prefix).
