@@ -52,6 +52,8 @@ async fn serve(ctx: &Ctx, parts: http::request::Parts, body: bytes::Bytes) -> Re
     let user = impersonation::impersonate(&ctx.auth.chain, caller, &parts.headers).await.map_err(IntoResponse::into_response)?;
     let attrs = Attributes::of_request(user, &parts.method, &path, &params);
     let flow = ctx.flowcontrol.classify(&attrs);
+    // Held until the handler answers (for a watch: until its stream starts).
+    let _seat = ctx.flowcontrol.admit(flow.as_ref(), &attrs, deadline, &ctx.metrics).await.map_err(|e| with_flow(e.into_response(), flow.as_ref()))?;
     authorize(ctx, &attrs).await.map_err(|e| with_flow(e.into_response(), flow.as_ref()))?;
     let watch = params.flag("watch").map_err(IntoResponse::into_response)?;
     let user = Arc::new(attrs.user);
@@ -195,6 +197,18 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
             resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
             return resp;
         }
+        ["debug", "api_priority_and_fairness", dump] if ctx.flowcontrol.enabled => {
+            let d = &ctx.flowcontrol.dispatcher;
+            let text = match *dump {
+                "dump_priority_levels" => d.dump_priority_levels(),
+                "dump_queues" => d.dump_queues(),
+                "dump_requests" => d.dump_requests(params.value("includeRequestDetails").is_some_and(|v| !v.is_empty())),
+                _ => return ApiError::NoRoute.into_response(),
+            };
+            let mut resp = (StatusCode::OK, text).into_response();
+            resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+            return resp;
+        }
         ["version"] => Some(version()),
         ["api"] if aggregated => return discovery_response(discovery::aggregated(true)),
         ["apis"] if aggregated => return discovery_response(discovery::aggregated(false)),
@@ -258,12 +272,30 @@ fn discovery_response(v: Value) -> Response {
     resp
 }
 
-/// The priority levels' shares of the server's concurrency, as `apiserver_flowcontrol_nominal_limit_seats`.
+/// The priority levels' shares of the server's concurrency and the requests waiting and running
+/// in each (or, with APF off, the requests in flight), as kube-apiserver names them.
 fn flowcontrol_metrics(ctx: &Ctx) -> String {
-    let name = "apiserver_flowcontrol_nominal_limit_seats";
-    let mut out = format!("# HELP {name} Nominal number of execution seats configured for each priority level\n# TYPE {name} gauge\n");
-    for (level, seats) in ctx.flowcontrol.nominal_limits(crate::flowcontrol::SERVER_CONCURRENCY_LIMIT) {
-        out.push_str(&format!("{name}{{priority_level=\"{level}\"}} {seats}\n"));
+    let fc = &ctx.flowcontrol;
+    let mut out = String::new();
+    let mut gauge = |name: &str, help: &str, rows: Vec<(String, usize)>| {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+        for (labels, value) in rows {
+            out.push_str(&format!("{name}{{{labels}}} {value}\n"));
+        }
+    };
+    if let Some(inflight) = &fc.inflight {
+        let (read_only, mutating) = inflight.current();
+        let rows = vec![("request_kind=\"mutating\"".into(), mutating), ("request_kind=\"readOnly\"".into(), read_only)];
+        gauge("apiserver_current_inflight_requests", "Maximal number of currently used inflight request limit of this apiserver per request kind in last second.", rows);
+        return out;
     }
+    let levels = fc.nominal_limits().into_iter().map(|(level, seats)| (format!("priority_level=\"{level}\""), seats as usize)).collect();
+    gauge("apiserver_flowcontrol_nominal_limit_seats", "Nominal number of execution seats configured for each priority level", levels);
+    let current = fc.dispatcher.current();
+    let by_flow = |pick: fn(&(usize, usize)) -> usize| {
+        current.iter().map(|((level, schema), n)| (format!("flow_schema=\"{schema}\",priority_level=\"{level}\""), pick(n))).collect()
+    };
+    gauge("apiserver_flowcontrol_current_inqueue_requests", "Number of requests currently pending in queues of the API Priority and Fairness subsystem", by_flow(|n| n.0));
+    gauge("apiserver_flowcontrol_current_executing_requests", "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem", by_flow(|n| n.1));
     out
 }

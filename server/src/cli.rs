@@ -52,6 +52,21 @@ pub struct Args {
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub request_timeout: Duration,
 
+    /// API Priority and Fairness: requests classified by FlowSchema and queued per priority
+    /// level. Off, the max-in-flight limits apply instead.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub enable_priority_and_fairness: bool,
+
+    /// Read-only requests at once (with APF, part of the seats the priority levels share); 0
+    /// for no limit.
+    #[arg(long, default_value_t = 400)]
+    pub max_requests_inflight: usize,
+
+    /// Mutating requests at once (with APF, part of the seats the priority levels share); 0 for
+    /// no limit.
+    #[arg(long, default_value_t = 200)]
+    pub max_mutating_requests_inflight: usize,
+
     /// How long past revisions (watch history, continue tokens, Exact reads) stay readable.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub history_retention: Duration,

@@ -77,6 +77,9 @@ pub enum ApiError {
     Invalid { group: String, kind: String, name: String, causes: Vec<Cause> },
     #[error("{0}")]
     Unprocessable(String),
+    /// 429: the request's priority level has no room for it now; retry after a second.
+    #[error("{0}")]
+    TooManyRequests(String),
     #[error("Timeout: Too large resource version: {requested}, current: {current}")]
     TooLargeResourceVersion { requested: u64, current: u64 },
     #[error("{0}")]
@@ -129,6 +132,7 @@ impl ApiError {
             UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Invalid { .. } | Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             TooLargeResourceVersion { .. } | Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -152,6 +156,7 @@ impl ApiError {
             UnsupportedMediaType(_) => "UnsupportedMediaType",
             TooLarge(_) => "RequestEntityTooLarge",
             Invalid { .. } | Unprocessable(_) => "Invalid",
+            TooManyRequests(_) => "TooManyRequests",
             TooLargeResourceVersion { .. } | Timeout(_) => "Timeout",
             Unavailable(_) => "ServiceUnavailable",
             Internal(_) => "InternalError",
@@ -161,7 +166,7 @@ impl ApiError {
     /// Seconds a client should wait before retrying, when the error carries one.
     pub fn retry_after(&self) -> Option<u64> {
         match self {
-            ApiError::TooLargeResourceVersion { .. } => Some(1),
+            ApiError::TooLargeResourceVersion { .. } | ApiError::TooManyRequests(_) => Some(1),
             ApiError::Unavailable(_) => Some(1),
             _ => None,
         }
@@ -214,6 +219,9 @@ impl ApiError {
                     "causes".into(),
                     json!([{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]),
                 );
+                details.insert("retryAfterSeconds".into(), json!(1));
+            }
+            TooManyRequests(_) => {
                 details.insert("retryAfterSeconds".into(), json!(1));
             }
             _ => {}

@@ -58,6 +58,8 @@ const SERIES: &[(&str, &str, &str)] = &[
         "gauge",
         "Timestamp of the last automatic reload of authorization configuration split by status and apiserver identity.",
     ),
+    ("apiserver_flowcontrol_dispatched_requests_total", "counter", "Number of requests executed by API Priority and Fairness subsystem"),
+    ("apiserver_flowcontrol_rejected_requests_total", "counter", "Number of requests rejected by API Priority and Fairness subsystem"),
 ];
 
 /// The server's metrics; one per process.
@@ -123,6 +125,17 @@ impl Metrics {
         self.add("apiserver_authorization_config_controller_automatic_reloads_total", &labels, None);
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
         self.add("apiserver_authorization_config_controller_automatic_reload_last_timestamp_seconds", &labels, Some(now));
+    }
+
+    /// Counts a request given its seat at a priority level.
+    pub fn flowcontrol_dispatched(&self, flow_schema: &str, priority_level: &str) {
+        self.add("apiserver_flowcontrol_dispatched_requests_total", &[("flow_schema", flow_schema), ("priority_level", priority_level)], None);
+    }
+
+    /// Counts a request its priority level refused (`queue-full`, `concurrency-limit`, `time-out`).
+    pub fn flowcontrol_rejected(&self, flow_schema: &str, priority_level: &str, reason: &str) {
+        let labels = [("flow_schema", flow_schema), ("priority_level", priority_level), ("reason", reason)];
+        self.add("apiserver_flowcontrol_rejected_requests_total", &labels, None);
     }
 
     /// The text exposition of every metric, with the Raft state given.

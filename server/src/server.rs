@@ -59,7 +59,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // Derived state the apply path keeps on every replica.
     let rbac = RbacIndex::new();
     let nodes = Arc::new(NodeGraph::default());
-    let flowcontrol = Arc::new(FlowControl::default());
+    let flowcontrol =
+        Arc::new(FlowControl::new(args.enable_priority_and_fairness, args.max_requests_inflight, args.max_mutating_requests_inflight));
     let peer_tls = pki.peer.clone().map(|(cert_pem, key_pem)| PeerTls { ca_pem: pki.ca_pem.clone(), cert_pem, key_pem });
     let store = Store::open(
         &args.data_dir,

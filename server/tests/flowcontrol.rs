@@ -82,3 +82,127 @@ async fn requests_are_classified_by_flow_schemas() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A list that waits for a revision far ahead: it holds its seat for the server's wait (3 s),
+/// then answers 504.
+fn slow_list() -> http::Request<Vec<u8>> {
+    http::Request::get("/api/v1/namespaces/default/configmaps?resourceVersion=999999999&resourceVersionMatch=NotOlderThan").body(vec![]).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_level_queues_then_refuses_with_429() {
+    // 2 seats for the whole server: every limited level gets one.
+    let s = TestServer::start_with(&["--max-requests-inflight", "1", "--max-mutating-requests-inflight", "1"]).await;
+    s.request(post(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        json!({"metadata": {"name": "flood-view"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+               "subjects": [{"kind": "User", "name": "flood", "apiGroup": "rbac.authorization.k8s.io"}]}),
+    ))
+    .await;
+    s.request(post(
+        "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
+        json!({"metadata": {"name": "tiny"}, "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1,
+            "limitResponse": {"type": "Queue", "queuing": {"queues": 1, "handSize": 1, "queueLengthLimit": 1}}}}}),
+    ))
+    .await;
+    let schema = s
+        .request(post(
+            "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
+            json!({"metadata": {"name": "flood"}, "spec": {"matchingPrecedence": 100, "priorityLevelConfiguration": {"name": "tiny"},
+                "distinguisherMethod": {"type": "ByUser"},
+                "rules": [{"subjects": [{"kind": "User", "user": {"name": "flood"}}],
+                           "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"], "clusterScope": true}]}]}}),
+        ))
+        .await
+        .json();
+    let flood = s.impersonating_client("flood", &["system:authenticated"]).await;
+
+    // One runs, one waits in the only queue, the third finds it full.
+    let running = tokio::spawn({
+        let flood = flood.clone();
+        async move { send(&flood, slow_list()).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let waiting = tokio::spawn({
+        let flood = flood.clone();
+        async move { send(&flood, slow_list()).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let levels = s.kubectl_ok(&["get", "--raw", "/debug/api_priority_and_fairness/dump_priority_levels"]);
+    let row: Vec<&str> = levels.lines().find(|l| l.starts_with("tiny,")).unwrap_or_else(|| panic!("{levels}")).split(',').map(str::trim).collect();
+    assert_eq!((row[1], row[4], row[5]), ("1", "1", "1"), "active queues, waiting, executing:\n{levels}");
+    let requests = s.kubectl_ok(&["get", "--raw", "/debug/api_priority_and_fairness/dump_requests?includeRequestDetails=1"]);
+    assert_eq!(requests.lines().filter(|l| l.starts_with("tiny,") && l.contains("flood")).count(), 2, "{requests}");
+
+    let refused = send(&flood, slow_list()).await;
+    let status = refused.expect_status(429, "TooManyRequests");
+    assert_eq!(status["message"], "Too many requests, please try again later.");
+    assert_eq!(refused.headers["retry-after"], "1");
+    assert_eq!(refused.headers["x-kubernetes-pf-flowschema-uid"], schema["metadata"]["uid"].as_str().unwrap());
+
+    // The exempt admin is not held up meanwhile.
+    let started = Instant::now();
+    assert_eq!(s.get("/api/v1/namespaces").await.status, 200);
+    assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+
+    // Both queued requests run in turn (each waits out its revision: 504).
+    assert_eq!(running.await.unwrap().status, 504);
+    assert_eq!(waiting.await.unwrap().status, 504);
+    let metrics = s.kubectl_ok(&["get", "--raw", "/metrics"]);
+    for line in [
+        "apiserver_flowcontrol_rejected_requests_total{flow_schema=\"flood\",priority_level=\"tiny\",reason=\"queue-full\"} 1",
+        "apiserver_flowcontrol_dispatched_requests_total{flow_schema=\"flood\",priority_level=\"tiny\"} 2",
+        "apiserver_flowcontrol_current_executing_requests{flow_schema=\"flood\",priority_level=\"tiny\"} 0",
+    ] {
+        assert!(metrics.contains(line), "no {line} in:\n{metrics}");
+    }
+
+    // A level that rejects instead of queuing refuses at once.
+    s.request(post(
+        "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
+        json!({"metadata": {"name": "strict"}, "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "limitResponse": {"type": "Reject"}}}}),
+    ))
+    .await;
+    let patch = json!({"spec": {"priorityLevelConfiguration": {"name": "strict"}}});
+    let req = http::Request::patch("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/flood")
+        .header("content-type", "application/merge-patch+json")
+        .body(patch.to_string().into_bytes())
+        .unwrap();
+    assert_eq!(s.request(req).await.status, 200);
+    let running = tokio::spawn({
+        let flood = flood.clone();
+        async move { send(&flood, slow_list()).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    send(&flood, slow_list()).await.expect_status(429, "TooManyRequests");
+    assert_eq!(running.await.unwrap().status, 504);
+    let metrics = s.kubectl_ok(&["get", "--raw", "/metrics"]);
+    let line = "apiserver_flowcontrol_rejected_requests_total{flow_schema=\"flood\",priority_level=\"strict\",reason=\"concurrency-limit\"} 1";
+    assert!(metrics.contains(line), "no {line} in:\n{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_apf_the_max_in_flight_limits_apply() {
+    let s = TestServer::start_with(&["--enable-priority-and-fairness=false", "--max-requests-inflight", "1"]).await;
+    s.request(post(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        json!({"metadata": {"name": "reader-view"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+               "subjects": [{"kind": "User", "name": "reader", "apiGroup": "rbac.authorization.k8s.io"}]}),
+    ))
+    .await;
+    let reader = s.impersonating_client("reader", &["system:authenticated"]).await;
+    let running = tokio::spawn({
+        let reader = reader.clone();
+        async move { send(&reader, slow_list()).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let refused = send(&reader, slow_list()).await;
+    refused.expect_status(429, "TooManyRequests");
+    assert!(!refused.headers.contains_key("x-kubernetes-pf-flowschema-uid"));
+    // system:masters is not limited; the mutating pool is apart.
+    assert_eq!(s.get("/api/v1/namespaces").await.status, 200);
+    let metrics = s.kubectl_ok(&["get", "--raw", "/metrics"]);
+    assert!(metrics.contains("apiserver_current_inflight_requests{request_kind=\"readOnly\"} 1"), "{metrics}");
+    assert_eq!(running.await.unwrap().status, 504);
+    assert_eq!(s.get("/debug/api_priority_and_fairness/dump_priority_levels").await.status, 404);
+}

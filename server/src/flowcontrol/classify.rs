@@ -3,11 +3,13 @@
 //! level. The schemas and levels are kept by the apply path on every replica.
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use raft_store::{ApplyObserver, Object};
 use serde_json::Value;
 
+use super::dispatch::{Dispatcher, LevelConfig, Queuing};
+use super::inflight::MaxInFlight;
 use crate::auth::attributes::Attributes;
 
 const SCHEMAS: &str = "/registry/flowcontrol.apiserver.k8s.io/flowschemas/";
@@ -21,6 +23,10 @@ pub struct Classification {
     pub flow_schema_uid: String,
     pub priority_level: String,
     pub priority_level_uid: String,
+    /// The flow within the schema: the user's name or the namespace, as the schema's
+    /// `distinguisherMethod` says; empty without one.
+    pub distinguisher: String,
+    pub level: LevelConfig,
 }
 
 #[derive(Default)]
@@ -30,10 +36,40 @@ struct State {
     levels: HashMap<String, Value>,
     /// Schema keys in matching order.
     order: Vec<String>,
+    /// Each level's limits, by name.
+    configs: HashMap<String, LevelConfig>,
+    /// The seats all levels share.
+    server_limit: u64,
+}
+
+/// Nominal concurrency shares of a level (Exempt levels count too, as Kubernetes sums them).
+fn shares(level: &Value) -> u64 {
+    let spec = &level["spec"];
+    match spec["type"].as_str() {
+        Some("Exempt") => spec["exempt"]["nominalConcurrencyShares"].as_u64().unwrap_or(0),
+        _ => spec["limited"]["nominalConcurrencyShares"].as_u64().unwrap_or(30),
+    }
+}
+
+/// A level's limits: its share of the server's seats, rounded up, and how it queues (with
+/// Kubernetes' defaults: 64 queues, hands of 8, 50 requests a queue).
+fn level_config(level: &Value, total_shares: u64, server_limit: u64) -> LevelConfig {
+    let spec = &level["spec"];
+    let exempt = spec["type"] == "Exempt";
+    let limit = if total_shares == 0 { 0 } else { (server_limit * shares(level)).div_ceil(total_shares) as usize };
+    let response = &spec["limited"]["limitResponse"];
+    let queuing = (response["type"] != "Reject").then(|| {
+        let q = &response["queuing"];
+        let get = |k: &str, default: u64| q[k].as_u64().unwrap_or(default) as usize;
+        Queuing { queues: get("queues", 64).max(1), hand_size: get("handSize", 8).max(1), queue_length_limit: get("queueLengthLimit", 50) }
+    });
+    LevelConfig { exempt, limit, queuing }
 }
 
 impl State {
     fn reorder(&mut self) {
+        let total: u64 = self.levels.values().map(shares).sum();
+        self.configs = self.levels.values().map(|l| (name(l).to_string(), level_config(l, total, self.server_limit))).collect();
         let mut order: Vec<(i64, String, String)> = self
             .schemas
             .iter()
@@ -48,10 +84,21 @@ fn name(v: &Value) -> &str {
     v["metadata"]["name"].as_str().unwrap_or_default()
 }
 
-/// The FlowSchemas and PriorityLevelConfigurations this replica has applied.
-#[derive(Default)]
+/// The FlowSchemas and PriorityLevelConfigurations this replica has applied, and the queues
+/// of its priority levels.
 pub struct FlowControl {
+    /// Off (`--enable-priority-and-fairness=false`): requests are not classified, and the
+    /// max-in-flight limits apply.
+    pub enabled: bool,
     state: RwLock<State>,
+    pub dispatcher: Arc<Dispatcher>,
+    pub inflight: Option<MaxInFlight>,
+}
+
+impl Default for FlowControl {
+    fn default() -> Self {
+        FlowControl::new(true, 400, 200)
+    }
 }
 
 fn strings(v: &Value) -> impl Iterator<Item = &str> {
@@ -100,8 +147,24 @@ fn schema_matches(schema: &Value, a: &Attributes) -> bool {
 }
 
 impl FlowControl {
-    /// The schema and level a request falls in; none before the mandatory objects exist.
+    /// APF on or off, with kube-apiserver's `--max-requests-inflight` and
+    /// `--max-mutating-requests-inflight`: with APF their sum is the seats the levels share.
+    pub fn new(enabled: bool, max_requests_inflight: usize, max_mutating_requests_inflight: usize) -> FlowControl {
+        let server_limit = (max_requests_inflight + max_mutating_requests_inflight) as u64;
+        FlowControl {
+            enabled,
+            state: RwLock::new(State { server_limit, ..Default::default() }),
+            dispatcher: Arc::default(),
+            inflight: (!enabled).then(|| MaxInFlight::new(max_requests_inflight, max_mutating_requests_inflight)),
+        }
+    }
+
+    /// The schema and level a request falls in; none with APF off or before the mandatory
+    /// objects exist.
     pub fn classify(&self, a: &Attributes) -> Option<Classification> {
+        if !self.enabled {
+            return None;
+        }
         let state = self.state.read().unwrap_or_else(|e| e.into_inner());
         for key in &state.order {
             let schema = &state.schemas[key];
@@ -109,37 +172,29 @@ impl FlowControl {
                 continue;
             }
             let level_name = schema["spec"]["priorityLevelConfiguration"]["name"].as_str().unwrap_or_default();
-            let Some(level) = state.levels.get(&format!("{LEVELS}{level_name}")) else { continue };
+            let (Some(level), Some(config)) = (state.levels.get(&format!("{LEVELS}{level_name}")), state.configs.get(level_name)) else { continue };
+            let distinguisher = match schema["spec"]["distinguisherMethod"]["type"].as_str() {
+                Some("ByUser") => a.user.name.clone(),
+                Some("ByNamespace") => a.namespace.clone(),
+                _ => String::new(),
+            };
             return Some(Classification {
                 flow_schema: name(schema).to_string(),
                 flow_schema_uid: schema["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
                 priority_level: level_name.to_string(),
                 priority_level_uid: level["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
+                distinguisher,
+                level: *config,
             });
         }
         None
     }
 
-    /// The concurrency each priority level is entitled to out of `server_limit` seats: its
-    /// nominal shares over the sum of all levels' shares, rounded up (exempt levels included
-    /// in the sum, as Kubernetes computes it).
-    pub fn nominal_limits(&self, server_limit: u64) -> Vec<(String, u64)> {
+    /// The concurrency each priority level is entitled to out of the server's seats: its
+    /// nominal shares over the sum of all levels' shares, rounded up.
+    pub fn nominal_limits(&self) -> Vec<(String, u64)> {
         let state = self.state.read().unwrap_or_else(|e| e.into_inner());
-        let shares = |l: &Value| -> u64 {
-            let spec = &l["spec"];
-            let limited = spec["limited"]["nominalConcurrencyShares"].as_u64();
-            let exempt = spec["exempt"]["nominalConcurrencyShares"].as_u64();
-            match spec["type"].as_str() {
-                Some("Exempt") => exempt.unwrap_or(0),
-                _ => limited.unwrap_or(30),
-            }
-        };
-        let total: u64 = state.levels.values().map(shares).sum();
-        let mut out: Vec<(String, u64)> = state
-            .levels
-            .values()
-            .map(|l| (name(l).to_string(), if total == 0 { 0 } else { (server_limit * shares(l)).div_ceil(total) }))
-            .collect();
+        let mut out: Vec<(String, u64)> = state.configs.iter().map(|(name, c)| (name.clone(), c.limit as u64)).collect();
         out.sort();
         out
     }
@@ -176,7 +231,8 @@ impl ApplyObserver for FlowControl {
     }
 
     fn reset(&self, objects: &mut dyn Iterator<Item = (&str, &Object)>) {
-        let mut state = State::default();
+        let server_limit = self.state.read().unwrap_or_else(|e| e.into_inner()).server_limit;
+        let mut state = State { server_limit, ..Default::default() };
         for (key, object) in objects {
             let Ok(v) = serde_json::from_slice::<Value>(&object.data) else { continue };
             if key.starts_with(SCHEMAS) {
@@ -226,7 +282,7 @@ mod tests {
         fc.applied(&format!("{SCHEMAS}noxu"), Some(&object(custom)));
         let noxu = UserInfo::authenticated("noxu", vec![]);
         assert_eq!(fc.classify(&attrs(noxu, "/version")).unwrap().flow_schema_uid, "u1");
-        let limits = fc.nominal_limits(600);
+        let limits = fc.nominal_limits();
         assert!(limits.contains(&("catch-all".to_string(), 13)), "{limits:?}");
         assert!(fc.dangling().iter().all(|(_, _, d)| !d));
     }

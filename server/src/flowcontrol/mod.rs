@@ -1,13 +1,70 @@
 //! API Priority and Fairness: the FlowSchemas and PriorityLevelConfigurations every cluster has
-//! ([`bootstrap`]), the classification of every request by them ([`classify`]), and the schema
-//! status the leader keeps ([`status`]).
+//! ([`bootstrap`]), the classification of every request by them ([`classify`]), the queues each
+//! priority level keeps ([`dispatch`]), and the schema status the leader keeps ([`status`]).
+//! With APF off (`--enable-priority-and-fairness=false`) the older max-in-flight limits apply
+//! instead ([`inflight`]).
 
 pub mod bootstrap;
 pub mod classify;
+pub mod dispatch;
+pub mod inflight;
 pub mod status;
+
+use std::time::Duration;
 
 pub use classify::{Classification, FlowControl};
 
-/// Seats the server shares among priority levels (kube-apiserver's default
-/// `--max-requests-inflight` 400 plus `--max-mutating-requests-inflight` 200).
-pub const SERVER_CONCURRENCY_LIMIT: u64 = 600;
+use crate::auth::Attributes;
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+
+/// Kubernetes' answer to a request its priority level has no room for.
+const TOO_MANY: &str = "Too many requests, please try again later.";
+
+/// Longest a request may wait in a queue: a quarter of its deadline, at most a minute.
+fn wait_limit(deadline: Duration) -> Duration {
+    (deadline / 4).min(Duration::from_secs(60))
+}
+
+/// What a request holds while it runs; dropping it frees the seat.
+pub enum Seat {
+    Queued(dispatch::Permit),
+    InFlight(tokio::sync::OwnedSemaphorePermit),
+    /// Not limited (exempt from max-in-flight, or no configuration yet).
+    Free,
+}
+
+impl FlowControl {
+    /// Waits for the request's turn at its priority level (or, with APF off, for a free
+    /// max-in-flight slot); 429 when it gets none.
+    pub async fn admit(&self, flow: Option<&Classification>, attrs: &Attributes, deadline: Duration, metrics: &Metrics) -> Result<Seat, ApiError> {
+        let Some(c) = flow else {
+            return match &self.inflight {
+                Some(limits) => limits.admit(attrs).map(|p| p.map_or(Seat::Free, Seat::InFlight)).ok_or_else(|| ApiError::TooManyRequests(TOO_MANY.into())),
+                None => Ok(Seat::Free),
+            };
+        };
+        let info = dispatch::RequestInfo {
+            flow_schema: c.flow_schema.clone(),
+            distinguisher: c.distinguisher.clone(),
+            user: attrs.user.name.clone(),
+            verb: attrs.verb.clone(),
+            path: attrs.path.clone(),
+            namespace: attrs.namespace.clone(),
+            name: attrs.name.clone(),
+            api_version: if attrs.api_group.is_empty() { attrs.api_version.clone() } else { format!("{}/{}", attrs.api_group, attrs.api_version) },
+            resource: attrs.resource.clone(),
+            subresource: attrs.subresource.clone(),
+        };
+        match self.dispatcher.admit(&c.priority_level, c.level, info, wait_limit(deadline)).await {
+            Ok(permit) => {
+                metrics.flowcontrol_dispatched(&c.flow_schema, &c.priority_level);
+                Ok(Seat::Queued(permit))
+            }
+            Err(rejection) => {
+                metrics.flowcontrol_rejected(&c.flow_schema, &c.priority_level, rejection.reason());
+                Err(ApiError::TooManyRequests(TOO_MANY.into()))
+            }
+        }
+    }
+}
