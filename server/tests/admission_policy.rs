@@ -98,6 +98,14 @@ async fn policies_refuse_what_their_validations_reject() {
     s.kubectl_ok(&["create", "deployment", "one", "--image=nginx", "--replicas=1", "-n", "free"]);
     s.kubectl_ok(&["create", "job", "j", "--image=busybox", "-n", "guarded"]);
 
+    // Warn and Audit let the write through; Warn tells the client why.
+    let patch = r#"{"spec":{"validationActions":["Warn","Audit"]}}"#;
+    s.kubectl_ok(&["patch", "validatingadmissionpolicybinding", "replicas-binding.example.com", "--type=merge", "-p", patch]);
+    let out = s.kubectl(&["create", "deployment", "warned", "--image=nginx", "--replicas=1", "-n", "guarded"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let warning = "Warning: Validation failed for ValidatingAdmissionPolicy 'replicas.example.com' with binding 'replicas-binding.example.com': wants replicas > 1, got 1";
+    assert!(stderr(&out).contains(warning), "{}", stderr(&out));
+
     // Without the binding nothing is checked.
     s.kubectl_ok(&["delete", "validatingadmissionpolicybinding", "replicas-binding.example.com"]);
     s.kubectl_ok(&["create", "deployment", "one", "--image=nginx", "--replicas=1", "-n", "guarded"]);

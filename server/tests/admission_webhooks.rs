@@ -29,6 +29,9 @@ fn review_answer(review: &Value) -> (Duration, u16, Value) {
     let request = &review["request"];
     let object = &request["object"];
     let mut response = json!({"uid": request["uid"], "allowed": true});
+    if object["data"].get("deprecated").is_some() {
+        response["warnings"] = json!(["key \"deprecated\" goes away in the next release"]);
+    }
     if object["data"].get("forbidden").is_some() {
         response = json!({"uid": request["uid"], "allowed": false, "status": {"code": 403, "reason": "Forbidden", "message": "no forbidden keys"}});
     } else if object["metadata"]["labels"].get("mutated").is_none() {
@@ -82,6 +85,10 @@ async fn webhooks_mutate_and_validate_writes() {
 
     let out = s.kubectl(&["create", "configmap", "bad", "--from-literal=forbidden=x", "-n", "hooked"]);
     assert!(stderr(&out).contains("admission webhook \"label.example.com\" denied the request: no forbidden keys"), "{}", stderr(&out));
+    // An allowing webhook's warnings reach the client (kubectl prints a repeated one once).
+    let out = s.kubectl(&["create", "configmap", "old", "--from-literal=deprecated=x", "-n", "hooked"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("Warning: key \"deprecated\" goes away in the next release"), "{}", stderr(&out));
     // Namespaces the selector leaves out are not sent.
     let asked = webhook.received().len();
     s.kubectl_ok(&["create", "configmap", "bad", "--from-literal=forbidden=x", "-n", "default"]);

@@ -7,7 +7,7 @@ pub mod node_restriction;
 pub mod policy;
 pub mod webhooks;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -41,6 +41,15 @@ pub struct Request<'a> {
     /// The stored object (none for a creation).
     pub old: Option<&'a Value>,
     pub dry_run: bool,
+    /// Warnings for the client (`Warning` headers), which plugins add with [`Request::warn`].
+    warnings: &'a Mutex<Vec<String>>,
+}
+
+impl Request<'_> {
+    /// Passes a warning on to the client.
+    pub fn warn(&self, warning: String) {
+        self.warnings.lock().unwrap_or_else(|e| e.into_inner()).push(warning);
+    }
 }
 
 /// A plugin that may change the object before validation.
@@ -70,7 +79,7 @@ impl Admission {
     }
 
     /// Runs every mutating plugin on `object` (absent for a deletion), then every validating
-    /// plugin on the result; the first refusal is the answer.
+    /// plugin on the result; the first refusal is the answer. Returns the plugins' warnings.
     pub async fn admit(
         &self,
         req: &ResourceRequest,
@@ -78,18 +87,19 @@ impl Admission {
         object: Option<&mut Value>,
         old: Option<&Value>,
         dry_run: bool,
-    ) -> ApiResult<()> {
+    ) -> ApiResult<Vec<String>> {
+        let warnings = Mutex::new(Vec::new());
         let mut object = object;
         for m in self.mutating.iter() {
             if let Some(obj) = object.as_deref_mut() {
-                let view = Request { req, operation, object: None, old, dry_run };
+                let view = Request { req, operation, object: None, old, dry_run, warnings: &warnings };
                 m.admit(&view, obj).await?;
             }
         }
-        let request = Request { req, operation, object: object.as_deref(), old, dry_run };
+        let request = Request { req, operation, object: object.as_deref(), old, dry_run, warnings: &warnings };
         for v in self.validating.iter() {
             v.validate(&request).await?;
         }
-        Ok(())
+        Ok(warnings.into_inner().unwrap_or_else(|e| e.into_inner()))
     }
 }

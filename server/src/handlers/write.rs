@@ -122,7 +122,7 @@ pub async fn create(
     let key = info.key(req.namespace.as_deref(), &name);
     check_namespace(ctx, info, req.namespace.as_deref()).await?;
     let named = ResourceRequest { name: Some(name.clone()), ..req.clone() };
-    ctx.admission.admit(&named, Operation::Create, Some(&mut obj), None, dry_run).await?;
+    warnings.extend(ctx.admission.admit(&named, Operation::Create, Some(&mut obj), None, dry_run).await?);
     let wants_ip = info.resource == "services" && info.group.is_empty() && service_wants_ip(&obj);
     let requested_ip = obj["spec"]["clusterIP"].as_str().filter(|s| !s.is_empty() && *s != "None").map(str::to_string);
     if let Some(ip) = &requested_ip {
@@ -236,7 +236,7 @@ pub async fn update(
         if !causes.is_empty() {
             return Err(ApiError::Invalid { group: info.group.into(), kind: info.kind.into(), name: req.name().into(), causes });
         }
-        ctx.admission.admit(req, Operation::Update, Some(&mut new), Some(&old), opts.dry_run).await?;
+        w.extend(ctx.admission.admit(req, Operation::Update, Some(&mut new), Some(&old), opts.dry_run).await?);
         if meta::without_rv(&new) == meta::without_rv(&old) {
             warnings.extend(w);
             return Ok(Reply::object(StatusCode::OK, current.data));

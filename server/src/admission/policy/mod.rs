@@ -214,8 +214,12 @@ impl Validating for ValidatingPolicies {
                     if actions.contains(&"Deny") {
                         return Err(deny(message, reason));
                     }
-                    // `Warn` and `Audit` record, they do not refuse.
-                    tracing::info!(policy = %policy.name, binding = binding_name, %message, "admission policy violation (not denied)");
+                    if actions.contains(&"Warn") {
+                        r.warn(format!("Validation failed for ValidatingAdmissionPolicy '{}' with binding '{binding_name}': {message}", policy.name));
+                    }
+                    if actions.contains(&"Audit") {
+                        tracing::info!(policy = %policy.name, binding = binding_name, %message, "admission policy violation audited");
+                    }
                 }
             }
         }

@@ -48,7 +48,7 @@ fn selects(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Valu
         "namespaceSelector": webhook["namespaceSelector"],
         "objectSelector": webhook["objectSelector"],
     });
-    let view = Request { req: r.req, operation: r.operation, object, old: r.old, dry_run: r.dry_run };
+    let view = Request { req: r.req, operation: r.operation, object, old: r.old, dry_run: r.dry_run, warnings: r.warnings };
     if !matching::matches(&constraints, &view, namespace.as_ref()) {
         return Ok(false);
     }
@@ -95,7 +95,7 @@ async fn ask(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Va
     match call::call(&endpoint, request, timeout).await {
         Ok(answer) if answer.allowed => {
             for w in &answer.warnings {
-                tracing::info!(webhook = name, warning = %w, "admission webhook warning");
+                r.warn(w.clone());
             }
             Ok(Some(answer))
         }
