@@ -10,6 +10,7 @@ use raft_store::{CacheOptions, Observers, PeerTls, Store, StoreOptions};
 use crate::admission::node_restriction::NodeRestriction;
 use crate::admission::policy::ValidatingPolicies;
 use crate::admission::webhooks::{MutatingWebhooks, ValidatingWebhooks};
+use crate::admission::certificates::CertificateSigners;
 use crate::admission::Admission;
 use crate::auth::authz;
 use crate::auth::node::NodeGraph;
@@ -101,6 +102,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         vec![
             Arc::new(NodeRestriction { store: store.clone() }),
             Arc::new(Escalation { auth: auth.clone() }),
+            Arc::new(CertificateSigners { auth: auth.clone() }),
             Arc::new(ValidatingPolicies::new(store.clone())),
             Arc::new(ValidatingWebhooks { store: store.clone() }),
         ],

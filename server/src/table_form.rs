@@ -151,7 +151,7 @@ fn age(timestamp: Option<&str>, now: DateTime<Utc>) -> String {
 }
 
 /// Kubernetes' `duration.HumanDuration`: two significant units while they are informative.
-fn human_duration(d: chrono::TimeDelta) -> String {
+pub fn human_duration(d: chrono::TimeDelta) -> String {
     let seconds = d.num_seconds();
     if seconds < -1 {
         return "<invalid>".into();

@@ -2,6 +2,7 @@
 //! before it is stored (dry-run included), mutating plugins may change it, then validating
 //! plugins may refuse it. Deletions are admitted too, with the stored object as `old`.
 
+pub mod certificates;
 pub mod matching;
 pub mod node_restriction;
 pub mod policy;

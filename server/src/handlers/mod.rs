@@ -4,6 +4,7 @@
 mod delete;
 mod mutate;
 mod binding;
+mod certificates;
 mod component_status;
 mod eviction;
 mod prepare;

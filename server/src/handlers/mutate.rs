@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::certificates;
 use super::prepare::{check_type_meta, FieldValidation};
 use super::reply::Reply;
 use super::scale;
@@ -31,7 +32,14 @@ fn merge_view(req: &ResourceRequest, old: &Value, body: &Value) -> ApiResult<Val
             }
             Ok(new)
         }
-        Some("status") => Ok(status_update(req, old, body)),
+        Some("status") => {
+            let mut new = status_update(req, old, body);
+            if (req.info.group, req.info.kind) == ("certificates.k8s.io", "CertificateSigningRequest") {
+                certificates::status(old, &mut new)?;
+            }
+            Ok(new)
+        }
+        Some("approval") => certificates::approval(old, body),
         // A namespace's finalizers change through `finalize`, which keeps its status.
         Some("finalize") => {
             let mut new = body.clone();

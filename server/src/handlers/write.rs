@@ -118,6 +118,9 @@ pub async fn create(
     }
     let mut obj = admit(info, obj, validation, duplicates, warnings)?;
     meta::stamp_create(info, &mut obj);
+    if (info.group, info.kind) == ("certificates.k8s.io", "CertificateSigningRequest") {
+        super::certificates::stamp_requestor(&mut obj, &req.user);
+    }
     let name = meta_str(&obj, "name").unwrap_or_default().to_string();
     let key = info.key(req.namespace.as_deref(), &name);
     check_namespace(ctx, info, req.namespace.as_deref()).await?;

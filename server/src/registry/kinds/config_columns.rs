@@ -164,6 +164,30 @@ pub fn runtimeclass_cells(obj: &Value) -> Vec<Value> {
     vec![json!(obj["handler"].as_str().unwrap_or_default()), age(obj)]
 }
 
+pub const CSR_COLUMNS: &[Column] =
+    &[AGE, col("SignerName", "string", 0), col("Requestor", "string", 0), col("RequestedDuration", "string", 0), col("Condition", "string", 0)];
+
+/// A CertificateSigningRequest's row: its approval conditions (or `Pending`), `Issued` once it
+/// has a certificate.
+pub fn csr_cells(obj: &Value) -> Vec<Value> {
+    let spec = &obj["spec"];
+    let mut condition: Vec<String> = obj["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["status"] == "True" || c["status"].is_null())
+        .filter_map(|c| c["type"].as_str().map(String::from))
+        .collect();
+    if condition.is_empty() {
+        condition.push("Pending".into());
+    }
+    if obj["status"]["certificate"].as_str().is_some_and(|c| !c.is_empty()) {
+        condition.push("Issued".into());
+    }
+    let duration = spec["expirationSeconds"].as_i64().map_or_else(|| "<none>".to_string(), |s| crate::table_form::human_duration(chrono::TimeDelta::seconds(s)));
+    vec![age(obj), text_or_none(&spec["signerName"]), text_or_none(&spec["username"]), json!(duration), json!(condition.join(","))]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +197,9 @@ mod tests {
         let fs = json!({"metadata": {"creationTimestamp": "t"}, "spec": {"priorityLevelConfiguration": {"name": "global-default"}, "matchingPrecedence": 9900,
             "distinguisherMethod": {"type": "ByUser"}}, "status": {"conditions": [{"type": "Dangling", "status": "False"}]}});
         assert_eq!(flowschema_cells(&fs), vec![json!("global-default"), json!("9900"), json!("ByUser"), json!("t"), json!("False")]);
+        let csr = json!({"metadata": {"creationTimestamp": "t"}, "spec": {"signerName": "example.com/x", "username": "alice", "expirationSeconds": 3600},
+            "status": {"conditions": [{"type": "Approved", "status": "True"}], "certificate": "Y2VydA=="}});
+        assert_eq!(csr_cells(&csr), vec![json!("t"), json!("example.com/x"), json!("alice"), json!("60m"), json!("Approved,Issued")]);
         let exempt = json!({"spec": {"type": "Exempt", "exempt": {"nominalConcurrencyShares": 0}}});
         assert_eq!(prioritylevel_cells(&exempt)[..4], [json!("Exempt"), json!("0"), json!("<none>"), json!("<none>")]);
         let limited = json!({"spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 30, "limitResponse": {"type": "Queue", "queuing": {"queues": 64, "handSize": 6, "queueLengthLimit": 50}}}}});
