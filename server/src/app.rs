@@ -12,7 +12,7 @@ use http::{header, HeaderValue, Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::auth::authz::{self, Outcome};
-use crate::auth::{impersonation, Attributes, UserInfo};
+use crate::auth::{impersonation, Attributes};
 use crate::context::Ctx;
 use crate::metrics::RequestLabels;
 use crate::error::ApiError;
@@ -45,7 +45,7 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
 }
 
 async fn serve(ctx: &Ctx, parts: http::request::Parts, body: bytes::Bytes) -> Result<Response, Response> {
-    let caller = authenticate(&parts).map_err(IntoResponse::into_response)?;
+    let caller = ctx.authn.authenticate(&parts.headers, parts.extensions.get::<ClientIdentity>()).await.map_err(IntoResponse::into_response)?;
     let path = parts.uri.path().to_string();
     let params = Params::parse(parts.uri.query()).map_err(IntoResponse::into_response)?;
     let deadline = request_deadline(ctx, &params).map_err(IntoResponse::into_response)?;
@@ -153,16 +153,6 @@ fn request_labels(method: &Method, resource: Option<&request::ResourceRequest>) 
 
 /// The user a client certificate names; anonymous without one. Credentials this server cannot
 /// verify (a bearer token, basic auth) are refused rather than treated as anonymous.
-fn authenticate(parts: &http::request::Parts) -> Result<UserInfo, ApiError> {
-    if let Some(id) = parts.extensions.get::<ClientIdentity>() {
-        return Ok(UserInfo::authenticated(id.user.clone(), id.groups.clone()));
-    }
-    if parts.headers.contains_key(header::AUTHORIZATION) {
-        return Err(ApiError::Unauthorized);
-    }
-    Ok(UserInfo::anonymous())
-}
-
 /// 413 for a body over the limit. The rest of the body is never read, so the connection cannot
 /// carry another request: an HTTP/1.1 client is told not to reuse it (HTTP/2 drops the header).
 fn too_large(ctx: &Ctx) -> Response {

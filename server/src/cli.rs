@@ -95,6 +95,15 @@ pub struct Args {
     #[arg(long)]
     pub listen_peer_address: Option<String>,
 
+    /// Anonymous requests (no credentials) act as `system:anonymous`; on unless the
+    /// authorization mode is AlwaysAllow. Off, they are 401.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub anonymous_auth: Option<bool>,
+
+    /// Static bearer tokens: a CSV file of `token,user,uid[,"group1,group2"]` lines.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
+
     /// Authorizers to ask, in order (comma list): AlwaysAllow, AlwaysDeny, ABAC, Node, RBAC,
     /// Webhook. Node,RBAC when neither this nor --authorization-config is given.
     #[arg(long)]

@@ -15,6 +15,8 @@ pub struct Ctx {
     pub ips: Arc<ServiceIps>,
     pub settings: Arc<Settings>,
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// Who a request is.
+    pub authn: Arc<crate::auth::authn::Authenticator>,
     pub auth: crate::auth::Auth,
     pub admission: crate::admission::Admission,
     /// Request classification by the FlowSchemas this replica has applied.

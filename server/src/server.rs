@@ -95,6 +95,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), ..Default::default() };
     let metrics = Arc::new(Metrics::default());
+    let authn = Arc::new(crate::auth::authn::build(&args)?);
     let chain = authz::build(&args, &rbac, &nodes, &metrics)?;
     let auth = Auth { chain, rbac };
     let admission = Admission::new(
@@ -107,7 +108,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             Arc::new(ValidatingWebhooks { store: store.clone() }),
         ],
     );
-    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, auth, admission, flowcontrol };
+    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, authn, auth, admission, flowcontrol };
 
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     tls::write_admin_kubeconfig(&kubeconfig, &address, &pki)?;

@@ -3,6 +3,7 @@
 //! default mode ([`rbac`]) and what kubelets may reach ([`node`]).
 
 pub mod attributes;
+pub mod authn;
 pub mod authz;
 pub mod impersonation;
 pub mod node;

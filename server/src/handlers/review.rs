@@ -1,7 +1,7 @@
 //! The review APIs: `SubjectAccessReview`, `LocalSubjectAccessReview`,
-//! `SelfSubjectAccessReview`, `SelfSubjectRulesReview` (authorization.k8s.io/v1) and
-//! `SelfSubjectReview` (authentication.k8s.io/v1). Created, answered through the same
-//! authorizer chain as real requests, and never stored.
+//! `SelfSubjectAccessReview`, `SelfSubjectRulesReview` (authorization.k8s.io/v1), answered by
+//! the authorizer chain real requests go through, and `SelfSubjectReview`, `TokenReview`
+//! (authentication.k8s.io/v1), answered by the authenticators. Created, never stored.
 
 use http::StatusCode;
 use serde_json::{json, Map, Value};
@@ -20,6 +20,16 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<R
     let invalid = |causes: Vec<Cause>| ApiError::Invalid { group: info.group.into(), kind: info.kind.into(), name: String::new(), causes };
     let status = match info.kind {
         "SelfSubjectReview" => json!({"userInfo": user_info(&req.user)}),
+        "TokenReview" => {
+            let token = obj["spec"]["token"].as_str().unwrap_or_default();
+            if token.is_empty() {
+                return Err(ApiError::bad_request("token is required for TokenReview in authentication"));
+            }
+            match ctx.authn.token(token).await {
+                Some(user) => json!({"authenticated": true, "user": user_info(&user)}),
+                None => json!({"user": {}}),
+            }
+        }
         "SelfSubjectRulesReview" => {
             let namespace = obj["spec"]["namespace"].as_str().unwrap_or_default();
             if namespace.is_empty() {

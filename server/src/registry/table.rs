@@ -118,6 +118,8 @@ pub static RESOURCES: &[ResourceInfo] = &[
     // reviews: answered, never stored
     res!(authentication::v1::SelfSubjectReview, CLUSTER, "selfsubjectreview", [], [], [], false,
         ops!(authentication::v1::SelfSubjectReview, "io.k8s.api.authentication.v1.SelfSubjectReview"), verbs = CREATE_ONLY),
+    res!(authentication::v1::TokenReview, CLUSTER, "tokenreview", [], [], [], false,
+        ops!(authentication::v1::TokenReview, "io.k8s.api.authentication.v1.TokenReview"), verbs = CREATE_ONLY),
     res!(authorization::v1::LocalSubjectAccessReview, NS, "localsubjectaccessreview", [], [], [], false,
         ops!(authorization::v1::LocalSubjectAccessReview, "io.k8s.api.authorization.v1.LocalSubjectAccessReview"), verbs = CREATE_ONLY),
     res!(authorization::v1::SelfSubjectAccessReview, CLUSTER, "selfsubjectaccessreview", [], [], [], false,

@@ -1,0 +1,90 @@
+//! Authentication against the real binary: static bearer tokens with kubectl (`auth whoami`),
+//! a token no method accepts, anonymous access on and off, TokenReview, and a malformed token
+//! file stopping the server.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::TestServer;
+use serde_json::json;
+
+/// The admin kubeconfig with its client certificate replaced by a bearer token.
+fn token_kubeconfig(s: &TestServer, token: &str, out: &Path) -> PathBuf {
+    let mut config: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(s.kubeconfig_path()).unwrap()).unwrap();
+    config["users"][0]["user"] = serde_yaml::from_str(&format!("token: {token}")).unwrap();
+    std::fs::write(out, serde_yaml::to_string(&config).unwrap()).unwrap();
+    out.to_path_buf()
+}
+
+fn token_file(dir: &Path) -> PathBuf {
+    let path = dir.join("tokens.csv");
+    std::fs::write(&path, "s3cret-alice,alice,uid-alice,\"dev,ops\"\ns3cret-bob,bob,uid-bob\n").unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn static_tokens_identify_their_users() {
+    let files = tempfile::tempdir().unwrap();
+    let tokens = token_file(files.path());
+    let s = TestServer::start_with(&["--token-auth-file", tokens.to_str().unwrap()]).await;
+
+    let alice = token_kubeconfig(&s, "s3cret-alice", &files.path().join("alice.kubeconfig"));
+    let out = s.kubectl_as(&alice, &["auth", "whoami"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("alice") && text.contains("uid-alice") && text.contains("[dev ops system:authenticated]"), "{text}");
+    // Authenticated is not authorized: RBAC decides what alice may do.
+    let out = s.kubectl_as(&alice, &["get", "secrets"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("User \"alice\" cannot list resource \"secrets\""), "{err}");
+
+    // A token no method knows is 401, although anonymous access is on.
+    let stranger = token_kubeconfig(&s, "not-a-token", &files.path().join("stranger.kubeconfig"));
+    let out = s.kubectl_as(&stranger, &["auth", "whoami"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("Unauthorized"), "{err}");
+    let anonymous = s.anonymous_client().await;
+    let version = common::send(&anonymous, http::Request::get("/version").body(vec![]).unwrap()).await;
+    assert_eq!(version.status, 200);
+
+    // TokenReview answers for a token, without acting as it.
+    let review = |token: &str| {
+        let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}});
+        http::Request::post("/apis/authentication.k8s.io/v1/tokenreviews").header("content-type", "application/json").body(body.to_string().into_bytes()).unwrap()
+    };
+    let answer = s.request(review("s3cret-bob")).await;
+    assert_eq!(answer.status, 201, "{}", answer.text());
+    let status = &answer.json()["status"];
+    assert_eq!(status["authenticated"], true);
+    assert_eq!(status["user"], json!({"username": "bob", "uid": "uid-bob", "groups": ["system:authenticated"]}));
+    let answer = s.request(review("wrong")).await.json();
+    assert!(answer["status"]["authenticated"].is_null(), "{answer}");
+    s.request(review("")).await.expect_status(400, "BadRequest");
+    // Bob may not ask: creating token reviews needs its own permission.
+    let bob = s.client_for(&token_kubeconfig(&s, "s3cret-bob", &files.path().join("bob.kubeconfig"))).await;
+    common::send(&bob, review("s3cret-alice")).await.expect_status(403, "Forbidden");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn anonymous_access_can_be_turned_off() {
+    let s = TestServer::start_with(&["--anonymous-auth=false"]).await;
+    let anonymous = s.anonymous_client().await;
+    let reply = common::send(&anonymous, http::Request::get("/version").body(vec![]).unwrap()).await;
+    reply.expect_status(401, "Unauthorized");
+    // The admin's certificate still works.
+    assert_eq!(s.get("/version").await.status, 200);
+}
+
+#[test]
+fn a_malformed_token_file_stops_the_server_naming_the_line() {
+    let files = tempfile::tempdir().unwrap();
+    let path = files.path().join("tokens.csv");
+    std::fs::write(&path, "good,alice,1\nbad,bob\n").unwrap();
+    let mut s = TestServer::new(&["--token-auth-file", path.to_str().unwrap()]);
+    let err = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        s.launch();
+        s.wait_ready().await.unwrap_err()
+    });
+    assert!(err.contains("line 2: must have at least 3 columns (token, user name, user uid), found 2"), "{err}");
+}
