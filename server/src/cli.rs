@@ -95,8 +95,8 @@ pub struct Args {
     #[arg(long)]
     pub listen_peer_address: Option<String>,
 
-    /// Anonymous requests (no credentials) act as `system:anonymous`; on unless the
-    /// authorization mode is AlwaysAllow. Off, they are 401.
+    /// Anonymous requests (no credentials) act as `system:anonymous`; on by default, always
+    /// off with the AlwaysAllow authorizer. Off, they are 401.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub anonymous_auth: Option<bool>,
 

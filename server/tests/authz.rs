@@ -323,8 +323,11 @@ async fn aggregated_cluster_roles_follow_their_selectors() {
 #[tokio::test]
 async fn always_allow_and_always_deny_modes() {
     let allow = TestServer::start_with(&["--authorization-mode", "AlwaysAllow"]).await;
+    let anyone = allow.impersonating_client("nobody", &[]).await;
+    assert_eq!(send(&anyone, http::Request::get("/api/v1/namespaces").body(vec![]).unwrap()).await.status, 200);
+    // As in kube-apiserver, anonymous access is off under AlwaysAllow.
     let anon = allow.anonymous_client().await;
-    assert_eq!(send(&anon, http::Request::get("/api/v1/namespaces").body(vec![]).unwrap()).await.status, 200);
+    send(&anon, http::Request::get("/api/v1/namespaces").body(vec![]).unwrap()).await.expect_status(401, "Unauthorized");
     let deny = TestServer::start_with(&["--authorization-mode", "AlwaysDeny"]).await;
     let anon = deny.anonymous_client().await;
     let body = send(&anon, http::Request::get("/healthz").body(vec![]).unwrap()).await.expect_status(403, "Forbidden");

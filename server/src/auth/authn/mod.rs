@@ -79,8 +79,12 @@ pub fn build(args: &crate::cli::Args) -> anyhow::Result<Authenticator> {
     if let Some(path) = &args.token_auth_file {
         tokens.push(Box::new(token_file::TokenFile::load(path).map_err(anyhow::Error::msg)?));
     }
-    let always_allow = args.authorization_mode.as_deref().is_some_and(|m| m.split(',').map(str::trim).eq(["AlwaysAllow"]));
-    Ok(Authenticator::new(tokens, args.anonymous_auth.unwrap_or(!always_allow)))
+    // As kube-apiserver: anonymous access never goes with an AlwaysAllow authorizer.
+    let always_allow = args.authorization_mode.as_deref().is_some_and(|m| m.split(',').any(|m| m.trim() == "AlwaysAllow"));
+    if always_allow && args.anonymous_auth == Some(true) {
+        tracing::warn!("anonymous access is not allowed with the AlwaysAllow authorizer; turning it off");
+    }
+    Ok(Authenticator::new(tokens, args.anonymous_auth.unwrap_or(true) && !always_allow))
 }
 
 /// The token of an `Authorization: Bearer <token>` header.
