@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::dispatch::{Dispatcher, LevelConfig, Queuing};
 use super::inflight::MaxInFlight;
+use super::rules::{self, Rule};
 use crate::auth::attributes::Attributes;
 
 const SCHEMAS: &str = "/registry/flowcontrol.apiserver.k8s.io/flowschemas/";
@@ -34,8 +35,8 @@ struct State {
     /// By key, the stored objects.
     schemas: HashMap<String, Value>,
     levels: HashMap<String, Value>,
-    /// Schema keys in matching order.
-    order: Vec<String>,
+    /// The schemas whose level exists, read for matching, in matching order.
+    order: Vec<Compiled>,
     /// Each level's limits, by name.
     configs: HashMap<String, LevelConfig>,
     /// The seats all levels share.
@@ -70,14 +71,38 @@ impl State {
     fn reorder(&mut self) {
         let total: u64 = self.levels.values().map(shares).sum();
         self.configs = self.levels.values().map(|l| (name(l).to_string(), level_config(l, total, self.server_limit))).collect();
-        let mut order: Vec<(i64, String, String)> = self
-            .schemas
-            .iter()
-            .map(|(k, v)| (v["spec"]["matchingPrecedence"].as_i64().unwrap_or(1000), name(v).to_string(), k.clone()))
-            .collect();
-        order.sort();
-        self.order = order.into_iter().map(|(_, _, k)| k).collect();
+        let mut order: Vec<(i64, String, &Value)> =
+            self.schemas.values().map(|v| (v["spec"]["matchingPrecedence"].as_i64().unwrap_or(1000), name(v).to_string(), v)).collect();
+        order.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        self.order = order.into_iter().filter_map(|(_, _, schema)| self.compile(schema)).collect();
     }
+
+    /// A schema ready for matching; none while its level does not exist.
+    fn compile(&self, schema: &Value) -> Option<Compiled> {
+        let level_name = schema["spec"]["priorityLevelConfiguration"]["name"].as_str().unwrap_or_default();
+        let level = self.levels.get(&format!("{LEVELS}{level_name}"))?;
+        Some(Compiled {
+            rules: Rule::of_schema(schema),
+            distinguisher: schema["spec"]["distinguisherMethod"]["type"].as_str().unwrap_or_default().to_string(),
+            classification: Classification {
+                flow_schema: name(schema).to_string(),
+                flow_schema_uid: schema["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
+                priority_level: level_name.to_string(),
+                priority_level_uid: level["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
+                distinguisher: String::new(),
+                level: *self.configs.get(level_name)?,
+            },
+        })
+    }
+}
+
+/// A schema as matching needs it.
+struct Compiled {
+    rules: Vec<Rule>,
+    /// `ByUser`, `ByNamespace` or empty.
+    distinguisher: String,
+    /// What a matching request gets (its distinguisher filled in).
+    classification: Classification,
 }
 
 fn name(v: &Value) -> &str {
@@ -101,51 +126,6 @@ impl Default for FlowControl {
     }
 }
 
-fn strings(v: &Value) -> impl Iterator<Item = &str> {
-    v.as_array().into_iter().flatten().filter_map(Value::as_str)
-}
-
-fn has(v: &Value, x: &str) -> bool {
-    strings(v).any(|s| s == "*" || s == x)
-}
-
-fn subject_matches(subject: &Value, a: &Attributes) -> bool {
-    let user = &a.user;
-    match subject["kind"].as_str() {
-        Some("User") => matches!(subject["user"]["name"].as_str(), Some(n) if n == "*" || n == user.name),
-        Some("Group") => matches!(subject["group"]["name"].as_str(), Some(n) if n == "*" || user.in_group(n)),
-        Some("ServiceAccount") => match user.service_account() {
-            Some((ns, sa)) => {
-                subject["serviceAccount"]["namespace"].as_str() == Some(ns) && matches!(subject["serviceAccount"]["name"].as_str(), Some(n) if n == "*" || n == sa)
-            }
-            None => false,
-        },
-        _ => false,
-    }
-}
-
-fn resource_rule_matches(rule: &Value, a: &Attributes) -> bool {
-    let scope_ok = if a.namespace.is_empty() { rule["clusterScope"].as_bool() == Some(true) } else { has(&rule["namespaces"], &a.namespace) };
-    has(&rule["verbs"], &a.verb) && has(&rule["apiGroups"], &a.api_group) && has(&rule["resources"], &a.combined_resource()) && scope_ok
-}
-
-fn non_resource_rule_matches(rule: &Value, a: &Attributes) -> bool {
-    has(&rule["verbs"], &a.verb)
-        && strings(&rule["nonResourceURLs"])
-            .any(|u| u == "*" || u == a.path || (u.ends_with('*') && a.path.starts_with(u.trim_end_matches('*'))))
-}
-
-fn schema_matches(schema: &Value, a: &Attributes) -> bool {
-    schema["spec"]["rules"].as_array().into_iter().flatten().any(|rule| {
-        rule["subjects"].as_array().into_iter().flatten().any(|s| subject_matches(s, a))
-            && if a.resource_request {
-                rule["resourceRules"].as_array().into_iter().flatten().any(|r| resource_rule_matches(r, a))
-            } else {
-                rule["nonResourceRules"].as_array().into_iter().flatten().any(|r| non_resource_rule_matches(r, a))
-            }
-    })
-}
-
 impl FlowControl {
     /// APF on or off, with kube-apiserver's `--max-requests-inflight` and
     /// `--max-mutating-requests-inflight`: with APF their sum is the seats the levels share.
@@ -166,28 +146,14 @@ impl FlowControl {
             return None;
         }
         let state = self.state.read().unwrap_or_else(|e| e.into_inner());
-        for key in &state.order {
-            let schema = &state.schemas[key];
-            if !schema_matches(schema, a) {
-                continue;
-            }
-            let level_name = schema["spec"]["priorityLevelConfiguration"]["name"].as_str().unwrap_or_default();
-            let (Some(level), Some(config)) = (state.levels.get(&format!("{LEVELS}{level_name}")), state.configs.get(level_name)) else { continue };
-            let distinguisher = match schema["spec"]["distinguisherMethod"]["type"].as_str() {
-                Some("ByUser") => a.user.name.clone(),
-                Some("ByNamespace") => a.namespace.clone(),
-                _ => String::new(),
-            };
-            return Some(Classification {
-                flow_schema: name(schema).to_string(),
-                flow_schema_uid: schema["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
-                priority_level: level_name.to_string(),
-                priority_level_uid: level["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
-                distinguisher,
-                level: *config,
-            });
-        }
-        None
+        let request = rules::Request { attrs: a, resource: a.combined_resource() };
+        let schema = state.order.iter().find(|s| s.rules.iter().any(|r| r.matches(&request)))?;
+        let distinguisher = match schema.distinguisher.as_str() {
+            "ByUser" => a.user.name.clone(),
+            "ByNamespace" => a.namespace.clone(),
+            _ => String::new(),
+        };
+        Some(Classification { distinguisher, ..schema.classification.clone() })
     }
 
     /// The concurrency each priority level is entitled to out of the server's seats: its

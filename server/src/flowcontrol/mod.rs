@@ -8,6 +8,7 @@ pub mod bootstrap;
 pub mod classify;
 pub mod dispatch;
 pub mod inflight;
+mod rules;
 pub mod status;
 
 use std::time::Duration;
