@@ -142,7 +142,9 @@ async fn kubectl_round_trips_protobuf() {
     assert!(out.contains("deployment.apps/web created"), "{out}");
     let out = s.kubectl(&["create", "namespace", "pb", "-v=8"]);
     let log = String::from_utf8_lossy(&out.stderr);
-    assert!(log.contains("Content-Type: application/vnd.kubernetes.protobuf"), "{log}");
+    // The reply's headers follow its status line in kubectl's log.
+    let reply = log.split("Response Status: 201 Created").nth(1).unwrap_or_else(|| panic!("{log}"));
+    assert!(reply.contains("Content-Type: application/vnd.kubernetes.protobuf"), "{log}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("namespace/pb created"));
     let replicas = s.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.spec.replicas}"]);
     assert_eq!(replicas, "0");

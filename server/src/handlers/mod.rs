@@ -15,6 +15,7 @@ mod scale;
 mod watch;
 mod write;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -153,7 +154,8 @@ fn encode(info: &'static ResourceInfo, subresource: bool, reply: Reply, output: 
 }
 
 /// Turns a watch event's object (by event type, as JSON) into the negotiated form, as JSON.
-type FormOf = Arc<dyn Fn(&str, &[u8]) -> Vec<u8> + Send + Sync>;
+/// The object form passes the stored bytes through untouched.
+type FormOf = Arc<dyn for<'a> Fn(&str, &'a [u8]) -> Cow<'a, [u8]> + Send + Sync>;
 
 async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, output: Output) -> ApiResult<Response> {
     let info = req.info;
@@ -174,17 +176,17 @@ async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, outpu
                         table
                     }
                 };
-                serde_json::to_vec(&object).unwrap_or_default()
+                Cow::Owned(serde_json::to_vec(&object).unwrap_or_default())
             })
         }
         Form::Metadata => Arc::new(|kind: &str, data: &[u8]| match kind {
-            "ERROR" => data.to_vec(),
+            "ERROR" => Cow::Borrowed(data),
             _ => {
                 let obj: Value = serde_json::from_slice(data).unwrap_or(Value::Null);
-                serde_json::to_vec(&metadata_form::object(&obj)).unwrap_or_default()
+                Cow::Owned(serde_json::to_vec(&metadata_form::object(&obj)).unwrap_or_default())
             }
         }),
-        Form::Object => Arc::new(|_: &str, data: &[u8]| data.to_vec()),
+        Form::Object => Arc::new(|_: &str, data: &[u8]| Cow::Borrowed(data)),
     };
     let encoder: watch::Encoder = match output.encoding {
         Encoding::Protobuf => Arc::new(move |kind: &str, data: &[u8]| {

@@ -40,8 +40,12 @@ async fn exempt_levels_never_wait() {
         .into_iter()
         .map(Result::unwrap)
         .collect();
-    assert!(d.dump_priority_levels().contains("100"), "{}", d.dump_priority_levels());
+    let dump = d.dump_priority_levels();
+    let row: Vec<&str> = dump.lines().find(|l| l.starts_with("exempt,")).unwrap().split(',').map(str::trim).collect();
+    // waiting 0, executing 100, dispatched 100
+    assert_eq!(&row[4..7], ["0", "100", "100"], "{dump}");
     drop(permits);
+    assert_eq!(d.current()[&("exempt".to_string(), "exempt".to_string())], (0, 0));
 }
 
 #[tokio::test]

@@ -4,13 +4,13 @@ use serde_json::{json, Value};
 
 use crate::registry::Column;
 
-const fn col(name: &'static str, type_: &'static str, priority: u32) -> Column {
+pub(super) const fn col(name: &'static str, type_: &'static str, priority: u32) -> Column {
     Column { name, type_, format: "", description: "", priority }
 }
 
-const AGE: Column = col("Age", "date", 0);
+pub(super) const AGE: Column = col("Age", "date", 0);
 
-fn age(obj: &Value) -> Value {
+pub(super) fn age(obj: &Value) -> Value {
     obj["metadata"]["creationTimestamp"].clone()
 }
 

@@ -4,17 +4,8 @@
 
 use serde_json::{json, Value};
 
+use super::columns::{age, col, AGE};
 use crate::registry::Column;
-
-const fn col(name: &'static str, type_: &'static str, priority: u32) -> Column {
-    Column { name, type_, format: "", description: "", priority }
-}
-
-const AGE: Column = col("Age", "date", 0);
-
-fn age(obj: &Value) -> Value {
-    obj["metadata"]["creationTimestamp"].clone()
-}
 
 fn text_or_none(v: &Value) -> Value {
     json!(v.as_str().filter(|s| !s.is_empty()).unwrap_or("<none>"))
