@@ -82,7 +82,7 @@ impl Cluster {
     fn seed_pki(&mut self, i: u32) -> Result<()> {
         let pki = self.node(i).dir.join("pki");
         std::fs::create_dir_all(&pki)?;
-        for f in ["ca.crt", "ca.key"] {
+        for f in ["ca.crt", "ca.key", "sa.key"] {
             std::fs::copy(self.dir.join("ca/pki").join(f), pki.join(f))?;
         }
         Ok(())

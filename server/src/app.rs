@@ -199,6 +199,13 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
             resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
             return resp;
         }
+        [".well-known", "openid-configuration"] => match ctx.tokens.discovery() {
+            Some(doc) => return cacheable(serde_json::to_vec(&doc).unwrap_or_default(), "application/json"),
+            None => None,
+        },
+        ["openid", "v1", "jwks"] if ctx.tokens.discovery().is_some() => {
+            return cacheable(serde_json::to_vec(&ctx.tokens.jwks()).unwrap_or_default(), "application/jwk-set+json")
+        }
         ["version"] => Some(version()),
         ["api"] if aggregated => return discovery_response(discovery::aggregated(true)),
         ["apis"] if aggregated => return discovery_response(discovery::aggregated(false)),
@@ -248,6 +255,14 @@ fn version() -> Value {
         "compiler": "rustc",
         "platform": format!("{}/{}", std::env::consts::OS, if cfg!(target_arch = "x86_64") { "amd64" } else { std::env::consts::ARCH }),
     })
+}
+
+/// A service-account issuer document, which relying parties may cache for an hour.
+fn cacheable(body: Vec<u8>, content_type: &'static str) -> Response {
+    let mut resp = (StatusCode::OK, body).into_response();
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600"));
+    resp
 }
 
 fn raw_json(body: Vec<u8>) -> Response {

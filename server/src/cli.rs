@@ -104,6 +104,46 @@ pub struct Args {
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
 
+    /// Issuer of service-account tokens (repeatable): the first signs new tokens, all are
+    /// accepted. `https://kubernetes.default.svc.cluster.local` when not given.
+    #[arg(long)]
+    pub service_account_issuer: Vec<String>,
+
+    /// Private key (PEM, RSA or ECDSA) service-account tokens are signed with;
+    /// `DATA_DIR/pki/sa.key` (generated on first start) when not given.
+    #[arg(long)]
+    pub service_account_signing_key_file: Option<PathBuf>,
+
+    /// Public or private keys (PEM, repeatable) service-account tokens are checked against,
+    /// besides the signing key's; the serving key when none is given.
+    #[arg(long)]
+    pub service_account_key_file: Vec<PathBuf>,
+
+    /// Audiences a token must target to act on this server (comma list); the issuers when
+    /// not given.
+    #[arg(long, value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
+
+    /// Longest life a requested service-account token gets (at least 1h); unlimited when
+    /// not given.
+    #[arg(long, value_parser = parse_duration)]
+    pub service_account_max_token_expiration: Option<Duration>,
+
+    /// Pod-bound tokens requested for 3607 s (as kubelets do) live a year, with a
+    /// `warnafter` claim at the hour.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub service_account_extend_token_expiration: bool,
+
+    /// A token is accepted only while its service account (and the pod, secret or node it is
+    /// bound to) still exists with the same uid.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub service_account_lookup: bool,
+
+    /// The key set's URL in the issuer discovery document; this server's
+    /// `/openid/v1/jwks` when not given.
+    #[arg(long)]
+    pub service_account_jwks_uri: Option<String>,
+
     /// Authorizers to ask, in order (comma list): AlwaysAllow, AlwaysDeny, ABAC, Node, RBAC,
     /// Webhook. Node,RBAC when neither this nor --authorization-config is given.
     #[arg(long)]
@@ -138,8 +178,9 @@ pub struct Args {
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum Command {
     /// Writes the certificates a node starts with under `--data-dir`/pki (the cluster CA unless
-    /// one is there, the serving and admin certificates) and exits. Copying `pki/ca.crt` and
-    /// `pki/ca.key` into each node's directory gives a cluster one CA.
+    /// one is there, the serving and admin certificates, the service-account key `sa.key`) and
+    /// exits. Copying `pki/ca.crt`, `pki/ca.key` and `pki/sa.key` into each node's directory
+    /// gives a cluster one CA and one token signer.
     Certs {
         /// Also write `--data-dir`/admin.kubeconfig for a server at this URL.
         #[arg(long)]

@@ -17,6 +17,8 @@ pub struct Ctx {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Who a request is.
     pub authn: Arc<crate::auth::authn::Authenticator>,
+    /// Service-account tokens: issuing and the issuer's discovery documents.
+    pub tokens: Arc<crate::auth::serviceaccount::Tokens>,
     pub auth: crate::auth::Auth,
     pub admission: crate::admission::Admission,
     /// Request classification by the FlowSchemas this replica has applied.

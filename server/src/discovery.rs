@@ -58,6 +58,7 @@ fn subresource(sub: &str, info: &ResourceInfo) -> (Value, Vec<&'static str>) {
         "finalize" => (json!({"group": "", "version": "v1", "kind": info.kind}), vec!["update"]),
         "binding" => (json!({"group": "", "version": "v1", "kind": "Binding"}), vec!["create"]),
         "eviction" => (json!({"group": "policy", "version": "v1", "kind": "Eviction"}), vec!["create"]),
+        "token" => (json!({"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}), vec!["create"]),
         _ => (json!({"group": info.group, "version": info.version, "kind": info.kind}), vec!["get", "patch", "update"]),
     }
 }

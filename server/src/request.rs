@@ -119,8 +119,8 @@ pub fn classify(method: &Method, path: &str, watch_param: bool, user: Arc<UserIn
         (&Method::GET, false) if watch => Verb::Watch,
         (&Method::GET, false) => Verb::List,
         (&Method::POST, false) if sub.is_none() => Verb::Create,
-        // Subresources that are created: a pod's binding and eviction.
-        (&Method::POST, true) if matches!(sub, Some("binding") | Some("eviction")) => Verb::Create,
+        // Subresources that are created: a pod's binding and eviction, an account's token.
+        (&Method::POST, true) if matches!(sub, Some("binding") | Some("eviction") | Some("token")) => Verb::Create,
         (&Method::PUT, true) => Verb::Update,
         (&Method::PATCH, true) => Verb::Patch,
         (&Method::DELETE, true) if sub.is_none() => Verb::Delete,

@@ -21,6 +21,7 @@ use crate::cli::Args;
 use crate::flowcontrol::FlowControl;
 use crate::metrics::Metrics;
 use crate::context::{Ctx, Settings};
+use crate::auth::serviceaccount::Tokens;
 use crate::ipalloc::ServiceIps;
 use crate::{app, controllers, tls};
 
@@ -95,7 +96,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), ..Default::default() };
     let metrics = Arc::new(Metrics::default());
-    let authn = Arc::new(crate::auth::authn::build(&args)?);
+    let tokens = Arc::new(Tokens::load(&args, &pki.serving_key_pem, &address)?);
+    let authn = Arc::new(crate::auth::authn::build(&args, tokens.clone(), store.clone())?);
     let chain = authz::build(&args, &rbac, &nodes, &metrics)?;
     let auth = Auth { chain, rbac };
     let admission = Admission::new(
@@ -108,7 +110,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             Arc::new(ValidatingWebhooks { store: store.clone() }),
         ],
     );
-    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, authn, auth, admission, flowcontrol };
+    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, authn, tokens, auth, admission, flowcontrol };
 
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     tls::write_admin_kubeconfig(&kubeconfig, &address, &pki)?;

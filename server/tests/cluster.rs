@@ -34,14 +34,14 @@ async fn cluster_of(binary: PathBuf, extra: &[&str]) -> Vec<TestServer> {
     let ca = nodes[0].data_dir().join("pki");
     let deadline = Instant::now() + Duration::from_secs(10);
     // Each file appears whole (written aside, then renamed).
-    while !(ca.join("ca.crt").exists() && ca.join("ca.key").exists()) {
+    while !["ca.crt", "ca.key", "sa.key"].iter().all(|f| ca.join(f).exists()) {
         assert!(Instant::now() < deadline, "the first node wrote no CA:\n{}", nodes[0].log());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     for node in &mut nodes[1..] {
         let pki = node.data_dir().join("pki");
         std::fs::create_dir_all(&pki).unwrap();
-        for f in ["ca.crt", "ca.key"] {
+        for f in ["ca.crt", "ca.key", "sa.key"] {
             std::fs::copy(ca.join(f), pki.join(f)).unwrap();
         }
         node.launch();
@@ -363,7 +363,7 @@ async fn members_are_added_promoted_and_removed() {
     let mut fourth = TestServer::new(&["--node-id", "4", "--initial-cluster", &format!("4={fourth_peer}"), "--initial-cluster-state", "existing"]);
     let pki = fourth.data_dir().join("pki");
     std::fs::create_dir_all(&pki).unwrap();
-    for f in ["ca.crt", "ca.key"] {
+    for f in ["ca.crt", "ca.key", "sa.key"] {
         std::fs::copy(nodes[0].data_dir().join("pki").join(f), pki.join(f)).unwrap();
     }
     configmaps(&nodes[0]).create(&PostParams::default(), &configmap("before-join", &[])).await.unwrap();
@@ -430,4 +430,25 @@ async fn a_follower_behind_the_commit_does_not_refuse_a_new_binding() {
     assert!(out.status.success(), "the lagging follower refused a binding the leader had committed: {}", String::from_utf8_lossy(&out.stderr));
     let clear = http::Request::delete("/debug/failpoints/apply-delay").body(vec![]).unwrap();
     assert_eq!(nodes[follower].request(clear).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_token_issued_by_one_node_authenticates_on_every_node() {
+    let nodes = cluster().await;
+    let files = tempfile::tempdir().unwrap();
+    for round in 0..3 {
+        let (issuer, user) = (round, (round + 1) % 3);
+        let account = format!("robot-{round}");
+        nodes[issuer].kubectl_ok(&["create", "serviceaccount", &account]);
+        let token = nodes[issuer].kubectl_ok(&["create", "token", &account]).trim().to_string();
+        // Straight away, through another node: the account may not be applied there yet.
+        let kubeconfig = files.path().join(format!("{account}.kubeconfig"));
+        let mut config: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(nodes[user].kubeconfig_path()).unwrap()).unwrap();
+        config["users"][0]["user"] = serde_yaml::from_str(&format!("token: {token}")).unwrap();
+        std::fs::write(&kubeconfig, serde_yaml::to_string(&config).unwrap()).unwrap();
+        let out = nodes[user].kubectl_as(&kubeconfig, &["auth", "whoami"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "node {user} refused a token node {issuer} issued: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains(&format!("system:serviceaccount:default:{account}")), "{text}");
+    }
 }

@@ -1,6 +1,7 @@
 //! Access control: who a request acts as ([`user`]), what it does ([`attributes`]), acting as
 //! someone else ([`impersonation`]), whether it may ([`authz`]), the RBAC objects behind the
-//! default mode ([`rbac`]) and what kubelets may reach ([`node`]).
+//! default mode ([`rbac`]) what kubelets may reach ([`node`]) and service-account tokens
+//! ([`serviceaccount`]).
 
 pub mod attributes;
 pub mod authn;
@@ -8,6 +9,7 @@ pub mod authz;
 pub mod impersonation;
 pub mod node;
 pub mod rbac;
+pub mod serviceaccount;
 pub mod user;
 
 use std::sync::Arc;

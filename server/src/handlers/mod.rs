@@ -12,6 +12,7 @@ mod read;
 mod reply;
 mod review;
 mod scale;
+mod token_request;
 mod watch;
 mod write;
 
@@ -60,6 +61,10 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
         Verb::Create if req.subresource.as_deref() == Some("eviction") => {
             let obj = decode_object(headers, &body)?;
             eviction::create(ctx, req, obj, params.dry_run()?).await?
+        }
+        Verb::Create if req.subresource.as_deref() == Some("token") => {
+            let obj = decode_object(headers, &body)?;
+            token_request::create(ctx, req, obj).await?
         }
         Verb::Create if req.info.is_review() => {
             let mut obj = decode_object(headers, &body)?;

@@ -25,9 +25,10 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<R
             if token.is_empty() {
                 return Err(ApiError::bad_request("token is required for TokenReview in authentication"));
             }
-            match ctx.authn.token(token).await {
-                Some(user) => json!({"authenticated": true, "user": user_info(&user)}),
-                None => json!({"user": {}}),
+            let audiences: Vec<String> = obj["spec"]["audiences"].as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from).collect();
+            match ctx.authn.token(token, &audiences).await {
+                Ok(found) => json!({"authenticated": true, "user": user_info(&found.user), "audiences": found.audiences}),
+                Err(error) => json!({"user": {}, "error": error}),
             }
         }
         "SelfSubjectRulesReview" => {

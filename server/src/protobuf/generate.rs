@@ -133,6 +133,7 @@ fn json_names() -> BTreeMap<String, Vec<String>> {
     generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions>();
     generator.subschema_for::<k8s_openapi::api::autoscaling::v1::Scale>();
     generator.subschema_for::<k8s_openapi::api::policy::v1::Eviction>();
+    generator.subschema_for::<k8s_openapi::api::authentication::v1::TokenRequest>();
     generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>();
     defs.extend(generator.take_definitions(true));
     defs.into_iter()

@@ -30,6 +30,7 @@ const OTHER_KINDS: &[(&str, &str, &str)] = &[
     ("", "DeleteOptions", "apimachinery.pkg.apis.meta.v1.DeleteOptions"),
     ("autoscaling/v1", "Scale", "api.autoscaling.v1.Scale"),
     ("policy/v1", "Eviction", "api.policy.v1.Eviction"),
+    ("authentication.k8s.io/v1", "TokenRequest", "api.authentication.v1.TokenRequest"),
     ("v1", "Status", "apimachinery.pkg.apis.meta.v1.Status"),
     ("meta.k8s.io/v1", "PartialObjectMetadata", "apimachinery.pkg.apis.meta.v1.PartialObjectMetadata"),
     ("meta.k8s.io/v1", "PartialObjectMetadataList", "apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList"),

@@ -79,7 +79,7 @@ pub static RESOURCES: &[ResourceInfo] = &[
     res!(core::v1::Service, NS, "service", ["svc"], ["all"], ["status"], false,
         ops!(core::v1::Service, "io.k8s.api.core.v1.Service", defaults::service, validate::service, SERVICE_COLUMNS, service_cells,
             update = immutable::service)),
-    res!(core::v1::ServiceAccount, NS, "serviceaccount", ["sa"], [], [], false,
+    res!(core::v1::ServiceAccount, NS, "serviceaccount", ["sa"], [], ["token"], false,
         ops!(core::v1::ServiceAccount, "io.k8s.api.core.v1.ServiceAccount", no_defaults, no_validation, SERVICEACCOUNT_COLUMNS, serviceaccount_cells)),
     res!(core::v1::Node, CLUSTER, "node", ["no"], [], ["status"], false,
         ops!(core::v1::Node, "io.k8s.api.core.v1.Node", no_defaults, no_validation, NODE_COLUMNS, node_cells)),

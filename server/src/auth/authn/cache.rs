@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::auth::UserInfo;
+use super::Authenticated;
 
 /// How long a successful authentication is remembered (kube-apiserver's token cache: 10 s).
 pub const TTL: Duration = Duration::from_secs(10);
@@ -25,26 +25,33 @@ pub struct TokenCache {
 
 #[derive(Default)]
 struct Inner {
-    entries: HashMap<Key, (UserInfo, Instant)>,
+    entries: HashMap<Key, (Authenticated, Instant)>,
     /// Keys in insertion order, for eviction.
     order: VecDeque<Key>,
 }
 
-fn key(token: &str) -> Key {
-    Sha256::digest(token.as_bytes()).into()
+/// The hash of a token and the audiences it was checked for.
+fn key(token: &str, audiences: &[String]) -> Key {
+    let mut hash = Sha256::new();
+    hash.update(token.as_bytes());
+    for a in audiences {
+        hash.update([0]);
+        hash.update(a.as_bytes());
+    }
+    hash.finalize().into()
 }
 
 impl TokenCache {
-    pub fn get(&self, token: &str) -> Option<UserInfo> {
+    pub fn get(&self, token: &str, audiences: &[String]) -> Option<Authenticated> {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let (user, expires) = inner.entries.get(&key(token))?;
-        (Instant::now() < *expires).then(|| user.clone())
+        let (found, expires) = inner.entries.get(&key(token, audiences))?;
+        (Instant::now() < *expires).then(|| found.clone())
     }
 
-    pub fn put(&self, token: &str, user: &UserInfo) {
+    pub fn put(&self, token: &str, audiences: &[String], found: &Authenticated) {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let k = key(token);
-        if inner.entries.insert(k, (user.clone(), Instant::now() + TTL)).is_none() {
+        let k = key(token, audiences);
+        if inner.entries.insert(k, (found.clone(), Instant::now() + TTL)).is_none() {
             inner.order.push_back(k);
         }
         while inner.order.len() > CAPACITY {
@@ -62,17 +69,19 @@ mod tests {
     #[test]
     fn bounded_and_keyed_by_hash() {
         let cache = TokenCache::default();
-        let user = UserInfo::authenticated("alice", vec![]);
-        cache.put("t-0", &user);
-        assert_eq!(cache.get("t-0"), Some(user.clone()));
-        assert_eq!(cache.get("t-1"), None);
+        let user = Authenticated { user: crate::auth::UserInfo::authenticated("alice", vec![]), audiences: vec!["api".into()] };
+        let api = ["api".to_string()];
+        cache.put("t-0", &api, &user);
+        assert_eq!(cache.get("t-0", &api), Some(user.clone()));
+        assert_eq!(cache.get("t-0", &["other".to_string()]), None, "audiences are part of the key");
+        assert_eq!(cache.get("t-1", &api), None);
         for i in 0..CAPACITY + 10 {
-            cache.put(&format!("t-{i}"), &user);
+            cache.put(&format!("t-{i}"), &api, &user);
         }
         let inner = cache.inner.lock().unwrap();
         assert_eq!(inner.entries.len(), CAPACITY);
         drop(inner);
-        assert_eq!(cache.get("t-0"), None, "the oldest went first");
-        assert!(cache.get(&format!("t-{}", CAPACITY + 9)).is_some());
+        assert_eq!(cache.get("t-0", &api), None, "the oldest went first");
+        assert!(cache.get(&format!("t-{}", CAPACITY + 9), &api).is_some());
     }
 }

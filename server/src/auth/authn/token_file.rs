@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::TokenAuthenticator;
+use super::{Authenticated, TokenAuthenticator};
 use crate::auth::UserInfo;
 
 pub struct TokenFile {
@@ -95,8 +95,8 @@ impl TokenAuthenticator for TokenFile {
         "token-file"
     }
 
-    async fn authenticate(&self, token: &str) -> Result<Option<UserInfo>, String> {
-        Ok(self.users.get(token).cloned())
+    async fn authenticate(&self, token: &str, audiences: &[String]) -> Result<Option<Authenticated>, String> {
+        Ok(self.users.get(token).map(|user| Authenticated { user: user.clone(), audiences: audiences.to_vec() }))
     }
 }
 
