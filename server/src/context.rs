@@ -44,6 +44,8 @@ pub struct Settings {
     pub hooks: Arc<crate::poststart::Progress>,
     /// The CA bundle client certificates are checked against (published for extension servers).
     pub client_ca_pem: String,
+    /// The CA bundle that verifies this server (published to pods as `kube-root-ca.crt`).
+    pub root_ca_pem: String,
     /// Set when shutdown begins.
     pub shutting_down: Arc<AtomicBool>,
 }
@@ -65,6 +67,7 @@ impl Default for Settings {
             address: String::new(),
             hooks: Default::default(),
             client_ca_pem: String::new(),
+            root_ca_pem: String::new(),
             shutting_down: Default::default(),
         }
     }

@@ -1,7 +1,7 @@
 //! Built-in controllers a standalone server needs: after the post-start hooks ([`crate::poststart`]),
 //! on the Raft leader only, namespace deletion (empty the namespace, then drop its `kubernetes`
-//! finalizer so it goes away), ClusterRole aggregation and the FlowSchema status; on every
-//! node, its identity Lease.
+//! finalizer so it goes away), ClusterRole aggregation, the FlowSchema status and the
+//! service-account controllers; on every node, its identity Lease.
 
 use std::time::Duration;
 
@@ -38,6 +38,7 @@ pub async fn run(ctx: Ctx) {
         crate::auth::rbac::aggregation::run(ctx.clone()),
         crate::flowcontrol::status::run(ctx.clone()),
         crate::identity_lease::run(ctx.clone()),
+        crate::auth::serviceaccount::controller::run(ctx.clone()),
         bootstrap_then_namespaces(ctx)
     );
 }

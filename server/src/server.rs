@@ -10,6 +10,7 @@ use raft_store::{CacheOptions, Observers, PeerTls, Store, StoreOptions};
 use crate::admission::node_restriction::NodeRestriction;
 use crate::admission::policy::ValidatingPolicies;
 use crate::admission::webhooks::{MutatingWebhooks, ValidatingWebhooks};
+use crate::admission::service_account::ServiceAccounts;
 use crate::admission::certificates::CertificateSigners;
 use crate::admission::Admission;
 use crate::auth::authz;
@@ -94,14 +95,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
 
-    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), ..Default::default() };
+    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), root_ca_pem: pki.server_ca_pem.clone(), ..Default::default() };
     let metrics = Arc::new(Metrics::default());
     let tokens = Arc::new(Tokens::load(&args, &pki.serving_key_pem, &address)?);
     let authn = Arc::new(crate::auth::authn::build(&args, tokens.clone(), store.clone())?);
     let chain = authz::build(&args, &rbac, &nodes, &metrics)?;
     let auth = Auth { chain, rbac };
     let admission = Admission::new(
-        vec![Arc::new(MutatingWebhooks { store: store.clone() })],
+        vec![Arc::new(ServiceAccounts { store: store.clone() }), Arc::new(MutatingWebhooks { store: store.clone() })],
         vec![
             Arc::new(NodeRestriction { store: store.clone() }),
             Arc::new(Escalation { auth: auth.clone() }),

@@ -231,3 +231,114 @@ fn decode_claims(token: &str) -> Value {
     let payload = token.split('.').nth(1).expect("a JWT");
     serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
 }
+
+/// Polls `kubectl` until it succeeds (a controller's work shows up), for at most five seconds.
+async fn eventually(s: &TestServer, args: &[&str]) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let out = s.kubectl(args);
+        if out.status.success() {
+            return stdout(&out);
+        }
+        assert!(std::time::Instant::now() < deadline, "kubectl {args:?}: {}", stderr(&out));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn namespaces_get_a_default_account_and_pods_run_as_it() {
+    let s = TestServer::start().await;
+    s.kubectl_ok(&["create", "namespace", "team"]);
+    eventually(&s, &["-n", "team", "get", "serviceaccount", "default"]).await;
+    let ca = eventually(&s, &["-n", "team", "get", "configmap", "kube-root-ca.crt", "-o", "jsonpath={.data.ca\\.crt}"]).await;
+    assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
+    // Deleted, they come back.
+    let first = s.kubectl_ok(&["-n", "team", "get", "sa", "default", "-o", "jsonpath={.metadata.uid}"]);
+    s.kubectl_ok(&["-n", "team", "delete", "serviceaccount", "default"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let uid = stdout(&s.kubectl(&["-n", "team", "get", "sa", "default", "-o", "jsonpath={.metadata.uid}"]));
+        if !uid.is_empty() && uid != first {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the default account was not recreated");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A pod naming no account runs as `default`, with the token volume mounted everywhere.
+    s.kubectl_ok(&["-n", "team", "run", "web", "--image=nginx"]);
+    let pod: Value = serde_json::from_str(&s.kubectl_ok(&["-n", "team", "get", "pod", "web", "-o", "json"])).unwrap();
+    assert_eq!(pod["spec"]["serviceAccountName"], "default");
+    assert_eq!(pod["spec"]["serviceAccount"], "default");
+    let volume = &pod["spec"]["volumes"][0];
+    assert!(volume["name"].as_str().unwrap().starts_with("kube-api-access-"), "{volume}");
+    assert_eq!(volume["projected"]["sources"][1]["configMap"]["name"], "kube-root-ca.crt");
+    assert_eq!(pod["spec"]["containers"][0]["volumeMounts"][0]["mountPath"], "/var/run/secrets/kubernetes.io/serviceaccount");
+    assert_eq!(pod["spec"]["containers"][0]["volumeMounts"][0]["readOnly"], true);
+
+    // An account that does not exist is refused, as Kubernetes words it.
+    let out = s.kubectl(&["-n", "team", "run", "ghost", "--image=nginx", "--overrides={\"spec\":{\"serviceAccountName\":\"nobody\"}}"]);
+    assert!(
+        stderr(&out).contains("pods \"ghost\" is forbidden: error looking up service account team/nobody: serviceaccount \"nobody\" not found"),
+        "{}",
+        stderr(&out)
+    );
+    // An account that opts out of automounting gives its pods no token, and its pull secrets.
+    let quiet = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "quiet"}, "automountServiceAccountToken": false, "imagePullSecrets": [{"name": "registry"}]});
+    let path = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(path.path(), quiet.to_string()).unwrap();
+    s.kubectl_ok(&["-n", "team", "apply", "-f", path.path().to_str().unwrap()]);
+    s.kubectl_ok(&["-n", "team", "run", "batch", "--image=busybox", "--overrides={\"spec\":{\"serviceAccountName\":\"quiet\"}}"]);
+    let pod: Value = serde_json::from_str(&s.kubectl_ok(&["-n", "team", "get", "pod", "batch", "-o", "json"])).unwrap();
+    assert!(pod["spec"]["volumes"].is_null(), "{}", pod["spec"]);
+    assert_eq!(pod["spec"]["imagePullSecrets"], json!([{"name": "registry"}]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn legacy_token_secrets_are_filled_in_and_revoked_with_their_secret() {
+    let s = TestServer::start().await;
+    let files = tempfile::tempdir().unwrap();
+    s.kubectl_ok(&["create", "serviceaccount", "builder"]);
+    let secret = json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+        "metadata": {"name": "builder-token", "annotations": {"kubernetes.io/service-account.name": "builder"}},
+    });
+    let path = files.path().join("secret.json");
+    std::fs::write(&path, secret.to_string()).unwrap();
+    s.kubectl_ok(&["apply", "-f", path.to_str().unwrap()]);
+    let token = eventually(&s, &["get", "secret", "builder-token", "-o", "jsonpath={.data.token}"]).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut token = token;
+    while token.is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the token was never filled in");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        token = s.kubectl_ok(&["get", "secret", "builder-token", "-o", "jsonpath={.data.token}"]);
+    }
+    use base64::Engine;
+    let token = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(token.trim()).unwrap()).unwrap();
+    let claims = decode_claims(&token);
+    assert_eq!(claims["iss"], "kubernetes/serviceaccount");
+    assert_eq!(claims["kubernetes.io/serviceaccount/secret.name"], "builder-token");
+    let namespace = s.kubectl_ok(&["get", "secret", "builder-token", "-o", "jsonpath={.data.namespace}"]);
+    assert_eq!(base64::engine::general_purpose::STANDARD.decode(namespace.trim()).unwrap(), b"default");
+
+    let builder = token_kubeconfig(&s, &token, &files.path().join("builder.kubeconfig"));
+    let out = s.kubectl_as(&builder, &["auth", "whoami"]);
+    assert!(stdout(&out).contains("system:serviceaccount:default:builder"), "{}", stderr(&out));
+
+    // The token lives as long as its Secret.
+    s.kubectl_ok(&["delete", "secret", "builder-token"]);
+    past_token_cache().await;
+    let out = s.kubectl_as(&builder, &["auth", "whoami"]);
+    assert!(stderr(&out).contains("Unauthorized"), "{}", stderr(&out));
+
+    // Deleting the account deletes its token Secrets.
+    s.kubectl_ok(&["apply", "-f", path.to_str().unwrap()]);
+    eventually(&s, &["get", "secret", "builder-token"]).await;
+    s.kubectl_ok(&["delete", "serviceaccount", "builder"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while s.kubectl(&["get", "secret", "builder-token"]).status.success() {
+        assert!(std::time::Instant::now() < deadline, "the token Secret outlived its account");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

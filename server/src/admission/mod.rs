@@ -6,6 +6,7 @@ pub mod certificates;
 pub mod matching;
 pub mod node_restriction;
 pub mod policy;
+pub mod service_account;
 pub mod webhooks;
 
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,6 @@
 //! Service-account tokens: the keys and issuers they are signed and checked with ([`keys`]),
-//! what they claim ([`claims`]), and the issuer discovery documents
+//! what they claim ([`claims`]), the controllers that keep accounts and legacy token Secrets
+//! ([`controller`]), and the issuer discovery documents
 //! (`/.well-known/openid-configuration`, `/openid/v1/jwks`) relying parties fetch.
 //!
 //! Tokens are signed with `--service-account-signing-key-file`, else with `DATA_DIR/pki/sa.key`
@@ -8,6 +9,7 @@
 //! is given.
 
 pub mod claims;
+pub mod controller;
 pub mod keys;
 
 use std::path::Path;

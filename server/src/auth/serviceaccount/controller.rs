@@ -1,0 +1,212 @@
+//! The service-account controllers kube-controller-manager runs, on the Raft leader only:
+//! every active namespace has a `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap
+//! (the CA a pod's projected token volume trusts), both recreated if deleted; a Secret of type
+//! `kubernetes.io/service-account-token` naming an account gets a legacy token, the CA and the
+//! namespace; it is deleted when its account is gone. Driven by the watch cache: one full pass
+//! when leadership begins, then only the objects events name.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use raft_store::EventType;
+use serde_json::{json, Value};
+
+use super::claims::{self, Ref};
+use crate::context::Ctx;
+use crate::controllers::request;
+use crate::error::{ApiError, ApiResult};
+use crate::handlers::{self, FieldValidation};
+use crate::registry::{self, ResourceInfo};
+use crate::request::Verb;
+
+pub const DEFAULT_ACCOUNT: &str = "default";
+pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
+pub const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
+pub const ACCOUNT_NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
+pub const ACCOUNT_UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
+
+fn info(resource: &str) -> &'static ResourceInfo {
+    registry::lookup("", "v1", resource).expect("core resources are served")
+}
+
+fn get(ctx: &Ctx, resource: &str, namespace: Option<&str>, name: &str) -> ApiResult<Option<Value>> {
+    ctx.store.cache().get(&info(resource).key(namespace, name), None)?.map(|o| handlers::parse(&o)).transpose()
+}
+
+/// Ignores the refusals a controller racing with users meets: the object is already there,
+/// already gone, or its namespace is going away.
+fn settled(result: ApiResult<()>) -> ApiResult<()> {
+    match result {
+        Err(ApiError::AlreadyExists { .. } | ApiError::NotFound { .. } | ApiError::Conflict { .. } | ApiError::Forbidden { .. }) => Ok(()),
+        other => other,
+    }
+}
+
+/// Gives an active namespace its default account and root CA.
+async fn ensure_namespace(ctx: &Ctx, ns: &str) -> ApiResult<()> {
+    let Some(namespace) = get(ctx, "namespaces", None, ns)? else { return Ok(()) };
+    if namespace["metadata"]["deletionTimestamp"].is_string() {
+        return Ok(());
+    }
+    if get(ctx, "serviceaccounts", Some(ns), DEFAULT_ACCOUNT)?.is_none() {
+        let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": DEFAULT_ACCOUNT, "namespace": ns}});
+        settled(handlers::create_object(ctx, &request(info("serviceaccounts"), Some(ns), "", Verb::Create), account).await)?;
+    }
+    let ca = &ctx.settings.root_ca_pem;
+    match get(ctx, "configmaps", Some(ns), ROOT_CA_CONFIGMAP)? {
+        None => {
+            let cm = json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": ROOT_CA_CONFIGMAP, "namespace": ns, "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
+                "data": {"ca.crt": ca},
+            });
+            settled(handlers::create_object(ctx, &request(info("configmaps"), Some(ns), "", Verb::Create), cm).await)?;
+        }
+        Some(cm) if cm["data"]["ca.crt"] != ca.as_str() => {
+            let req = request(info("configmaps"), Some(ns), ROOT_CA_CONFIGMAP, Verb::Update);
+            settled(
+                handlers::update_object(ctx, &req, FieldValidation::Ignore, |current| {
+                    let mut next = current.clone();
+                    next["data"]["ca.crt"] = json!(ca);
+                    Ok(next)
+                })
+                .await,
+            )?;
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+/// Fills in a token Secret, or deletes it when the account it names is gone.
+async fn sync_secret(ctx: &Ctx, ns: &str, name: &str) -> ApiResult<()> {
+    let Some(secret) = get(ctx, "secrets", Some(ns), name)? else { return Ok(()) };
+    if secret["type"] != TOKEN_SECRET_TYPE || secret["metadata"]["deletionTimestamp"].is_string() {
+        return Ok(());
+    }
+    let annotations = &secret["metadata"]["annotations"];
+    let account_name = annotations[ACCOUNT_NAME_ANNOTATION].as_str().unwrap_or_default();
+    let account = get(ctx, "serviceaccounts", Some(ns), account_name)?;
+    let account_uid = account.as_ref().and_then(|a| a["metadata"]["uid"].as_str()).unwrap_or_default().to_string();
+    let stale = annotations[ACCOUNT_UID_ANNOTATION].as_str().is_some_and(|uid| uid != account_uid);
+    if account.is_none() || stale {
+        return settled(handlers::delete_object(ctx, &request(info("secrets"), Some(ns), name, Verb::Delete)).await);
+    }
+    let ca = STANDARD.encode(&ctx.settings.root_ca_pem);
+    if secret["data"]["token"].is_string() && secret["data"]["ca.crt"] == ca.as_str() {
+        return Ok(());
+    }
+    let token = ctx.tokens.sign(&claims::legacy(ns, name, &Ref { name: account_name.to_string(), uid: account_uid.clone() })).map_err(ApiError::internal)?;
+    let req = request(info("secrets"), Some(ns), name, Verb::Update);
+    settled(
+        handlers::update_object(ctx, &req, FieldValidation::Ignore, |current| {
+            let mut next = current.clone();
+            next["metadata"]["annotations"][ACCOUNT_UID_ANNOTATION] = json!(account_uid);
+            if !next["data"].is_object() {
+                next["data"] = json!({});
+            }
+            if !next["data"]["token"].is_string() {
+                next["data"]["token"] = json!(STANDARD.encode(&token));
+            }
+            next["data"]["ca.crt"] = json!(ca);
+            next["data"]["namespace"] = json!(STANDARD.encode(ns));
+            Ok(next)
+        })
+        .await,
+    )
+}
+
+/// The token Secrets of an account that was deleted.
+async fn account_deleted(ctx: &Ctx, ns: &str, name: &str) -> ApiResult<()> {
+    if name == DEFAULT_ACCOUNT {
+        ensure_namespace(ctx, ns).await?;
+    }
+    let listed = ctx.store.cache().list(&info("secrets").list_prefix(Some(ns)), None, None, None, &|_| true)?;
+    for item in listed.items {
+        let secret = handlers::parse(&item)?;
+        if secret["type"] == TOKEN_SECRET_TYPE && secret["metadata"]["annotations"][ACCOUNT_NAME_ANNOTATION] == name {
+            sync_secret(ctx, ns, secret["metadata"]["name"].as_str().unwrap_or_default()).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Every namespace and token Secret, once.
+async fn full_pass(ctx: &Ctx) -> ApiResult<()> {
+    let cache = ctx.store.cache();
+    for item in cache.list(&info("namespaces").key_prefix(), None, None, None, &|_| true)?.items {
+        let ns = handlers::parse(&item)?;
+        ensure_namespace(ctx, ns["metadata"]["name"].as_str().unwrap_or_default()).await?;
+    }
+    for item in cache.list(&info("secrets").key_prefix(), None, None, None, &|_| true)?.items {
+        let secret = handlers::parse(&item)?;
+        if secret["type"] == TOKEN_SECRET_TYPE {
+            let meta = &secret["metadata"];
+            sync_secret(ctx, meta["namespace"].as_str().unwrap_or_default(), meta["name"].as_str().unwrap_or_default()).await?;
+        }
+    }
+    Ok(())
+}
+
+/// `(namespace, name)` of a namespaced key under `prefix`, or `(name, "")` for namespaces.
+fn split<'k>(key: &'k str, prefix: &str) -> Option<(&'k str, &'k str)> {
+    let rest = key.strip_prefix(prefix)?;
+    Some(rest.split_once('/').unwrap_or((rest, "")))
+}
+
+/// Handles one change.
+async fn on_event(ctx: &Ctx, key: &str, kind: EventType) -> ApiResult<()> {
+    if let Some((ns, _)) = split(key, &info("namespaces").key_prefix()) {
+        return ensure_namespace(ctx, ns).await;
+    }
+    if let Some((ns, name)) = split(key, &info("serviceaccounts").key_prefix()) {
+        return match kind {
+            EventType::Deleted => account_deleted(ctx, ns, name).await,
+            _ => Ok(()),
+        };
+    }
+    if let Some((ns, name)) = split(key, &info("configmaps").key_prefix()) {
+        return if name == ROOT_CA_CONFIGMAP { ensure_namespace(ctx, ns).await } else { Ok(()) };
+    }
+    if let Some((ns, name)) = split(key, &info("secrets").key_prefix()) {
+        if kind != EventType::Deleted {
+            return sync_secret(ctx, ns, name).await;
+        }
+    }
+    Ok(())
+}
+
+/// Runs for the life of the node, acting while it leads.
+pub async fn run(ctx: Ctx) {
+    loop {
+        while !ctx.store.is_leader() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let cache: Arc<_> = ctx.store.cache().clone();
+        let mut watcher = match cache.watch("/registry/", cache.applied()) {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!(error = %e, "service account controller could not watch");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        if let Err(e) = full_pass(&ctx).await {
+            tracing::warn!(error = %e, "service account controller pass failed");
+        }
+        while ctx.store.is_leader() {
+            match tokio::time::timeout(Duration::from_secs(1), watcher.next()).await {
+                Err(_) => continue,
+                // Fell behind: start over with a full pass.
+                Ok(Err(_)) => break,
+                Ok(Ok(ev)) => {
+                    if let Err(e) = on_event(&ctx, &ev.key, ev.kind).await {
+                        tracing::warn!(error = %e, key = %ev.key, "service account controller failed");
+                    }
+                }
+            }
+        }
+    }
+}
