@@ -104,6 +104,11 @@ pub struct Args {
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
 
+    /// Bootstrap tokens (Secrets `kube-system/bootstrap-token-ID`) authenticate, and the
+    /// leader runs their cleaner and signer.
+    #[arg(long)]
+    pub enable_bootstrap_token_auth: bool,
+
     /// Issuer of service-account tokens (repeatable): the first signs new tokens, all are
     /// accepted. `https://kubernetes.default.svc.cluster.local` when not given.
     #[arg(long)]

@@ -46,6 +46,8 @@ pub struct Settings {
     pub client_ca_pem: String,
     /// The CA bundle that verifies this server (published to pods as `kube-root-ca.crt`).
     pub root_ca_pem: String,
+    /// `--enable-bootstrap-token-auth`: the leader runs the bootstrap token controllers.
+    pub bootstrap_tokens: bool,
     /// Set when shutdown begins.
     pub shutting_down: Arc<AtomicBool>,
 }
@@ -68,6 +70,7 @@ impl Default for Settings {
             hooks: Default::default(),
             client_ca_pem: String::new(),
             root_ca_pem: String::new(),
+            bootstrap_tokens: false,
             shutting_down: Default::default(),
         }
     }

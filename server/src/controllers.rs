@@ -39,8 +39,16 @@ pub async fn run(ctx: Ctx) {
         crate::flowcontrol::status::run(ctx.clone()),
         crate::identity_lease::run(ctx.clone()),
         crate::auth::serviceaccount::controller::run(ctx.clone()),
+        bootstrap_token_controllers(ctx.clone()),
         bootstrap_then_namespaces(ctx)
     );
+}
+
+/// The token cleaner and signer, when bootstrap tokens are on.
+async fn bootstrap_token_controllers(ctx: Ctx) {
+    if ctx.settings.bootstrap_tokens {
+        crate::auth::bootstrap_tokens::run(ctx).await;
+    }
 }
 
 /// The post-start hooks, then the namespace controller.

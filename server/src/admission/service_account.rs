@@ -92,7 +92,7 @@ fn mount_token(pod: &mut Value) {
         None => spec["volumes"] = json!([volume]),
     }
     for key in containers {
-        for c in spec[key].as_array_mut().into_iter().flatten() {
+        for c in spec.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten() {
             if mounted(c) {
                 continue;
             }
@@ -156,6 +156,9 @@ mod tests {
 
     #[test]
     fn every_container_mounts_one_projected_volume() {
+        let mut alone = json!({"spec": {"containers": [{"name": "a"}]}});
+        mount_token(&mut alone);
+        assert!(alone["spec"].get("initContainers").is_none(), "no lists appear that were not there: {alone}");
         let mut pod = json!({"spec": {
             "initContainers": [{"name": "init"}],
             "containers": [{"name": "a"}, {"name": "b", "volumeMounts": [{"name": "mine", "mountPath": "/data"}]}],

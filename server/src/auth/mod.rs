@@ -1,11 +1,12 @@
 //! Access control: who a request acts as ([`user`]), what it does ([`attributes`]), acting as
 //! someone else ([`impersonation`]), whether it may ([`authz`]), the RBAC objects behind the
-//! default mode ([`rbac`]) what kubelets may reach ([`node`]) and service-account tokens
-//! ([`serviceaccount`]).
+//! default mode ([`rbac`]), what kubelets may reach ([`node`]), service-account tokens
+//! ([`serviceaccount`]) and the bootstrap token controllers ([`bootstrap_tokens`]).
 
 pub mod attributes;
 pub mod authn;
 pub mod authz;
+pub mod bootstrap_tokens;
 pub mod impersonation;
 pub mod node;
 pub mod rbac;

@@ -1,9 +1,11 @@
 //! Authentication: who a request is. A verified client certificate decides first; then a bearer
 //! token (`Authorization: Bearer ...`) is offered to each token authenticator in turn, and the
-//! first that knows it decides ([`TokenAuthenticator`], one per method). A token none accepts is
+//! first that knows it decides ([`TokenAuthenticator`], one per method: static tokens, bootstrap
+//! tokens, service-account tokens). A token none accepts is
 //! 401, even with anonymous access on; no credentials at all is `system:anonymous` when anonymous
 //! access is on, else 401. Successful token authentications are cached briefly ([`cache`]).
 
+pub mod bootstrap_token;
 pub mod cache;
 pub mod service_account;
 pub mod token_file;
@@ -114,6 +116,9 @@ pub fn build(args: &crate::cli::Args, tokens: Arc<Tokens>, store: raft_store::St
         methods.push(Box::new(token_file::TokenFile::load(path).map_err(anyhow::Error::msg)?));
     }
     let api_audiences = tokens.api_audiences.clone();
+    if args.enable_bootstrap_token_auth {
+        methods.push(Box::new(bootstrap_token::BootstrapTokens { store: store.clone() }));
+    }
     methods.push(Box::new(service_account::ServiceAccountTokens { tokens, store }));
     // As kube-apiserver: anonymous access never goes with an AlwaysAllow authorizer.
     let always_allow = args.authorization_mode.as_deref().is_some_and(|m| m.split(',').any(|m| m.trim() == "AlwaysAllow"));

@@ -1,0 +1,154 @@
+//! The bootstrap token controllers kube-controller-manager runs, on the Raft leader only (with
+//! `--enable-bootstrap-token-auth`): the token cleaner deletes bootstrap token Secrets whose
+//! `expiration` has passed, and the bootstrap signer keeps one `jws-kubeconfig-ID` key in the
+//! `kube-public/cluster-info` ConfigMap per signing token: a detached JWS (HS256, the whole token
+//! as the key) of the ConfigMap's `kubeconfig`, which a joining node checks with its token.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde_json::{json, Value};
+
+use super::authn::bootstrap_token::{expired, field, NAMESPACE, SECRET_PREFIX, SECRET_TYPE};
+use crate::context::Ctx;
+use crate::controllers::request;
+use crate::error::{ApiError, ApiResult};
+use crate::handlers::{self, FieldValidation};
+use crate::registry::{self, ResourceInfo};
+use crate::request::Verb;
+
+const PUBLIC_NAMESPACE: &str = "kube-public";
+const CLUSTER_INFO: &str = "cluster-info";
+const SIGNATURE_PREFIX: &str = "jws-kubeconfig-";
+/// Longest the controllers sleep without an event, so expirations are noticed.
+const RECHECK: Duration = Duration::from_secs(5);
+
+fn info(resource: &str) -> &'static ResourceInfo {
+    registry::lookup("", "v1", resource).expect("core resources are served")
+}
+
+/// The detached JWS of `content` for token `id.secret`: `header..signature`.
+pub fn detached_signature(content: &str, id: &str, secret: &str) -> String {
+    let header = URL_SAFE_NO_PAD.encode(json!({"alg": "HS256", "kid": id}).to_string());
+    let payload = URL_SAFE_NO_PAD.encode(content);
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, format!("{id}.{secret}").as_bytes());
+    let tag = ring::hmac::sign(&key, format!("{header}.{payload}").as_bytes());
+    format!("{header}..{}", URL_SAFE_NO_PAD.encode(tag.as_ref()))
+}
+
+/// One pass: expired tokens deleted, signatures brought up to date.
+async fn sync(ctx: &Ctx) -> ApiResult<()> {
+    let now = chrono::Utc::now();
+    let secrets = info("secrets");
+    let listed = ctx.store.cache().list(&secrets.list_prefix(Some(NAMESPACE)), None, None, None, &|_| true)?;
+    let mut signing = BTreeMap::new();
+    for item in listed.items {
+        let secret = handlers::parse(&item)?;
+        let name = secret["metadata"]["name"].as_str().unwrap_or_default();
+        if secret["type"] != SECRET_TYPE || !name.starts_with(SECRET_PREFIX) || secret["metadata"]["deletionTimestamp"].is_string() {
+            continue;
+        }
+        if expired(&secret, now) {
+            match handlers::delete_object(ctx, &request(secrets, Some(NAMESPACE), name, Verb::Delete)).await {
+                Ok(()) | Err(ApiError::NotFound { .. }) => tracing::info!(secret = name, "deleted an expired bootstrap token"),
+                Err(e) => return Err(e),
+            }
+            continue;
+        }
+        if field(&secret, "usage-bootstrap-signing").as_deref() == Some("true") {
+            if let (Some(id), Some(token_secret)) = (field(&secret, "token-id"), field(&secret, "token-secret")) {
+                signing.insert(id, token_secret);
+            }
+        }
+    }
+    let configmaps = info("configmaps");
+    let Some(found) = ctx.store.cache().get(&configmaps.key(Some(PUBLIC_NAMESPACE), CLUSTER_INFO), None)? else { return Ok(()) };
+    let cm = handlers::parse(&found)?;
+    let Some(kubeconfig) = cm["data"]["kubeconfig"].as_str() else { return Ok(()) };
+    let want: BTreeMap<String, String> =
+        signing.iter().map(|(id, s)| (format!("{SIGNATURE_PREFIX}{id}"), detached_signature(kubeconfig, id, s))).collect();
+    let have: BTreeMap<String, String> = cm["data"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with(SIGNATURE_PREFIX))
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+        .collect();
+    if want == have {
+        return Ok(());
+    }
+    let req = request(configmaps, Some(PUBLIC_NAMESPACE), CLUSTER_INFO, Verb::Update);
+    let result = handlers::update_object(ctx, &req, FieldValidation::Ignore, |current| {
+        let mut next = current.clone();
+        let Some(data) = next["data"].as_object_mut() else { return Ok(next) };
+        data.retain(|k, _| !k.starts_with(SIGNATURE_PREFIX));
+        let content = data.get("kubeconfig").and_then(Value::as_str).unwrap_or_default().to_string();
+        for (id, s) in &signing {
+            data.insert(format!("{SIGNATURE_PREFIX}{id}"), json!(detached_signature(&content, id, s)));
+        }
+        Ok(next)
+    })
+    .await;
+    match result {
+        Ok(()) | Err(ApiError::NotFound { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs for the life of the node, acting while it leads: after every change to a Secret in
+/// `kube-system` or a ConfigMap in `kube-public`, and at least every few seconds.
+pub async fn run(ctx: Ctx) {
+    let secrets = info("secrets").list_prefix(Some(NAMESPACE));
+    let public = info("configmaps").list_prefix(Some(PUBLIC_NAMESPACE));
+    loop {
+        while !ctx.store.is_leader() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let cache = ctx.store.cache().clone();
+        let mut watcher = match cache.watch("/registry/", cache.applied()) {
+            Ok(w) => w,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        if let Err(e) = sync(&ctx).await {
+            tracing::warn!(error = %e, "bootstrap token controllers failed");
+        }
+        let deadline = || tokio::time::Instant::now() + RECHECK;
+        let mut next = deadline();
+        while ctx.store.is_leader() {
+            let due = match tokio::time::timeout_at(next, watcher.next()).await {
+                Err(_) => true,
+                Ok(Err(_)) => break,
+                Ok(Ok(ev)) => ev.key.starts_with(&secrets) || ev.key.starts_with(&public),
+            };
+            if due {
+                if let Err(e) = sync(&ctx).await {
+                    tracing::warn!(error = %e, "bootstrap token controllers failed");
+                }
+                next = deadline();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signature_is_detached_hs256_with_the_token_as_key() {
+        let sig = detached_signature("hello", "abcdef", "0123456789abcdef");
+        let (header, rest) = sig.split_once("..").unwrap();
+        assert_eq!(URL_SAFE_NO_PAD.decode(header).unwrap(), br#"{"alg":"HS256","kid":"abcdef"}"#);
+        // Re-attached, it verifies as an ordinary HS256 JWS.
+        let payload = URL_SAFE_NO_PAD.encode("hello");
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"abcdef.0123456789abcdef");
+        let tag = URL_SAFE_NO_PAD.decode(rest).unwrap();
+        assert!(ring::hmac::verify(&key, format!("{header}.{payload}").as_bytes(), &tag).is_ok());
+        assert_ne!(sig, detached_signature("hello!", "abcdef", "0123456789abcdef"));
+    }
+}
