@@ -104,6 +104,24 @@ pub struct Args {
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
 
+    /// A kubeconfig naming the webhook bearer tokens are sent to in a TokenReview.
+    #[arg(long)]
+    pub authentication_token_webhook_config_file: Option<PathBuf>,
+
+    /// The TokenReview version sent to the token webhook (v1 or v1beta1).
+    #[arg(long, default_value = "v1beta1")]
+    pub authentication_token_webhook_version: String,
+
+    /// How long the token webhook's answers are kept.
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub authentication_token_webhook_cache_ttl: Duration,
+
+    /// Controllers the leader runs, as kube-controller-manager's flag: `*` for the defaults,
+    /// `NAME` to add one, `-NAME` to leave one out (`serviceaccount`, `serviceaccount-token`,
+    /// `root-ca-cert-publisher`).
+    #[arg(long, default_value = "*", value_delimiter = ',')]
+    pub controllers: Vec<String>,
+
     /// Bootstrap tokens (Secrets `kube-system/bootstrap-token-ID`) authenticate, and the
     /// leader runs their cleaner and signer.
     #[arg(long)]

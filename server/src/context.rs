@@ -48,11 +48,18 @@ pub struct Settings {
     pub root_ca_pem: String,
     /// `--enable-bootstrap-token-auth`: the leader runs the bootstrap token controllers.
     pub bootstrap_tokens: bool,
+    /// `--controllers`: the optional controllers turned off.
+    pub disabled_controllers: Vec<String>,
     /// Set when shutdown begins.
     pub shutting_down: Arc<AtomicBool>,
 }
 
 impl Settings {
+    /// Whether the leader runs the optional controller `name`.
+    pub fn controller_enabled(&self, name: &str) -> bool {
+        !self.disabled_controllers.iter().any(|d| d == name)
+    }
+
     pub fn shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Relaxed)
     }
@@ -71,6 +78,7 @@ impl Default for Settings {
             client_ca_pem: String::new(),
             root_ca_pem: String::new(),
             bootstrap_tokens: false,
+            disabled_controllers: Vec::new(),
             shutting_down: Default::default(),
         }
     }

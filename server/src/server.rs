@@ -95,7 +95,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
 
-    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), root_ca_pem: pki.server_ca_pem.clone(), bootstrap_tokens: args.enable_bootstrap_token_auth, ..Default::default() };
+    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), root_ca_pem: pki.server_ca_pem.clone(), bootstrap_tokens: args.enable_bootstrap_token_auth,
+        disabled_controllers: args.controllers.iter().filter_map(|c| c.trim().strip_prefix('-')).map(String::from).collect(),
+        ..Default::default()
+    };
     let metrics = Arc::new(Metrics::default());
     let tokens = Arc::new(Tokens::load(&args, &pki.serving_key_pem, &address)?);
     let authn = Arc::new(crate::auth::authn::build(&args, tokens.clone(), store.clone())?);

@@ -88,3 +88,45 @@ fn a_malformed_token_file_stops_the_server_naming_the_line() {
     });
     assert!(err.contains("line 2: must have at least 3 columns (token, user name, user uid), found 2"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_webhook_vouches_for_tokens_and_is_cached() {
+    use common::webhook_server::WebhookServer;
+    use std::sync::Arc;
+    use std::time::Duration;
+    let webhook = WebhookServer::start(Arc::new(|review: &serde_json::Value| {
+        let answer = match review["spec"]["token"].as_str() {
+            Some("carol-token") => json!({"authenticated": true, "user": {"username": "carol", "uid": "c-1", "groups": ["ops"], "extra": {"team": ["blue"]}}}),
+            _ => json!({"authenticated": false, "error": "unknown token"}),
+        };
+        (Duration::ZERO, 200, json!({"apiVersion": review["apiVersion"], "kind": "TokenReview", "status": answer}))
+    }))
+    .await;
+    let files = tempfile::tempdir().unwrap();
+    let config = files.path().join("webhook.kubeconfig");
+    webhook.write_kubeconfig(&config);
+    let s = TestServer::start_with(&["--authentication-token-webhook-config-file", config.to_str().unwrap(), "--authentication-token-webhook-version", "v1"]).await;
+
+    let carol = token_kubeconfig(&s, "carol-token", &files.path().join("carol.kubeconfig"));
+    let out = s.kubectl_as(&carol, &["auth", "whoami", "-o", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let who: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let info = &who["status"]["userInfo"];
+    assert_eq!((info["username"].as_str(), info["uid"].as_str()), (Some("carol"), Some("c-1")));
+    assert_eq!(info["groups"], json!(["ops", "system:authenticated"]));
+    assert_eq!(info["extra"]["team"], json!(["blue"]));
+    let sent = webhook.received();
+    assert_eq!(sent[0]["apiVersion"], "authentication.k8s.io/v1");
+    assert_eq!(sent[0]["spec"]["audiences"], json!(["https://kubernetes.default.svc.cluster.local"]));
+    // Asked again, the answer comes from the cache.
+    assert!(s.kubectl_as(&carol, &["auth", "whoami"]).status.success());
+    assert_eq!(webhook.received().len(), 1, "the webhook was asked again");
+
+    let mallory = token_kubeconfig(&s, "guess", &files.path().join("mallory.kubeconfig"));
+    let out = s.kubectl_as(&mallory, &["auth", "whoami"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Unauthorized"), "{}", String::from_utf8_lossy(&out.stderr));
+    // TokenReview relays the webhook's reason.
+    let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "guess"}});
+    let review = s.request(http::Request::post("/apis/authentication.k8s.io/v1/tokenreviews").header("content-type", "application/json").body(body.to_string().into_bytes()).unwrap()).await.json();
+    assert!(review["status"]["error"].as_str().unwrap().contains("unknown token"), "{review}");
+}

@@ -31,7 +31,7 @@ async fn get_with_accept(s: &TestServer, path: &str, accept: &str) -> common::Re
 
 #[tokio::test]
 async fn objects_and_lists_in_protobuf() {
-    let s = TestServer::start().await;
+    let s = TestServer::start_with(common::WITHOUT_ROOT_CA).await;
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let mut cm = configmap("settings", &[("app", "web")]);
     cm.data = Some([("mode".to_string(), "fast".to_string())].into());

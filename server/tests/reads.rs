@@ -69,7 +69,7 @@ async fn get_resource_version_semantics() {
 
 #[tokio::test]
 async fn list_resource_version_table() {
-    let s = TestServer::start().await;
+    let s = TestServer::start_with(common::WITHOUT_ROOT_CA).await;
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let m = create_all(&api, &["c0", "c1", "c2", "c3", "c4"]).await;
     // Later writes that an Exact read at `m` must not see.
@@ -155,7 +155,7 @@ async fn invalid_list_parameter_combinations() {
 
 #[tokio::test]
 async fn paging_keeps_its_snapshot_across_writes() {
-    let s = TestServer::start().await;
+    let s = TestServer::start_with(common::WITHOUT_ROOT_CA).await;
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let all = ["p0", "p1", "p2", "p3", "p4", "p5", "p6"];
     create_all(&api, &all).await;
@@ -200,7 +200,7 @@ async fn paging_keeps_its_snapshot_across_writes() {
 
 #[tokio::test]
 async fn metadata_only_reads_and_watches() {
-    let s = TestServer::start().await;
+    let s = TestServer::start_with(common::WITHOUT_ROOT_CA).await;
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let first = create_all(&api, &["m1", "m2"]).await;
     let one = api.get_metadata("m1").await.unwrap();
@@ -226,7 +226,7 @@ async fn metadata_only_reads_and_watches() {
 
 #[tokio::test]
 async fn label_and_field_selectors() {
-    let s = TestServer::start().await;
+    let s = TestServer::start_with(common::WITHOUT_ROOT_CA).await;
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     for (name, labels) in [
         ("a", &[("app", "web"), ("tier", "fe")][..]),
@@ -356,7 +356,7 @@ async fn far_future_resource_version_times_out_with_504() {
 
 #[tokio::test]
 async fn compacted_history_gives_410() {
-    let s = TestServer::start_with(&["--history-retention", "2s"]).await;
+    let s = TestServer::start_with(&["--history-retention", "2s", common::WITHOUT_ROOT_CA[0]]).await;
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let old = create_all(&api, &["a", "b", "c"]).await;
     let page = api.list(&ListParams::default().limit(1)).await.unwrap();

@@ -113,7 +113,7 @@ async fn events_in_order_and_resume_from_a_revision() {
 
 #[tokio::test]
 async fn watch_without_a_revision_starts_with_the_current_state() {
-    let s = TestServer::start().await;
+    let s = TestServer::start_with(common::WITHOUT_ROOT_CA).await;
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let a = api.create(&PostParams::default(), &configmap("a", &[])).await.unwrap();
     let b = api.create(&PostParams::default(), &configmap("b", &[])).await.unwrap();
@@ -174,7 +174,7 @@ async fn selectors_filter_watch_events() {
 
 #[tokio::test]
 async fn streaming_list_ends_initial_events_with_a_bookmark() {
-    let s = TestServer::start().await;
+    let s = TestServer::start_with(common::WITHOUT_ROOT_CA).await;
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let a = api.create(&PostParams::default(), &configmap("a", &[])).await.unwrap();
     let b = api.create(&PostParams::default(), &configmap("b", &[])).await.unwrap();

@@ -65,7 +65,7 @@ fn assert_invalid_field(status: &kube::core::Status, field: &str) {
 
 #[tokio::test]
 async fn configmap_create_get_list_update_delete() {
-    let s = TestServer::start().await;
+    let s = TestServer::start_with(common::WITHOUT_ROOT_CA).await;
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
 
     let created = api.create(&PostParams::default(), &configmap("cfg", &[("app", "a")])).await.unwrap();
@@ -179,7 +179,7 @@ async fn generate_name_gives_distinct_names() {
 
 #[tokio::test]
 async fn invalid_objects_get_422_with_causes() {
-    let s = TestServer::start().await;
+    let s = TestServer::start_with(common::WITHOUT_ROOT_CA).await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     for bad in ["Upper_Case", "-leading-dash", "has space", &"x".repeat(254)] {
         let err = api_error(cms.create(&PostParams::default(), &configmap(bad, &[])).await);

@@ -34,6 +34,10 @@ pub struct TestServer {
     client: Option<Client>,
 }
 
+/// Flags for tests that list a namespace's ConfigMaps exactly: without the controller that puts
+/// `kube-root-ca.crt` in every namespace.
+pub const WITHOUT_ROOT_CA: &[&str] = &["--controllers=*,-root-ca-cert-publisher"];
+
 /// A raw HTTP answer.
 pub struct Reply {
     pub status: u16,

@@ -1,7 +1,7 @@
 //! Authentication: who a request is. A verified client certificate decides first; then a bearer
 //! token (`Authorization: Bearer ...`) is offered to each token authenticator in turn, and the
 //! first that knows it decides ([`TokenAuthenticator`], one per method: static tokens, bootstrap
-//! tokens, service-account tokens). A token none accepts is
+//! tokens, service-account tokens, a token webhook). A token none accepts is
 //! 401, even with anonymous access on; no credentials at all is `system:anonymous` when anonymous
 //! access is on, else 401. Successful token authentications are cached briefly ([`cache`]).
 
@@ -9,6 +9,7 @@ pub mod bootstrap_token;
 pub mod cache;
 pub mod service_account;
 pub mod token_file;
+pub mod webhook;
 
 use std::sync::Arc;
 
@@ -120,6 +121,11 @@ pub fn build(args: &crate::cli::Args, tokens: Arc<Tokens>, store: raft_store::St
         methods.push(Box::new(bootstrap_token::BootstrapTokens { store: store.clone() }));
     }
     methods.push(Box::new(service_account::ServiceAccountTokens { tokens, store }));
+    if let Some(path) = &args.authentication_token_webhook_config_file {
+        let version = &args.authentication_token_webhook_version;
+        let ttl = args.authentication_token_webhook_cache_ttl;
+        methods.push(Box::new(webhook::TokenWebhook::load(path, version, ttl, api_audiences.clone()).map_err(anyhow::Error::msg)?));
+    }
     // As kube-apiserver: anonymous access never goes with an AlwaysAllow authorizer.
     let always_allow = args.authorization_mode.as_deref().is_some_and(|m| m.split(',').any(|m| m.trim() == "AlwaysAllow"));
     if always_allow && args.anonymous_auth == Some(true) {

@@ -3,7 +3,9 @@
 //! (the CA a pod's projected token volume trusts), both recreated if deleted; a Secret of type
 //! `kubernetes.io/service-account-token` naming an account gets a legacy token, the CA and the
 //! namespace; it is deleted when its account is gone. Driven by the watch cache: one full pass
-//! when leadership begins, then only the objects events name.
+//! when leadership begins, then only the objects events name. `--controllers` may leave out
+//! `serviceaccount`, `root-ca-cert-publisher` or `serviceaccount-token`, as kube-controller-manager's
+//! flag does.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,9 +52,13 @@ async fn ensure_namespace(ctx: &Ctx, ns: &str) -> ApiResult<()> {
     if namespace["metadata"]["deletionTimestamp"].is_string() {
         return Ok(());
     }
-    if get(ctx, "serviceaccounts", Some(ns), DEFAULT_ACCOUNT)?.is_none() {
+    let enabled = |name| ctx.settings.controller_enabled(name);
+    if enabled("serviceaccount") && get(ctx, "serviceaccounts", Some(ns), DEFAULT_ACCOUNT)?.is_none() {
         let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": DEFAULT_ACCOUNT, "namespace": ns}});
         settled(handlers::create_object(ctx, &request(info("serviceaccounts"), Some(ns), "", Verb::Create), account).await)?;
+    }
+    if !enabled("root-ca-cert-publisher") {
+        return Ok(());
     }
     let ca = &ctx.settings.root_ca_pem;
     match get(ctx, "configmaps", Some(ns), ROOT_CA_CONFIGMAP)? {
@@ -82,6 +88,9 @@ async fn ensure_namespace(ctx: &Ctx, ns: &str) -> ApiResult<()> {
 
 /// Fills in a token Secret, or deletes it when the account it names is gone.
 async fn sync_secret(ctx: &Ctx, ns: &str, name: &str) -> ApiResult<()> {
+    if !ctx.settings.controller_enabled("serviceaccount-token") {
+        return Ok(());
+    }
     let Some(secret) = get(ctx, "secrets", Some(ns), name)? else { return Ok(()) };
     if secret["type"] != TOKEN_SECRET_TYPE || secret["metadata"]["deletionTimestamp"].is_string() {
         return Ok(());
