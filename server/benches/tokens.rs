@@ -1,0 +1,51 @@
+//! The authentication benchmark: consistent GETs by a service account presenting a token from
+//! `serviceaccounts/token`, against the same by a user with a client certificate, both allowed
+//! through a RoleBinding, at 1 and 16 clients, two rounds each, alternating. Run with
+//! `cargo bench -p apiserver --bench tokens`.
+
+mod common;
+
+use common::{creates, gets, report, Server};
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, PolicyRule, RoleBinding, RoleRef, Subject};
+use kube::api::{GetParams, PostParams};
+use kube::Api;
+
+#[tokio::main]
+async fn main() {
+    let server = Server::start(&[]);
+    let admin = server.client().await;
+    let pp = PostParams::default();
+    let mut role = Role { rules: Some(vec![PolicyRule { api_groups: Some(vec![String::new()]), resources: Some(vec!["configmaps".into()]), verbs: vec!["get".into()], ..Default::default() }]), ..Default::default() };
+    role.metadata.name = Some("reader".into());
+    Api::<Role>::namespaced(admin.clone(), "default").create(&pp, &role).await.expect("role");
+    let subjects = vec![
+        Subject { api_group: Some("rbac.authorization.k8s.io".into()), kind: "User".into(), name: "bench-user".into(), ..Default::default() },
+        Subject { kind: "ServiceAccount".into(), name: "bench-robot".into(), namespace: Some("default".into()), ..Default::default() },
+    ];
+    let mut binding = RoleBinding { role_ref: RoleRef { api_group: "rbac.authorization.k8s.io".into(), kind: "Role".into(), name: "reader".into() }, subjects: Some(subjects), ..Default::default() };
+    binding.metadata.name = Some("readers".into());
+    Api::<RoleBinding>::namespaced(admin.clone(), "default").create(&pp, &binding).await.expect("binding");
+    let mut sa = ServiceAccount::default();
+    sa.metadata.name = Some("bench-robot".into());
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), "default");
+    accounts.create(&pp, &sa).await.expect("service account");
+    let request = k8s_openapi::api::authentication::v1::TokenRequest::default();
+    let token = accounts.create_token_request("bench-robot", &pp, &request).await.expect("token").status.expect("status").token;
+
+    let configmaps: Api<ConfigMap> = Api::namespaced(admin.clone(), "default");
+    creates(&configmaps, "bench", 200, 8).await;
+    let names: Vec<String> = (0..200).map(|i| format!("bench-{}-{}", i % 8, i / 8)).collect();
+
+    let user = server.user_client("bench-user", &[]).await;
+    let robot = server.token_client(&token).await;
+    for round in 0..2 {
+        for (who, client) in [("client certificate", user.clone()), ("service-account token", robot.clone())] {
+            let api: Api<ConfigMap> = Api::namespaced(client, "default");
+            for clients in [1, 16] {
+                let (lat, el) = gets(&api, &names, &GetParams::default(), 4_000, clients).await;
+                report(&format!("round {round}: get, {clients} clients, {who}"), lat, el);
+            }
+        }
+    }
+}
