@@ -129,4 +129,12 @@ async fn a_token_webhook_vouches_for_tokens_and_is_cached() {
     let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "guess"}});
     let review = s.request(http::Request::post("/apis/authentication.k8s.io/v1/tokenreviews").header("content-type", "application/json").body(body.to_string().into_bytes()).unwrap()).await.json();
     assert!(review["status"]["error"].as_str().unwrap().contains("unknown token"), "{review}");
+    // An answer in another TokenReview version than the one sent is no answer.
+    webhook.answer_with(Arc::new(|_: &serde_json::Value| {
+        let status = json!({"authenticated": true, "user": {"username": "dave"}});
+        (Duration::ZERO, 200, json!({"apiVersion": "authentication.k8s.io/v1beta1", "kind": "TokenReview", "status": status}))
+    }));
+    let dave = token_kubeconfig(&s, "dave-token", &files.path().join("dave.kubeconfig"));
+    let out = s.kubectl_as(&dave, &["auth", "whoami"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Unauthorized"), "{}", String::from_utf8_lossy(&out.stderr));
 }

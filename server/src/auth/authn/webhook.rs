@@ -2,7 +2,8 @@
 //! is sent in a `TokenReview` (v1beta1 unless `--authentication-token-webhook-version v1`) to
 //! the service the kubeconfig names, with the audiences asked for; its answer (authenticated or
 //! not) is kept for `--authentication-token-webhook-cache-ttl` (2 minutes), keyed by the
-//! token's hash. A webhook that cannot be reached refuses the token (401), after a few tries.
+//! token's hash. A webhook that cannot be reached, or answers in another TokenReview version,
+//! refuses the token (401), after a few tries.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -49,6 +50,8 @@ struct ReviewStatus {
 
 #[derive(Deserialize)]
 struct Review {
+    #[serde(default, rename = "apiVersion")]
+    api_version: String,
     #[serde(default)]
     status: ReviewStatus,
 }
@@ -103,8 +106,9 @@ impl TokenWebhook {
 
     /// Sends the review, trying again on failures that may pass (resets, 429, 5xx).
     async fn ask(&self, token: &str, audiences: &[String]) -> Result<ReviewStatus, String> {
+        let api_version = format!("authentication.k8s.io/{}", self.version);
         let body = json!({
-            "apiVersion": format!("authentication.k8s.io/{}", self.version),
+            "apiVersion": api_version,
             "kind": "TokenReview",
             "spec": {"token": token, "audiences": audiences},
         });
@@ -115,6 +119,9 @@ impl TokenWebhook {
             let (message, retry) = match self.endpoint.post_json(body.clone(), TIMEOUT).await {
                 Ok((status, answer)) if status.is_success() => {
                     let review: Review = serde_json::from_slice(&answer).map_err(|e| format!("decoding the webhook's TokenReview: {e}"))?;
+                    if review.api_version != api_version {
+                        return Err(format!("the token webhook answered with apiVersion {:?}, not {api_version:?}", review.api_version));
+                    }
                     return Ok(review.status);
                 }
                 Ok((status, _)) => (format!("the token webhook answered {}", status.as_u16()), status.as_u16() == 429 || status.as_u16() >= 500),

@@ -175,3 +175,66 @@ fn unverified_issuer(token: &str) -> Option<String> {
     let claims: Value = serde_json::from_slice(&bytes).ok()?;
     claims["iss"].as_str().map(String::from)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn tokens() -> Tokens {
+        let pem = keys::generate().unwrap();
+        let (signing, spki) = keys::signing_key(&pem).unwrap();
+        Tokens {
+            issuers: vec![DEFAULT_ISSUER.into()],
+            api_audiences: vec![DEFAULT_ISSUER.into()],
+            signing,
+            verifying: vec![keys::verifying_key(&spki).unwrap()],
+            max_expiration: None,
+            extend_expiration: true,
+            lookup: true,
+            jwks_uri: String::new(),
+        }
+    }
+
+    fn b64(v: &Value) -> String {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+    }
+
+    #[test]
+    fn only_good_tokens_of_our_issuers_verify() {
+        let t = tokens();
+        let now = chrono::Utc::now().timestamp();
+        let claims = json!({"iss": DEFAULT_ISSUER, "sub": "x", "exp": now + 600, "nbf": now, "iat": now});
+        let good = t.sign(&claims).unwrap();
+        assert_eq!(t.verify(&good).unwrap().unwrap()["sub"], "x");
+        // Another issuer's token is not ours to judge.
+        let other = t.sign(&json!({"iss": "https://elsewhere", "exp": now + 600})).unwrap();
+        assert_eq!(t.verify(&other), Ok(None));
+        // Expired, not yet valid, without expiry: refused.
+        for bad in [json!({"iss": DEFAULT_ISSUER, "exp": now - 3600}), json!({"iss": DEFAULT_ISSUER, "exp": now + 7200, "nbf": now + 3600}), json!({"iss": DEFAULT_ISSUER})] {
+            assert!(t.verify(&t.sign(&bad).unwrap()).is_err(), "{bad}");
+        }
+        // alg none, and HMAC keyed with the public key: refused.
+        let body = b64(&claims);
+        let none = format!("{}.{body}.", b64(&json!({"alg": "none"})));
+        assert!(!matches!(t.verify(&none), Ok(Some(_))));
+        let jwk = &t.verifying[0].jwk;
+        let hs = jsonwebtoken::encode(&jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256), &claims, &jsonwebtoken::EncodingKey::from_secret(jwk.to_string().as_bytes())).unwrap();
+        assert!(t.verify(&hs).is_err());
+        // A changed payload fails the signature.
+        let parts: Vec<&str> = good.split('.').collect();
+        let forged = format!("{}.{}.{}", parts[0], b64(&json!({"iss": DEFAULT_ISSUER, "sub": "admin", "exp": now + 600})), parts[2]);
+        assert!(t.verify(&forged).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn random_tokens_never_panic(s in "\\PC{0,300}", header in "[A-Za-z0-9_-]{0,60}", payload in "[A-Za-z0-9_-]{0,200}") {
+            let t = tokens();
+            let _ = t.verify(&s);
+            let _ = t.verify(&format!("{header}.{payload}.{header}"));
+            let _ = claims::read(&serde_json::from_str::<Value>(&s).unwrap_or_default());
+        }
+    }
+}
