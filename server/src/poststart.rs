@@ -20,6 +20,7 @@ use crate::request::Verb;
 pub const HOOKS: &[&str] = &[
     "start-system-namespaces-controller",
     "bootstrap-controller",
+    "start-kubernetes-service-cidr-controller",
     "scheduling/bootstrap-system-priority-classes",
     "rbac/bootstrap-roles",
     "priority-and-fairness-config-producer",
@@ -54,6 +55,7 @@ pub async fn run(ctx: &Ctx) {
             let result = match hook {
                 "start-system-namespaces-controller" => system_namespaces(ctx).await,
                 "bootstrap-controller" => kubernetes_service(ctx).await,
+                "start-kubernetes-service-cidr-controller" => service_cidr(ctx).await,
                 "scheduling/bootstrap-system-priority-classes" => priority_classes(ctx).await,
                 "rbac/bootstrap-roles" => crate::auth::rbac::policy::reconcile(ctx).await,
                 "priority-and-fairness-config-producer" => crate::flowcontrol::bootstrap::reconcile(ctx).await,
@@ -109,6 +111,25 @@ async fn kubernetes_service(ctx: &Ctx) -> ApiResult<()> {
         "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
     }))
     .await
+}
+
+/// The `kubernetes` ServiceCIDR made from `--service-cluster-ip-range`, ready.
+async fn service_cidr(ctx: &Ctx) -> ApiResult<()> {
+    use crate::ipalloc::DEFAULT_CIDR;
+    ensure(ctx, "networking.k8s.io", "v1", "servicecidrs", None, ctx.ips.default_cidr()).await?;
+    let info = registry::lookup("networking.k8s.io", "v1", "servicecidrs").ok_or_else(|| ApiError::internal("servicecidrs are not served"))?;
+    let ready = |old: &Value| -> ApiResult<Value> {
+        let mut new = old.clone();
+        if old["status"]["conditions"][0]["type"] != "Ready" {
+            new["status"] = json!({"conditions": [{
+                "type": "Ready", "status": "True", "reason": "",
+                "message": "Kubernetes default Service CIDR is ready",
+                "lastTransitionTime": crate::meta::now(),
+            }]});
+        }
+        Ok(new)
+    };
+    handlers::update_object(ctx, &request(info, None, DEFAULT_CIDR, Verb::Update), FieldValidation::Ignore, ready).await
 }
 
 /// The two PriorityClasses Kubernetes reserves for system components.

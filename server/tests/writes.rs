@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use common::{api_error, configmap, names, rv, TestServer};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service};
+use k8s_openapi::api::networking::v1::{IPAddress, IPAddressSpec, ParentReference, ServiceCIDR, ServiceCIDRSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -309,6 +310,73 @@ async fn services_get_defaults_and_unique_cluster_ips() {
     // The `kubernetes` Service holds the first address of the range.
     let kubernetes = api.get("kubernetes").await.unwrap();
     assert_eq!(kubernetes.spec.unwrap().cluster_ip.as_deref(), Some("10.96.0.1"));
+}
+
+#[tokio::test]
+async fn cluster_ips_are_ipaddress_objects_from_service_cidrs() {
+    let s = TestServer::start().await;
+    let services: Api<Service> = Api::namespaced(s.client(), "default");
+    let addresses: Api<IPAddress> = Api::all(s.client());
+    let cidrs: Api<ServiceCIDR> = Api::all(s.client());
+    // The range of the flag is the `kubernetes` ServiceCIDR, ready once the server is.
+    let default = cidrs.get("kubernetes").await.unwrap();
+    assert_eq!(default.spec.unwrap().cidrs, Some(vec!["10.96.0.0/12".to_string()]));
+    let ready = &default.status.unwrap().conditions.unwrap()[0];
+    assert_eq!((ready.type_.as_str(), ready.status.as_str()), ("Ready", "True"));
+
+    // Each cluster IP is held by an IPAddress naming its Service; deleting the Service frees it.
+    let web = services.create(&PostParams::default(), &service("web", None)).await.unwrap();
+    let ip = web.spec.unwrap().cluster_ip.unwrap();
+    let held = addresses.get(&ip).await.unwrap();
+    let parent = held.spec.clone().unwrap().parent_ref;
+    assert_eq!((parent.resource.as_str(), parent.namespace.as_deref(), parent.name.as_str()), ("services", Some("default"), "web"));
+    assert_eq!(held.labels().get("ipaddress.kubernetes.io/managed-by").map(String::as_str), Some("ipallocator.k8s.io"));
+    let kubernetes = addresses.get("10.96.0.1").await.unwrap();
+    assert_eq!(kubernetes.spec.unwrap().parent_ref.name, "kubernetes");
+    let table = s.kubectl_ok(&["get", "ipaddresses", &ip]);
+    assert!(table.contains("PARENTREF") && table.contains("services/default/web"), "{table}");
+
+    // An address someone else holds cannot be allocated.
+    let reserved = IPAddress {
+        metadata: kube::api::ObjectMeta { name: Some("10.96.3.3".into()), ..Default::default() },
+        spec: Some(IPAddressSpec { parent_ref: ParentReference { resource: "gateways".into(), name: "gw".into(), ..Default::default() } }),
+    };
+    addresses.create(&PostParams::default(), &reserved).await.unwrap();
+    let err = api_error(services.create(&PostParams::default(), &service("taken", Some("10.96.3.3"))).await);
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"), "{err:?}");
+
+    // A second ServiceCIDR widens what may be asked for.
+    let outside = api_error(services.create(&PostParams::default(), &service("far", Some("172.30.0.10"))).await);
+    assert_eq!(outside.code, 422, "{outside:?}");
+    let extra = ServiceCIDR {
+        metadata: kube::api::ObjectMeta { name: Some("extra".into()), ..Default::default() },
+        spec: Some(ServiceCIDRSpec { cidrs: Some(vec!["172.30.0.0/24".into()]) }),
+        status: None,
+    };
+    cidrs.create(&PostParams::default(), &extra).await.unwrap();
+    let far = services.create(&PostParams::default(), &service("far", Some("172.30.0.10"))).await.unwrap();
+    assert_eq!(far.spec.unwrap().cluster_ip.as_deref(), Some("172.30.0.10"));
+    assert!(addresses.get("172.30.0.10").await.is_ok());
+    services.delete("web", &DeleteParams::default()).await.unwrap();
+    assert_eq!(api_error(addresses.get(&ip).await).code, 404);
+
+    // Kubernetes' validation of both kinds.
+    let bad = |name: &str| IPAddress { metadata: kube::api::ObjectMeta { name: Some(name.into()), ..Default::default() }, spec: None };
+    let err = api_error(addresses.create(&PostParams::default(), &bad("10.96.3.4")).await);
+    assert!(err.message.contains("spec.parentRef: Required value"), "{err:?}");
+    let err = api_error(addresses.create(&PostParams::default(), &bad("010.96.3.4")).await);
+    assert_eq!(err.code, 422, "{err:?}");
+    let mut overlong = extra.clone();
+    overlong.metadata.name = Some("wide".into());
+    overlong.spec.as_mut().unwrap().cidrs = Some(vec!["10.1.0.0/16".into(), "10.2.0.0/16".into()]);
+    let err = api_error(cidrs.create(&PostParams::default(), &overlong).await);
+    assert!(err.message.contains("may specify no more than one IP for each IP family"), "{err:?}");
+    overlong.spec.as_mut().unwrap().cidrs = Some(vec!["10.1.0.1/16".into()]);
+    let err = api_error(cidrs.create(&PostParams::default(), &overlong).await);
+    assert!(err.message.contains("must be in canonical form (\"10.1.0.0/16\")"), "{err:?}");
+    let moved = Patch::Merge(json!({"spec": {"cidrs": ["172.31.0.0/24"]}}));
+    let err = api_error(cidrs.patch("extra", &PatchParams::default(), &moved).await);
+    assert!(err.message.contains("field is immutable"), "{err:?}");
 }
 
 #[tokio::test]

@@ -128,8 +128,9 @@ pub async fn create(
     warnings.extend(ctx.admission.admit(&named, Operation::Create, Some(&mut obj), None, dry_run).await?);
     let wants_ip = info.resource == "services" && info.group.is_empty() && service_wants_ip(&obj);
     let requested_ip = obj["spec"]["clusterIP"].as_str().filter(|s| !s.is_empty() && *s != "None").map(str::to_string);
+    let ranges = if wants_ip { ctx.ips.ranges(&ctx.store) } else { Vec::new() };
     if let Some(ip) = &requested_ip {
-        ctx.ips.check(ip).map_err(|cause| ApiError::Invalid { group: String::new(), kind: "Service".into(), name: name.clone(), causes: vec![cause] })?;
+        ServiceIps::check(&ranges, ip).map_err(|cause| ApiError::Invalid { group: String::new(), kind: "Service".into(), name: name.clone(), causes: vec![cause] })?;
     }
     for _ in 0..MAX_RETRIES {
         let mut ops = Vec::new();
@@ -138,12 +139,12 @@ pub async fn create(
                 Some(ip) => ip.clone(),
                 None => {
                     let cache = ctx.store.cache();
-                    ctx.ips.candidate(&|ip| cache.get(&ServiceIps::key(ip), None).ok().flatten().is_some())?
+                    ServiceIps::candidate(&ranges, &|ip| cache.get(&ServiceIps::key(ip), None).ok().flatten().is_some())?
                 }
             };
             obj["spec"]["clusterIP"] = json!(ip);
             obj["spec"]["clusterIPs"] = json!([ip]);
-            let reservation = json!({"service": key});
+            let reservation = ServiceIps::reservation(&ip, req.namespace.as_deref().unwrap_or_default(), &name);
             ops.push(Op { key: ServiceIps::key(&ip), cond: Cond::Absent, action: Action::Put(to_bytes(&reservation)?) });
         }
         if dry_run {

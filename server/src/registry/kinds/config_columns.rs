@@ -179,6 +179,29 @@ pub fn csr_cells(obj: &Value) -> Vec<Value> {
     vec![age(obj), text_or_none(&spec["signerName"]), text_or_none(&spec["username"]), json!(duration), json!(condition.join(","))]
 }
 
+pub const IPADDRESS_COLUMNS: &[Column] = &[col("ParentRef", "string", 0)];
+
+/// An IPAddress's row: its parent as `resource[.group]/[namespace/]name`.
+pub fn ipaddress_cells(obj: &Value) -> Vec<Value> {
+    let parent = &obj["spec"]["parentRef"];
+    if !parent.is_object() {
+        return vec![json!("<none>")];
+    }
+    let s = |k: &str| parent[k].as_str().unwrap_or_default();
+    let mut shown = if s("group").is_empty() { s("resource").to_lowercase() } else { format!("{}.{}", s("resource"), s("group")).to_lowercase() };
+    if !s("namespace").is_empty() {
+        shown = format!("{shown}/{}", s("namespace"));
+    }
+    vec![json!(format!("{shown}/{}", s("name")))]
+}
+
+pub const SERVICECIDR_COLUMNS: &[Column] = &[col("CIDRs", "string", 0), AGE];
+
+pub fn servicecidr_cells(obj: &Value) -> Vec<Value> {
+    let cidrs: Vec<&str> = obj["spec"]["cidrs"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    vec![json!(cidrs.join(",")), age(obj)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -131,6 +131,20 @@ pub fn data(old: &Value, new: &mut Value) -> Vec<Cause> {
     out
 }
 
+/// IPAddresses keep their parent.
+pub fn ipaddress(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    unchanged(old, new, "/spec/parentRef", &mut out);
+    out
+}
+
+/// ServiceCIDRs keep their ranges.
+pub fn servicecidr(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    unchanged(old, new, "/spec/cidrs", &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -239,6 +239,64 @@ pub fn binding(obj: &Value) -> Vec<Cause> {
     out
 }
 
+/// IPAddresses: named by an IP in canonical form, held by a parent (a Service).
+pub fn ipaddress(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    match name.parse::<std::net::IpAddr>() {
+        Err(_) => out.push(Cause::invalid("metadata.name", name, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")),
+        Ok(ip) if ip.to_string() != name => out.push(Cause::invalid("metadata.name", name, &format!("must be in canonical form (\"{ip}\")"))),
+        Ok(_) => {}
+    }
+    let parent = &obj["spec"]["parentRef"];
+    if !parent.is_object() {
+        out.push(Cause::new("FieldValueRequired", "spec.parentRef", "Required value"));
+        return out;
+    }
+    for field in ["resource", "name"] {
+        if parent[field].as_str().is_none_or(str::is_empty) {
+            out.push(Cause::new("FieldValueRequired", format!("spec.parentRef.{field}"), "Required value"));
+        }
+    }
+    if let Some(group) = parent["group"].as_str().filter(|g| !g.is_empty() && !is_dns_subdomain(g)) {
+        out.push(Cause::invalid("spec.parentRef.group", group, "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"));
+    }
+    out
+}
+
+/// ServiceCIDRs: one or two CIDRs (one per IP family), each valid and canonical.
+pub fn servicecidr(obj: &Value) -> Vec<Cause> {
+    let cidrs: Vec<&Value> = obj["spec"]["cidrs"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
+    if cidrs.is_empty() {
+        return vec![Cause::new("FieldValueRequired", "spec.cidrs", "Required value: at least one CIDR required")];
+    }
+    if cidrs.len() > 2 {
+        return vec![Cause::new("FieldValueInvalid", "spec.cidrs", "Invalid value: may only hold up to 2 values")];
+    }
+    let parsed: Vec<Option<ipnet::IpNet>> = cidrs.iter().map(|c| c.as_str().and_then(|s| s.parse().ok())).collect();
+    if let [Some(a), Some(b)] = parsed.as_slice() {
+        if matches!(a, ipnet::IpNet::V4(_)) == matches!(b, ipnet::IpNet::V4(_)) {
+            return vec![Cause::new(
+                "FieldValueInvalid",
+                "spec.cidrs",
+                "Invalid value: may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64",
+            )];
+        }
+    }
+    let mut out = Vec::new();
+    for (i, (raw, net)) in cidrs.iter().zip(&parsed).enumerate() {
+        let shown = raw.as_str().unwrap_or_default();
+        match net {
+            None => out.push(Cause::invalid(format!("spec.cidrs[{i}]"), shown, "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)")),
+            Some(n) if n.trunc().to_string() != shown => {
+                out.push(Cause::invalid(format!("spec.cidrs[{i}]"), shown, &format!("must be in canonical form (\"{}\")", n.trunc())))
+            }
+            Some(_) => {}
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
