@@ -110,7 +110,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             Arc::new(NodeRestriction { store: store.clone() }),
             Arc::new(Escalation { auth: auth.clone() }),
             Arc::new(CertificateSigners { auth: auth.clone() }),
-            Arc::new(ValidatingPolicies::new(store.clone())),
+            Arc::new(ValidatingPolicies::new(store.clone(), auth.clone())),
             Arc::new(ValidatingWebhooks { store: store.clone() }),
         ],
     );

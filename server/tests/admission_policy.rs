@@ -180,3 +180,63 @@ spec:
     apply(&s, &broken.replace("failurePolicy: Fail", "failurePolicy: Ignore"));
     s.kubectl_ok(&["create", "configmap", "c1", "--from-literal=a=b", "-n", "default"]);
 }
+
+const AUTHORIZER_POLICY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: readers.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - expression: authorizer.requestResource.check('create').allowed()
+  - expression: authorizer.path('/healthz').check('get').allowed()
+  - expression: authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('get').allowed()
+    messageExpression: "'only readers of secrets may create configmaps here: ' + authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('get').reason()"
+  - expression: >-
+      !has(object.data) || !('deployer' in object.data) ||
+      authorizer.serviceAccount(object.metadata.namespace, object.data.deployer).group('apps').resource('deployments').namespace(object.metadata.namespace).check('create').allowed()
+    message: the deployer may not create deployments
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: readers-binding.example.com}
+spec:
+  policyName: readers.example.com
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels: {policy: readers}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn validations_ask_the_authorizer() {
+    let s = TestServer::start().await;
+    s.kubectl_ok(&["create", "namespace", "team"]);
+    s.kubectl_ok(&["label", "namespace", "team", "policy=readers"]);
+    apply(&s, AUTHORIZER_POLICY);
+    s.kubectl_ok(&["create", "role", "writer", "--verb=create", "--resource=configmaps", "-n", "team"]);
+    s.kubectl_ok(&["create", "rolebinding", "alice-writer", "--role=writer", "--user=alice", "-n", "team"]);
+    let alice = s.kubeconfig_for("alice", &[]);
+
+    // Alice may create configmaps but not read secrets: the policy asks RBAC and refuses.
+    let out = s.kubectl_as(&alice, &["create", "configmap", "one", "-n", "team"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("denied request: only readers of secrets may create configmaps here"), "{}", stderr(&out));
+    s.kubectl_ok(&["create", "role", "reader", "--verb=get", "--resource=secrets", "-n", "team"]);
+    s.kubectl_ok(&["create", "rolebinding", "alice-reader", "--role=reader", "--user=alice", "-n", "team"]);
+    let out = s.kubectl_as(&alice, &["create", "configmap", "one", "-n", "team"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Checks for a service account rather than the requester.
+    let out = s.kubectl_as(&alice, &["create", "configmap", "two", "--from-literal=deployer=builder", "-n", "team"]);
+    assert!(stderr(&out).contains("the deployer may not create deployments"), "{}", stderr(&out));
+    s.kubectl_ok(&["create", "role", "deployer", "--verb=create", "--resource=deployments.apps", "-n", "team"]);
+    s.kubectl_ok(&["create", "rolebinding", "builder-deployer", "--role=deployer", "--serviceaccount=team:builder", "-n", "team"]);
+    let out = s.kubectl_as(&alice, &["create", "configmap", "two", "--from-literal=deployer=builder", "-n", "team"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Alice herself still may not create deployments: the check was for the account alone.
+    let out = s.kubectl_as(&alice, &["create", "deployment", "web", "--image=nginx", "-n", "team"]);
+    assert!(stderr(&out).contains("forbidden"), "{}", stderr(&out));
+}

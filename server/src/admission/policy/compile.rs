@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::expr::Expression;
+use crate::expr::{Authorizer, Expression};
 
 /// One validation: the expression that must hold and what to say when it does not.
 pub struct Validation {
@@ -38,6 +38,7 @@ fn sample(variables: &[String]) -> Vec<(&'static str, Value)> {
         ("namespaceObject", json!({})),
         ("request", json!({"kind": {}, "resource": {}, "userInfo": {}, "operation": "", "name": "", "namespace": ""})),
         ("variables", Value::Object(vars)),
+        ("authorizer", Authorizer::sample()),
     ]
 }
 

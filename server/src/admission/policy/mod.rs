@@ -1,6 +1,6 @@
 //! ValidatingAdmissionPolicy: every write a binding's policy selects is checked with the
 //! policy's CEL validations (`object`, `oldObject`, `request`, `params`, `namespaceObject`,
-//! `variables`), on every replica, from the policies and bindings this replica has applied.
+//! `variables`, `authorizer`), on every replica, from the policies and bindings this replica has applied.
 //! Policies are compiled once per version; a refusal is Kubernetes' error for it, with the
 //! validation's reason and message.
 
@@ -13,7 +13,10 @@ use raft_store::Store;
 use serde_json::{json, Value};
 
 use super::{matching, Operation, Request, Validating};
+use crate::auth::authz::Outcome as AuthzOutcome;
+use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult, Refusal};
+use crate::expr::authorizer::{Authorizer, Decision, RequestResource};
 use crate::registry;
 use compile::Policy;
 
@@ -21,8 +24,12 @@ const GROUP: &str = "admissionregistration.k8s.io";
 const POLICIES: &str = "/registry/admissionregistration.k8s.io/validatingadmissionpolicies/";
 const BINDINGS: &str = "/registry/admissionregistration.k8s.io/validatingadmissionpolicybindings/";
 
+/// How many times a policy is evaluated again for the authorizer checks it asked for.
+const AUTHORIZER_ROUNDS: usize = 8;
+
 pub struct ValidatingPolicies {
     pub store: Store,
+    auth: Auth,
     /// Compiled policies by name, with the revision they were compiled at.
     compiled: Mutex<HashMap<String, (u64, Arc<Policy>)>>,
 }
@@ -34,8 +41,8 @@ enum Outcome {
 }
 
 impl ValidatingPolicies {
-    pub fn new(store: Store) -> ValidatingPolicies {
-        ValidatingPolicies { store, compiled: Mutex::new(HashMap::new()) }
+    pub fn new(store: Store, auth: Auth) -> ValidatingPolicies {
+        ValidatingPolicies { store, auth, compiled: Mutex::new(HashMap::new()) }
     }
 
     fn policy(&self, name: &str) -> ApiResult<Option<Arc<Policy>>> {
@@ -81,14 +88,34 @@ impl ValidatingPolicies {
         Ok(Some(found))
     }
 
-    /// Runs one policy's checks with one set of parameters bound.
-    fn evaluate(policy: &Policy, mut vars: Vec<(&'static str, Value)>) -> Result<Outcome, String> {
+    /// Runs one policy's checks with one set of parameters bound, authorizing what its
+    /// expressions ask the authorizer and evaluating again until they ask nothing new.
+    async fn evaluate(&self, policy: &Policy, vars: Vec<(&'static str, Value)>, authorizer: &Authorizer) -> Result<Outcome, String> {
+        for _ in 0..AUTHORIZER_ROUNDS {
+            let outcome = ValidatingPolicies::evaluate_once(policy, vars.clone(), authorizer);
+            let pending = authorizer.take_pending();
+            if pending.is_empty() {
+                return outcome;
+            }
+            for attrs in pending {
+                let decision = match self.auth.chain.authorize(&attrs).await {
+                    AuthzOutcome::Decided(v) => Decision { allowed: v.allowed(), reason: v.reason, error: None },
+                    AuthzOutcome::Failed(e) => Decision { allowed: false, reason: String::new(), error: Some(e) },
+                };
+                authorizer.record(attrs, decision);
+            }
+        }
+        Err("too many authorizer checks".into())
+    }
+
+    fn evaluate_once(policy: &Policy, mut vars: Vec<(&'static str, Value)>, authorizer: &Authorizer) -> Result<Outcome, String> {
+        let authz = Some(authorizer);
         fn refs<'a>(vars: &'a [(&'static str, Value)]) -> Vec<(&'static str, &'a Value)> {
             vars.iter().map(|(k, v)| (*k, v)).collect()
         }
         for (name, condition) in &policy.conditions {
             let condition = condition.as_ref().map_err(|e| format!("matchCondition '{name}': {e}"))?;
-            if !condition.eval_bool(&refs(&vars)).map_err(|e| format!("failed to evaluate matchCondition '{name}': {e}"))? {
+            if !condition.eval_bool(&refs(&vars), authz).map_err(|e| format!("failed to evaluate matchCondition '{name}': {e}"))? {
                 return Ok(Outcome::Allowed);
             }
         }
@@ -96,7 +123,7 @@ impl ValidatingPolicies {
         vars.push(("variables", Value::Object(serde_json::Map::new())));
         for (name, expression) in &policy.variables {
             let expression = expression.as_ref().map_err(|e| format!("variable '{name}': {e}"))?;
-            let value = expression.eval(&refs(&vars)).map_err(|e| format!("variable '{name}' resulted in error: {e}"))?;
+            let value = expression.eval_with(&refs(&vars), authz).map_err(|e| format!("variable '{name}' resulted in error: {e}"))?;
             if let Some((_, Value::Object(variables))) = vars.last_mut() {
                 variables.insert(name.clone(), crate::expr::to_json(&value));
             }
@@ -104,14 +131,14 @@ impl ValidatingPolicies {
         let bound = refs(&vars);
         for v in &policy.validations {
             let expression = v.expression.as_ref().map_err(Clone::clone)?;
-            if expression.eval_bool(&bound)? {
+            if expression.eval_bool(&bound, authz)? {
                 continue;
             }
             let from_expression = v
                 .message_expression
                 .as_ref()
                 .and_then(|m| m.as_ref().ok())
-                .and_then(|m| m.eval_string(&bound).ok())
+                .and_then(|m| m.eval_string(&bound, authz).ok())
                 .filter(|m| !m.trim().is_empty());
             let message = from_expression.or_else(|| v.message.clone()).unwrap_or_else(|| format!("failed expression: {}", expression.source));
             return Ok(Outcome::Refused { message, reason: v.reason });
@@ -197,15 +224,25 @@ impl Validating for ValidatingPolicies {
                 }
                 Some(found) => found,
             };
+            let info = r.req.info;
+            let request = RequestResource {
+                group: info.group,
+                resource: info.resource,
+                subresource: r.req.subresource.as_deref().unwrap_or_default(),
+                namespace: r.req.namespace.as_deref().unwrap_or_default(),
+                name: &name,
+            };
+            let authorizer = Authorizer::new((*r.req.user).clone());
             for param in params {
                 let vars = vec![
+                    ("authorizer", Authorizer::value(&request)),
                     ("object", if r.operation == Operation::Delete { Value::Null } else { r.object.cloned().unwrap_or(Value::Null) }),
                     ("oldObject", r.old.cloned().unwrap_or(Value::Null)),
                     ("params", param),
                     ("namespaceObject", namespace.clone().unwrap_or(Value::Null)),
                     ("request", request_value(r, &name)),
                 ];
-                let outcome = match ValidatingPolicies::evaluate(&policy, vars) {
+                let outcome = match self.evaluate(&policy, vars, &authorizer).await {
                     Ok(o) => o,
                     Err(_) if !policy.fail_closed => continue,
                     Err(e) => Outcome::Refused { message: e, reason: "Invalid" },

@@ -59,7 +59,7 @@ fn selects(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Valu
         let name = condition["name"].as_str().unwrap_or_default();
         let source = condition["expression"].as_str().unwrap_or_default();
         let expression = Expression::compile(source, &vars, Some("bool")).map_err(|e| format!("matchCondition {name:?}: {e}"))?;
-        if !expression.eval_bool(&vars).map_err(|e| format!("matchCondition {name:?}: {e}"))? {
+        if !expression.eval_bool(&vars, None).map_err(|e| format!("matchCondition {name:?}: {e}"))? {
             return Ok(false);
         }
     }

@@ -27,7 +27,7 @@ impl MatchConditions {
     pub fn matches(&self, request: &serde_json::Value) -> Result<bool, String> {
         let mut errors = Vec::new();
         for e in &self.expressions {
-            match e.eval_bool(&[("request", request)]) {
+            match e.eval_bool(&[("request", request)], None) {
                 Ok(true) => {}
                 Ok(false) => return Ok(false),
                 Err(e) => errors.push(format!("cel evaluation error: {e}")),

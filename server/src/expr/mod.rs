@@ -1,10 +1,17 @@
 //! CEL expressions over JSON objects, as Kubernetes evaluates them in admission policies and
 //! authorization match conditions: compile once, bind named JSON values, evaluate.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+pub mod authorizer;
 
-use cel::{Context, ExecutionError, Program, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+use cel::{Context, Env, ExecutionError, Program, Value};
+
+pub use authorizer::Authorizer;
+
+/// The standard library, built once.
+static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(Env::stdlib()));
 
 /// A compiled expression with its source.
 pub struct Expression {
@@ -25,7 +32,9 @@ impl Expression {
     pub fn compile(source: &str, sample: &[(&str, &serde_json::Value)], want: Option<&str>) -> Result<Expression, String> {
         let program = Program::compile(source).map_err(|e| format!("compilation failed: {e}"))?;
         let expression = Expression { source: source.to_string(), program };
-        match expression.eval(sample) {
+        // A sample that binds `authorizer` brings its functions.
+        let authorizer = sample.iter().any(|(name, _)| *name == "authorizer").then(|| Authorizer::new(Default::default()));
+        match expression.eval_with(sample, authorizer.as_ref()) {
             // A null from the sample says nothing about the type (a variable whose value the
             // sample cannot know).
             Ok(v) if want.is_some_and(|w| type_name(&v) != w) && v != Value::Null => {
@@ -38,7 +47,15 @@ impl Expression {
 
     /// Evaluates with `vars` bound.
     pub fn eval(&self, vars: &[(&str, &serde_json::Value)]) -> Result<Value, ExecutionError> {
-        let mut context = Context::default();
+        self.eval_with(vars, None)
+    }
+
+    /// Evaluates with `vars` bound and, for admission policies, the `authorizer` library.
+    pub fn eval_with(&self, vars: &[(&str, &serde_json::Value)], authorizer: Option<&Authorizer>) -> Result<Value, ExecutionError> {
+        let mut context = Context::with_env(ENV.clone());
+        if let Some(a) = authorizer {
+            a.install(&mut context);
+        }
         for (name, value) in vars {
             context.add_variable_from_value(*name, to_value(value));
         }
@@ -46,8 +63,8 @@ impl Expression {
     }
 
     /// Evaluates to a bool; anything else is an error, worded as Kubernetes words it.
-    pub fn eval_bool(&self, vars: &[(&str, &serde_json::Value)]) -> Result<bool, String> {
-        match self.eval(vars) {
+    pub fn eval_bool(&self, vars: &[(&str, &serde_json::Value)], authorizer: Option<&Authorizer>) -> Result<bool, String> {
+        match self.eval_with(vars, authorizer) {
             Ok(Value::Bool(b)) => Ok(b),
             Ok(other) => Err(format!("expression '{}' resulted in {}, want bool", self.source, type_name(&other))),
             Err(e) => Err(format!("expression '{}' resulted in error: {e}", self.source)),
@@ -55,8 +72,8 @@ impl Expression {
     }
 
     /// Evaluates to a string.
-    pub fn eval_string(&self, vars: &[(&str, &serde_json::Value)]) -> Result<String, String> {
-        match self.eval(vars) {
+    pub fn eval_string(&self, vars: &[(&str, &serde_json::Value)], authorizer: Option<&Authorizer>) -> Result<String, String> {
+        match self.eval_with(vars, authorizer) {
             Ok(Value::String(s)) => Ok(s.to_string()),
             Ok(other) => Err(format!("expression '{}' resulted in {}, want string", self.source, type_name(&other))),
             Err(e) => Err(format!("expression '{}' resulted in error: {e}", self.source)),
@@ -132,7 +149,7 @@ mod tests {
         let object = json!({"spec": {"replicas": 3}, "metadata": {"name": "x"}});
         let sample = [("object", &object)];
         let e = Expression::compile("object.spec.replicas > 1", &sample, Some("bool")).unwrap();
-        assert_eq!(e.eval_bool(&[("object", &json!({"spec": {"replicas": 1}}))]), Ok(false));
+        assert_eq!(e.eval_bool(&[("object", &json!({"spec": {"replicas": 1}}))], None), Ok(false));
         assert!(Expression::compile("object.spec.replicas", &sample, Some("bool")).unwrap_err().contains("must evaluate to bool"));
         assert!(Expression::compile("other.x == 1", &sample, Some("bool")).unwrap_err().contains("undeclared reference to 'other'"));
         assert!(Expression::compile("object.spec.replicas >", &sample, None).unwrap_err().starts_with("compilation failed"));
@@ -140,7 +157,7 @@ mod tests {
         let variables = json!({"odd": null});
         assert!(Expression::compile("variables.odd", &[("variables", &variables)], Some("bool")).is_ok());
         let m = Expression::compile("'name: ' + object.metadata.name", &sample, Some("string")).unwrap();
-        assert_eq!(m.eval_string(&sample).unwrap(), "name: x");
+        assert_eq!(m.eval_string(&sample, None).unwrap(), "name: x");
         assert_eq!(to_json(&to_value(&object)), object);
     }
 }
