@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
-use crate::registry::{self, RESOURCES};
+use crate::registry;
 use crate::request::{ResourceRequest, Verb};
 
 /// Namespaces every cluster has from the start.
@@ -78,7 +78,7 @@ async fn finalize_namespaces(ctx: &Ctx) -> ApiResult<()> {
         }
         let name = ns["metadata"]["name"].as_str().unwrap_or_default().to_string();
         let mut remaining = 0;
-        for res in RESOURCES.iter().filter(|r| r.namespaced) {
+        for res in registry::served().filter(|r| r.namespaced) {
             let items = cache.list(&res.list_prefix(Some(&name)), None, None, None, &|_| true)?;
             for item in items.items {
                 remaining += 1;

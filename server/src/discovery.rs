@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::registry::{ResourceInfo, RESOURCES};
+use crate::registry::{served, ResourceInfo};
 
 /// Content type of an aggregated discovery response.
 pub const AGGREGATED_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -11,7 +11,7 @@ pub const AGGREGATED_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.i
 /// The named groups in table order, each with its versions.
 fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
     let mut out: Vec<(&str, Vec<&str>)> = Vec::new();
-    for r in RESOURCES.iter().filter(|r| !r.group.is_empty()) {
+    for r in served().filter(|r| !r.group.is_empty()) {
         match out.iter_mut().find(|(g, _)| *g == r.group) {
             Some((_, versions)) if !versions.contains(&r.version) => versions.push(r.version),
             Some(_) => {}
@@ -48,7 +48,7 @@ pub fn api_group(group: &str) -> Option<Value> {
 }
 
 fn in_version<'a>(group: &'a str, version: &'a str) -> impl Iterator<Item = &'static ResourceInfo> + 'a {
-    RESOURCES.iter().filter(move |r| r.group == group && r.version == version)
+    served().filter(move |r| r.group == group && r.version == version)
 }
 
 /// A subresource's kind and verbs.

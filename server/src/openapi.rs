@@ -11,7 +11,7 @@ use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
 use crate::negotiate::PATCH_TYPES;
-use crate::registry::{ResourceInfo, RESOURCES};
+use crate::registry::{served, ResourceInfo};
 
 /// The Swagger 2.0 definitions of every kind and what it refers to, keyed by definition name.
 pub fn definitions() -> Map<String, Value> {
@@ -24,7 +24,7 @@ fn schemas(ref_prefix: &str, openapi3: bool) -> Map<String, Value> {
     settings.definitions_path = ref_prefix.trim_start_matches('#').to_string().into();
     let mut generator = settings.into_generator();
     let mut out = Map::new();
-    for r in RESOURCES {
+    for r in served() {
         let schema = (r.ops.schema)(&mut generator);
         let mut v = schema.to_value();
         if let Some(o) = v.as_object_mut() {
@@ -105,7 +105,7 @@ fn paths(r: &ResourceInfo, openapi3: bool) -> Vec<(String, Value)> {
 pub fn v2() -> &'static [u8] {
     static DOC: OnceLock<Vec<u8>> = OnceLock::new();
     DOC.get_or_init(|| {
-        let all_paths: Map<String, Value> = RESOURCES.iter().flat_map(|r| paths(r, false)).collect();
+        let all_paths: Map<String, Value> = served().flat_map(|r| paths(r, false)).collect();
         let doc = json!({
             "swagger": "2.0",
             "info": {"title": "Kubernetes", "version": "v1.34.0"},
@@ -130,10 +130,10 @@ fn v3_docs() -> &'static BTreeMap<String, Vec<u8>> {
     DOCS.get_or_init(|| {
         let all = schemas("#/components/schemas/", true);
         let mut docs = BTreeMap::new();
-        let mut gvs: Vec<String> = RESOURCES.iter().map(gv_path).collect();
+        let mut gvs: Vec<String> = served().map(gv_path).collect();
         gvs.dedup();
         for gv in gvs {
-            let res: Vec<&ResourceInfo> = RESOURCES.iter().filter(|r| gv_path(r) == gv).collect();
+            let res: Vec<&ResourceInfo> = served().filter(|r| gv_path(r) == gv).collect();
             let paths: Map<String, Value> = res.iter().flat_map(|r| paths(r, true)).collect();
             let doc = json!({
                 "openapi": "3.0.0",

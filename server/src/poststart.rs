@@ -13,7 +13,7 @@ use crate::context::Ctx;
 use crate::controllers::{request, DEFAULT_NAMESPACES};
 use crate::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
-use crate::registry::{self, RESOURCES};
+use crate::registry;
 use crate::request::Verb;
 
 /// The hooks, in the order they run.
@@ -182,7 +182,7 @@ const PRIORITIES: &[(&str, i64, i64)] = &[
 /// An APIService for every group/version this server serves itself (`v1.`, `v1.apps`, ...),
 /// available because local.
 async fn api_services(ctx: &Ctx) -> ApiResult<()> {
-    let versions: BTreeSet<(&str, &str)> = RESOURCES.iter().map(|r| (r.group, r.version)).collect();
+    let versions: BTreeSet<(&str, &str)> = registry::served().map(|r| (r.group, r.version)).collect();
     for (group, version) in versions {
         let (group_priority, version_priority) =
             PRIORITIES.iter().find(|(g, _, _)| *g == group).map(|(_, g, v)| (*g, *v)).unwrap_or((1000, 15));

@@ -8,7 +8,7 @@ use anyhow::Context;
 use raft_store::{CacheOptions, Observers, PeerTls, Store, StoreOptions};
 
 use crate::admission::node_restriction::NodeRestriction;
-use crate::admission::policy::ValidatingPolicies;
+use crate::admission::policy::{MutatingPolicies, ValidatingPolicies};
 use crate::admission::webhooks::{MutatingWebhooks, ValidatingWebhooks};
 use crate::admission::service_account::ServiceAccounts;
 use crate::admission::certificates::CertificateSigners;
@@ -27,6 +27,7 @@ use crate::ipalloc::ServiceIps;
 use crate::{app, controllers, tls};
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
+    crate::registry::set_feature_gates(&args.feature_gates).map_err(|e| anyhow::anyhow!("--feature-gates: {e}"))?;
     let range = args
         .service_cluster_ip_range
         .parse()
@@ -104,8 +105,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let authn = Arc::new(crate::auth::authn::build(&args, tokens.clone(), store.clone())?);
     let chain = authz::build(&args, &rbac, &nodes, &metrics)?;
     let auth = Auth { chain, rbac };
+    let mut mutating: Vec<Arc<dyn crate::admission::Mutating>> = vec![Arc::new(ServiceAccounts { store: store.clone() })];
+    if crate::registry::gate_enabled("MutatingAdmissionPolicy") {
+        mutating.push(Arc::new(MutatingPolicies::new(store.clone(), auth.clone())));
+    }
+    mutating.push(Arc::new(MutatingWebhooks { store: store.clone() }));
     let admission = Admission::new(
-        vec![Arc::new(ServiceAccounts { store: store.clone() }), Arc::new(MutatingWebhooks { store: store.clone() })],
+        mutating,
         vec![
             Arc::new(NodeRestriction { store: store.clone() }),
             Arc::new(Escalation { auth: auth.clone() }),

@@ -233,6 +233,7 @@ mod tests {
             verbs: &[],
             has_generation: false,
             ops: ops(columns),
+            gate: None,
         }
     }
 

@@ -240,3 +240,82 @@ async fn validations_ask_the_authorizer() {
     let out = s.kubectl_as(&alice, &["create", "deployment", "web", "--image=nginx", "-n", "team"]);
     assert!(stderr(&out).contains("forbidden"), "{}", stderr(&out));
 }
+
+const MUTATING_POLICY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicy
+metadata: {name: stamp.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
+  matchConditions:
+  - name: not-exempt
+    expression: "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"
+  variables:
+  - name: team
+    expression: "namespaceObject.metadata.labels['team']"
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{
+          metadata: Object.metadata{annotations: {"mutated-by": "admission-policy", "team": variables.team}},
+          spec: Object.spec{replicas: object.spec.replicas > 3 ? 3 : object.spec.replicas}
+        }
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        [JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("example.com/stamped"), value: object.metadata.annotations["mutated-by"]}]
+  reinvocationPolicy: Never
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: stamp-binding.example.com}
+spec:
+  policyName: stamp.example.com
+  matchResources:
+    namespaceSelector:
+      matchLabels: {stamp: "yes"}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mutating_policies_change_what_they_select() {
+    // Off by default, as in Kubernetes 1.34.
+    let off = TestServer::start().await;
+    let out = off.kubectl(&["get", "mutatingadmissionpolicies"]);
+    assert!(!out.status.success(), "served without the feature gate");
+
+    let s = TestServer::start_with(&["--feature-gates=MutatingAdmissionPolicy=true"]).await;
+    let resources = s.kubectl_ok(&["api-resources", "--api-group=admissionregistration.k8s.io", "-o", "name"]);
+    assert!(resources.contains("mutatingadmissionpolicies.admissionregistration.k8s.io"), "{resources}");
+    s.kubectl_ok(&["create", "namespace", "stamped"]);
+    s.kubectl_ok(&["label", "namespace", "stamped", "stamp=yes", "team=blue"]);
+    s.kubectl_ok(&["create", "namespace", "plain"]);
+    apply(&s, MUTATING_POLICY);
+    let listed = s.kubectl_ok(&["get", "mutatingadmissionpolicies"]);
+    assert!(listed.contains("MUTATIONS") && listed.contains("stamp.example.com"), "{listed}");
+
+    s.kubectl_ok(&["create", "deployment", "web", "--image=nginx", "--replicas=5", "-n", "stamped"]);
+    let web: serde_json::Value = serde_json::from_str(&s.kubectl_ok(&["get", "deployment", "web", "-n", "stamped", "-o", "json"])).unwrap();
+    assert_eq!(web["metadata"]["annotations"]["mutated-by"], "admission-policy", "{web}");
+    assert_eq!(web["metadata"]["annotations"]["team"], "blue");
+    assert_eq!(web["spec"]["replicas"], 3, "the apply configuration caps replicas");
+    assert_eq!(web["metadata"]["labels"]["example.com/stamped"], "admission-policy", "the JSON patch saw the first mutation");
+    assert_eq!(web["spec"]["template"]["spec"]["containers"][0]["image"], "nginx", "the rest of the object is kept");
+
+    // Unselected namespaces and objects the match condition exempts are left alone.
+    s.kubectl_ok(&["create", "deployment", "web", "--image=nginx", "--replicas=5", "-n", "plain"]);
+    let plain = s.kubectl_ok(&["get", "deployment", "web", "-n", "plain", "-o", "jsonpath={.spec.replicas}"]);
+    assert_eq!(plain, "5");
+    apply(&s, &deployment("exempted", 5).replace("namespace: guarded", "namespace: stamped, labels: {exempt: \"yes\"}"));
+    let exempt = s.kubectl_ok(&["get", "deployment", "exempted", "-n", "stamped", "-o", "jsonpath={.spec.replicas}"]);
+    assert_eq!(exempt, "5");
+
+    // A mutation that fails refuses the write under failurePolicy Fail (the default).
+    let broken = MUTATING_POLICY.replace("stamp.example.com", "broken.example.com").replace("stamp-binding", "broken-binding")
+        .replace("namespaceObject.metadata.labels['team']", "namespaceObject.metadata.labels['missing']");
+    apply(&s, &broken);
+    let out = s.kubectl(&["create", "deployment", "db", "--image=postgres", "-n", "stamped"]);
+    assert!(stderr(&out).contains("MutatingAdmissionPolicy 'broken.example.com' with binding 'broken-binding.example.com' denied request"), "{}", stderr(&out));
+}

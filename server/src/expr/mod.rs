@@ -2,6 +2,7 @@
 //! authorization match conditions: compile once, bind named JSON values, evaluate.
 
 pub mod authorizer;
+pub mod objects;
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -17,6 +18,10 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(Env::stdlib()));
 pub struct Expression {
     pub source: String,
     program: Program,
+    /// The standard library, with the struct types the expression constructs if any.
+    env: Arc<Env>,
+    /// Whether it calls `jsonpatch.escapeKey`.
+    jsonpatch: bool,
 }
 
 impl std::fmt::Debug for Expression {
@@ -31,7 +36,10 @@ impl Expression {
     /// another type than `want` when one is given.
     pub fn compile(source: &str, sample: &[(&str, &serde_json::Value)], want: Option<&str>) -> Result<Expression, String> {
         let program = Program::compile(source).map_err(|e| format!("compilation failed: {e}"))?;
-        let expression = Expression { source: source.to_string(), program };
+        let structs = objects::struct_names(source);
+        let env = if structs.is_empty() { ENV.clone() } else { Arc::new(objects::env_with(&structs)?) };
+        let jsonpatch = source.contains("jsonpatch.escapeKey");
+        let expression = Expression { source: source.to_string(), program, env, jsonpatch };
         // A sample that binds `authorizer` brings its functions.
         let authorizer = sample.iter().any(|(name, _)| *name == "authorizer").then(|| Authorizer::new(Default::default()));
         match expression.eval_with(sample, authorizer.as_ref()) {
@@ -52,9 +60,12 @@ impl Expression {
 
     /// Evaluates with `vars` bound and, for admission policies, the `authorizer` library.
     pub fn eval_with(&self, vars: &[(&str, &serde_json::Value)], authorizer: Option<&Authorizer>) -> Result<Value, ExecutionError> {
-        let mut context = Context::with_env(ENV.clone());
+        let mut context = Context::with_env(self.env.clone());
         if let Some(a) = authorizer {
             a.install(&mut context);
+        }
+        if self.jsonpatch {
+            let _ = context.add_function("jsonpatch.escapeKey", objects::escape_key);
         }
         for (name, value) in vars {
             context.add_variable_from_value(*name, to_value(value));

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::registry::RESOURCES;
+use crate::registry::ALL;
 
 /// A field as `k8s-pb` declares it.
 #[derive(Debug)]
@@ -135,6 +135,10 @@ fn json_names() -> BTreeMap<String, Vec<String>> {
     generator.subschema_for::<k8s_openapi::api::policy::v1::Eviction>();
     generator.subschema_for::<k8s_openapi::api::authentication::v1::TokenRequest>();
     generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>();
+    // Kinds behind a feature gate are not in the served definitions but may be turned on.
+    for r in ALL.iter().filter(|r| r.gate.is_some()) {
+        defs.insert(r.ops.definition.to_string(), (r.ops.schema)(&mut generator).to_value());
+    }
     defs.extend(generator.take_definitions(true));
     defs.into_iter()
         .map(|(name, schema)| {
@@ -165,10 +169,10 @@ fn generate() -> String {
     let mut all = BTreeMap::new();
     parse_crate(&k8s_pb_src(), &mut Vec::new(), &mut all);
     let names = json_names();
-    let mut roots: Vec<String> = RESOURCES.iter().map(|r| r.ops.definition.trim_start_matches("io.k8s.").to_string()).collect();
+    let mut roots: Vec<String> = ALL.iter().map(|r| r.ops.definition.trim_start_matches("io.k8s.").to_string()).collect();
     // The reviews have no lists.
     roots.extend(
-        RESOURCES.iter().map(|r| format!("{}List", r.ops.definition.trim_start_matches("io.k8s."))).filter(|l| all.contains_key(l)),
+        ALL.iter().map(|r| format!("{}List", r.ops.definition.trim_start_matches("io.k8s."))).filter(|l| all.contains_key(l)),
     );
     roots.extend(super::OTHER_KINDS.iter().map(|(_, _, m)| m.to_string()));
     let mut keep = BTreeSet::new();

@@ -1,12 +1,15 @@
 //! The registry: the one table of served resources, and what each kind knows about itself
 //! (typed decoding through `k8s-openapi`, defaults, validation, table columns).
 //!
-//! Routing, discovery, OpenAPI, RBAC and storage keys are all derived from [`RESOURCES`].
+//! Routing, discovery, OpenAPI, RBAC and storage keys are all derived from [`served`]: the
+//! table's resources less those behind a feature gate that is off (`--feature-gates`).
 
 mod table;
 pub mod kinds;
 
-pub use table::RESOURCES;
+use std::sync::OnceLock;
+
+pub use table::ALL;
 
 use crate::error::Cause;
 use serde_json::Value;
@@ -55,7 +58,7 @@ pub struct KindOps {
     pub definition: &'static str,
 }
 
-/// One served resource. Declared once, in [`RESOURCES`].
+/// One served resource. Declared once, in [`ALL`].
 pub struct ResourceInfo {
     /// API group; empty for the core group.
     pub group: &'static str,
@@ -74,6 +77,40 @@ pub struct ResourceInfo {
     /// Whether `metadata.generation` tracks spec changes.
     pub has_generation: bool,
     pub ops: &'static KindOps,
+    /// The feature gate that must be on for the resource to be served, as Kubernetes 1.34
+    /// keeps it off by default (`MutatingAdmissionPolicy`).
+    pub gate: Option<&'static str>,
+}
+
+/// The feature gates turned on, set once at start.
+static GATES: OnceLock<Vec<String>> = OnceLock::new();
+
+/// Reads `--feature-gates` (`Name=true,Other=false`); an unknown gate name or value is an error.
+pub fn set_feature_gates(flag: &str) -> Result<(), String> {
+    let known: Vec<&str> = ALL.iter().filter_map(|r| r.gate).collect();
+    let mut on = Vec::new();
+    for item in flag.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (name, value) = item.split_once('=').ok_or_else(|| format!("missing bool value for {item}"))?;
+        let value: bool = value.trim().parse().map_err(|_| format!("invalid value of {name}={value}, err: invalid boolean"))?;
+        if !known.contains(&name) {
+            return Err(format!("unrecognized feature gate: {name}"));
+        }
+        if value {
+            on.push(name.to_string());
+        }
+    }
+    let _ = GATES.set(on);
+    Ok(())
+}
+
+/// Whether the feature gate `name` is on.
+pub fn gate_enabled(name: &str) -> bool {
+    GATES.get().is_some_and(|g| g.iter().any(|n| n == name))
+}
+
+/// Every resource this server serves.
+pub fn served() -> impl Iterator<Item = &'static ResourceInfo> {
+    ALL.iter().filter(|r| r.gate.is_none_or(gate_enabled))
 }
 
 /// The verbs of a resource that is only ever created and answered, never stored (the reviews).
@@ -128,12 +165,12 @@ impl ResourceInfo {
 
 /// Finds the resource served at `group`/`version`/`resource`.
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static ResourceInfo> {
-    RESOURCES.iter().find(|r| r.group == group && r.version == version && r.resource == resource)
+    served().find(|r| r.group == group && r.version == version && r.resource == resource)
 }
 
 /// Finds a resource by its kind within a group/version.
 pub fn lookup_kind(group: &str, version: &str, kind: &str) -> Option<&'static ResourceInfo> {
-    RESOURCES.iter().find(|r| r.group == group && r.version == version && r.kind == kind)
+    served().find(|r| r.group == group && r.version == version && r.kind == kind)
 }
 
 impl std::fmt::Debug for ResourceInfo {

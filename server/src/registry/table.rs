@@ -57,14 +57,20 @@ macro_rules! res {
             verbs: $verbs,
             has_generation: $gen,
             ops: $ops,
+            gate: None,
         }
     };
+}
+
+/// A resource served only with its feature gate on.
+const fn gated(info: ResourceInfo, gate: &'static str) -> ResourceInfo {
+    ResourceInfo { gate: Some(gate), ..info }
 }
 
 const NS: bool = true;
 const CLUSTER: bool = false;
 
-pub static RESOURCES: &[ResourceInfo] = &[
+pub static ALL: &[ResourceInfo] = &[
     // core/v1
     res!(core::v1::Namespace, CLUSTER, "namespace", ["ns"], [], ["status", "finalize"], false,
         ops!(core::v1::Namespace, "io.k8s.api.core.v1.Namespace", defaults::namespace, no_validation, NAMESPACE_COLUMNS, namespace_cells)),
@@ -175,6 +181,12 @@ pub static RESOURCES: &[ResourceInfo] = &[
         ops!(admissionregistration::v1::ValidatingAdmissionPolicy, "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy", no_defaults, no_validation, VALIDATING_POLICY_COLUMNS, validating_policy_cells)),
     res!(admissionregistration::v1::ValidatingAdmissionPolicyBinding, CLUSTER, "validatingadmissionpolicybinding", [], ["api-extensions"], [], true,
         ops!(admissionregistration::v1::ValidatingAdmissionPolicyBinding, "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding", no_defaults, no_validation, POLICY_BINDING_COLUMNS, policy_binding_cells)),
+    gated(res!(admissionregistration::v1beta1::MutatingAdmissionPolicy, CLUSTER, "mutatingadmissionpolicy", [], ["api-extensions"], [], true,
+        ops!(admissionregistration::v1beta1::MutatingAdmissionPolicy, "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicy", no_defaults, no_validation, MUTATING_POLICY_COLUMNS, mutating_policy_cells)),
+        "MutatingAdmissionPolicy"),
+    gated(res!(admissionregistration::v1beta1::MutatingAdmissionPolicyBinding, CLUSTER, "mutatingadmissionpolicybinding", [], ["api-extensions"], [], true,
+        ops!(admissionregistration::v1beta1::MutatingAdmissionPolicyBinding, "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicyBinding", no_defaults, no_validation, POLICY_BINDING_COLUMNS, policy_binding_cells)),
+        "MutatingAdmissionPolicy"),
     res!(apiregistration::v1::APIService, CLUSTER, "apiservice", [], ["api-extensions"], ["status"], false,
         ops!(apiregistration::v1::APIService, "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService", no_defaults, no_validation, APISERVICE_COLUMNS, apiservice_cells)),
 ];

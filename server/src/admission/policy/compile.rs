@@ -1,5 +1,6 @@
-//! A ValidatingAdmissionPolicy compiled once: its match constraints, parameter kind, match
-//! conditions, variables and validations, each expression checked against the variables
+//! An admission policy compiled once: its match constraints, parameter kind, match
+//! conditions, variables, and validations (ValidatingAdmissionPolicy) or mutations
+//! (MutatingAdmissionPolicy), each expression checked against the variables
 //! Kubernetes gives policies. An expression that does not compile stays an error, which the
 //! policy's failure policy decides on when the policy applies.
 
@@ -16,6 +17,20 @@ pub struct Validation {
     pub reason: &'static str,
 }
 
+/// How a mutation's result changes the object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    /// An `Object{...}` merged into the object as server-side apply merges a configuration.
+    ApplyConfiguration,
+    /// A list of `JSONPatch{...}` operations (RFC 6902).
+    JsonPatch,
+}
+
+pub struct Mutation {
+    pub patch_type: PatchType,
+    pub expression: Result<Expression, String>,
+}
+
 pub struct Policy {
     pub name: String,
     /// `failurePolicy: Fail` (the default): errors refuse the write; `Ignore`: they are skipped.
@@ -26,6 +41,9 @@ pub struct Policy {
     pub conditions: Vec<(String, Result<Expression, String>)>,
     pub variables: Vec<(String, Result<Expression, String>)>,
     pub validations: Vec<Validation>,
+    pub mutations: Vec<Mutation>,
+    /// `reinvocationPolicy: IfNeeded`: run again when a later mutation changed the object.
+    pub reinvoke: bool,
 }
 
 /// The variables every policy expression may name, with every optional part present.
@@ -84,6 +102,18 @@ impl Policy {
                 reason: reason_of(&v["reason"]),
             })
             .collect();
+        let mutations = spec["mutations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| {
+                let (patch_type, source) = match m["patchType"].as_str() {
+                    Some("JSONPatch") => (PatchType::JsonPatch, &m["jsonPatch"]["expression"]),
+                    _ => (PatchType::ApplyConfiguration, &m["applyConfiguration"]["expression"]),
+                };
+                Mutation { patch_type, expression: compile(source.as_str().unwrap_or_default(), &names, None) }
+            })
+            .collect();
         let param_kind = spec["paramKind"]["kind"].as_str().map(|k| (spec["paramKind"]["apiVersion"].as_str().unwrap_or_default().to_string(), k.to_string()));
         Policy {
             name: obj["metadata"]["name"].as_str().unwrap_or_default().to_string(),
@@ -93,6 +123,8 @@ impl Policy {
             conditions,
             variables,
             validations,
+            mutations,
+            reinvoke: spec["reinvocationPolicy"].as_str() == Some("IfNeeded"),
         }
     }
 }

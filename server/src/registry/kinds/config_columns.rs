@@ -100,6 +100,14 @@ pub fn validating_policy_cells(obj: &Value) -> Vec<Value> {
     vec![json!(count(&obj["spec"]["validations"])), json!(param), age(obj)]
 }
 
+pub const MUTATING_POLICY_COLUMNS: &[Column] = &[col("Mutations", "integer", 0), col("ParamKind", "string", 0), AGE];
+
+pub fn mutating_policy_cells(obj: &Value) -> Vec<Value> {
+    let mut cells = validating_policy_cells(obj);
+    cells[0] = json!(count(&obj["spec"]["mutations"]));
+    cells
+}
+
 pub const POLICY_BINDING_COLUMNS: &[Column] = &[col("PolicyName", "string", 0), col("ParamRef", "string", 0), AGE];
 
 pub fn policy_binding_cells(obj: &Value) -> Vec<Value> {
