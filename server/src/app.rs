@@ -17,7 +17,8 @@ use crate::context::Ctx;
 use crate::metrics::RequestLabels;
 use crate::error::ApiError;
 use crate::query::Params;
-use crate::tls::ClientIdentity;
+use crate::auth::authn::Certificates;
+use crate::tls::{ClientIdentity, ProxyIdentity};
 use crate::{discovery, handlers, health, negotiate, openapi, request};
 
 pub fn router(ctx: Ctx) -> Router {
@@ -44,9 +45,10 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     }
 }
 
-async fn serve(ctx: &Ctx, parts: http::request::Parts, body: bytes::Bytes) -> Result<Response, Response> {
-    let caller = ctx.authn.authenticate(&parts.headers, parts.extensions.get::<ClientIdentity>()).await.map_err(IntoResponse::into_response)?;
+async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes) -> Result<Response, Response> {
     let path = parts.uri.path().to_string();
+    let certs = Certificates { client: parts.extensions.get::<ClientIdentity>(), proxy: parts.extensions.get::<ProxyIdentity>() };
+    let caller = ctx.authn.authenticate(&mut parts.headers, &path, certs).await.map_err(IntoResponse::into_response)?;
     let params = Params::parse(parts.uri.query()).map_err(IntoResponse::into_response)?;
     let deadline = request_deadline(ctx, &params).map_err(IntoResponse::into_response)?;
     let user = impersonation::impersonate(&ctx.auth.chain, caller, &parts.headers).await.map_err(IntoResponse::into_response)?;

@@ -116,6 +116,70 @@ pub struct Args {
     #[arg(long, default_value = "2m", value_parser = parse_duration)]
     pub authentication_token_webhook_cache_ttl: Duration,
 
+    /// An `AuthenticationConfiguration` file (JWT authenticators, anonymous access), reloaded
+    /// when it changes; not together with `--oidc-*` or `--anonymous-auth`.
+    #[arg(long)]
+    pub authentication_config: Option<PathBuf>,
+
+    /// OIDC: the issuer's https URL (discovery root); ID tokens it issues authenticate.
+    #[arg(long)]
+    pub oidc_issuer_url: Option<String>,
+
+    /// OIDC: the audience (client id) tokens must be issued to.
+    #[arg(long)]
+    pub oidc_client_id: Option<String>,
+
+    /// OIDC: the claim that names the user (default `sub`).
+    #[arg(long)]
+    pub oidc_username_claim: Option<String>,
+
+    /// OIDC: put before user names (`-` for none); by default `ISSUER#` unless the claim is
+    /// `email`.
+    #[arg(long)]
+    pub oidc_username_prefix: Option<String>,
+
+    /// OIDC: the claim holding the user's groups (a string or a list of strings).
+    #[arg(long)]
+    pub oidc_groups_claim: Option<String>,
+
+    /// OIDC: put before every group.
+    #[arg(long)]
+    pub oidc_groups_prefix: Option<String>,
+
+    /// OIDC: `claim=value` a token must carry (repeatable, or comma separated).
+    #[arg(long, value_delimiter = ',')]
+    pub oidc_required_claim: Vec<String>,
+
+    /// OIDC: the CA (PEM) the issuer's certificate is checked against; this machine's roots
+    /// otherwise.
+    #[arg(long)]
+    pub oidc_ca_file: Option<PathBuf>,
+
+    /// OIDC: the signing algorithms accepted (default RS256).
+    #[arg(long, value_delimiter = ',')]
+    pub oidc_signing_algs: Vec<String>,
+
+    /// Authenticating proxy: request headers naming the user, tried in order.
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_username_headers: Vec<String>,
+
+    /// Authenticating proxy: request headers whose values are groups.
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_group_headers: Vec<String>,
+
+    /// Authenticating proxy: prefixes of request headers carrying extra user attributes.
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+
+    /// Authenticating proxy: the CA (PEM) the proxy's client certificate must verify against
+    /// before its headers are believed.
+    #[arg(long)]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+
+    /// Authenticating proxy: the Common Names its client certificate may have (any, if empty).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_allowed_names: Vec<String>,
+
     /// Controllers the leader runs, as kube-controller-manager's flag: `*` for the defaults,
     /// `NAME` to add one, `-NAME` to leave one out (`serviceaccount`, `serviceaccount-token`,
     /// `root-ca-cert-publisher`).

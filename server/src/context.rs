@@ -44,6 +44,8 @@ pub struct Settings {
     pub hooks: Arc<crate::poststart::Progress>,
     /// The CA bundle client certificates are checked against (published for extension servers).
     pub client_ca_pem: String,
+    /// The authenticating proxy's CA (`--requestheader-client-ca-file`), PEM.
+    pub proxy_ca_pem: Option<String>,
     /// The CA bundle that verifies this server (published to pods as `kube-root-ca.crt`).
     pub root_ca_pem: String,
     /// `--enable-bootstrap-token-auth`: the leader runs the bootstrap token controllers.
@@ -76,6 +78,7 @@ impl Default for Settings {
             address: String::new(),
             hooks: Default::default(),
             client_ca_pem: String::new(),
+            proxy_ca_pem: None,
             root_ca_pem: String::new(),
             bootstrap_tokens: false,
             disabled_controllers: Vec::new(),

@@ -145,12 +145,17 @@ async fn priority_classes(ctx: &Ctx) -> ApiResult<()> {
 }
 
 /// `kube-system/extension-apiserver-authentication`: the CA client certificates are checked
-/// against, for servers that delegate authentication to this one.
+/// against and the authenticating proxy's settings, for servers that delegate authentication
+/// to this one.
 async fn authentication_info(ctx: &Ctx) -> ApiResult<()> {
+    let mut data = serde_json::Map::from_iter([("client-ca-file".to_string(), json!(ctx.settings.client_ca_pem))]);
+    if let (Some(proxy), Some(ca)) = (ctx.authn.proxy(), &ctx.settings.proxy_ca_pem) {
+        data.extend(proxy.published(ca));
+    }
     let cm = json!({
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
-        "data": {"client-ca-file": ctx.settings.client_ca_pem},
+        "data": data,
     });
     ensure(ctx, "", "v1", "configmaps", Some("kube-system"), cm).await
 }

@@ -47,7 +47,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         peer_sans: peer_addr.iter().chain(&args.listen_peer_address).map(|a| host_of(a)).collect(),
     };
     let pki = tls::ensure_pki(&args.data_dir, &tls_opts)?;
-    let tls_config = tls::server_config(&pki)?;
+    let proxy_ca_pem = match &args.requestheader_client_ca_file {
+        Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("reading --requestheader-client-ca-file {}", path.display()))?),
+        None => None,
+    };
+    let tls_config = tls::server_config(&pki, proxy_ca_pem.as_deref())?;
 
     let listener = tokio::net::TcpListener::bind((args.bind_address.as_str(), args.secure_port))
         .await
@@ -96,7 +100,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
 
-    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), root_ca_pem: pki.server_ca_pem.clone(), bootstrap_tokens: args.enable_bootstrap_token_auth,
+    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), proxy_ca_pem, root_ca_pem: pki.server_ca_pem.clone(), bootstrap_tokens: args.enable_bootstrap_token_auth,
         disabled_controllers: args.controllers.iter().filter_map(|c| c.trim().strip_prefix('-')).map(String::from).collect(),
         ..Default::default()
     };

@@ -4,20 +4,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use common::TestServer;
 use serde_json::{json, Value};
-
-fn token_kubeconfig(s: &TestServer, token: &str, out: &Path) -> PathBuf {
-    let mut config: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(s.kubeconfig_path()).unwrap()).unwrap();
-    config["users"][0]["user"] = serde_yaml::from_str(&format!("token: {token}")).unwrap();
-    std::fs::write(out, serde_yaml::to_string(&config).unwrap()).unwrap();
-    out.to_path_buf()
-}
 
 fn apply(s: &TestServer, dir: &Path, obj: &Value) {
     let path = dir.join("obj.json");
@@ -52,14 +45,14 @@ async fn bootstrap_tokens_authenticate_sign_and_expire() {
     let groups = "system:bootstrappers:kubeadm:default-node-token";
     apply(&s, files.path(), &token_secret("abcdef", "0123456789abcdef", &[("usage-bootstrap-authentication", "true"), ("auth-extra-groups", groups)]));
 
-    let joiner = token_kubeconfig(&s, "abcdef.0123456789abcdef", &files.path().join("joiner.kubeconfig"));
+    let joiner = s.token_kubeconfig("joiner", "abcdef.0123456789abcdef");
     let out = s.kubectl_as(&joiner, &["auth", "whoami", "-o", "json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let who: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(who["status"]["userInfo"]["username"], "system:bootstrap:abcdef");
     assert_eq!(who["status"]["userInfo"]["groups"], json!(["system:bootstrappers", groups, "system:authenticated"]));
     // The wrong secret for the id is no credential.
-    let wrong = token_kubeconfig(&s, "abcdef.ffffffffffffffff", &files.path().join("wrong.kubeconfig"));
+    let wrong = s.token_kubeconfig("wrong", "abcdef.ffffffffffffffff");
     assert!(String::from_utf8_lossy(&s.kubectl_as(&wrong, &["auth", "whoami"]).stderr).contains("Unauthorized"));
 
     // The signer signs cluster-info's kubeconfig with each signing token.
@@ -80,7 +73,7 @@ async fn bootstrap_tokens_authenticate_sign_and_expire() {
     // An expired token stops working at once, and the cleaner deletes it.
     let soon = (chrono::Utc::now() + chrono::Duration::seconds(2)).format("%Y-%m-%dT%H:%M:%SZ").to_string();
     apply(&s, files.path(), &token_secret("expire", "0123456789abcdef", &[("usage-bootstrap-authentication", "true"), ("expiration", &soon)]));
-    let expiring = token_kubeconfig(&s, "expire.0123456789abcdef", &files.path().join("expiring.kubeconfig"));
+    let expiring = s.token_kubeconfig("expiring", "expire.0123456789abcdef");
     assert!(s.kubectl_as(&expiring, &["auth", "whoami"]).status.success());
     until("the cleaner left an expired token", || !s.kubectl(&["-n", "kube-system", "get", "secret", "bootstrap-token-expire"]).status.success()).await;
     tokio::time::sleep(Duration::from_secs(11)).await;
@@ -95,6 +88,6 @@ async fn bootstrap_tokens_are_off_by_default() {
     let s = TestServer::start().await;
     let files = tempfile::tempdir().unwrap();
     apply(&s, files.path(), &token_secret("abcdef", "0123456789abcdef", &[("usage-bootstrap-authentication", "true")]));
-    let joiner = token_kubeconfig(&s, "abcdef.0123456789abcdef", &files.path().join("joiner.kubeconfig"));
+    let joiner = s.token_kubeconfig("joiner", "abcdef.0123456789abcdef");
     assert!(String::from_utf8_lossy(&s.kubectl_as(&joiner, &["auth", "whoami"]).stderr).contains("Unauthorized"));
 }

@@ -435,17 +435,13 @@ async fn a_follower_behind_the_commit_does_not_refuse_a_new_binding() {
 #[tokio::test]
 async fn a_token_issued_by_one_node_authenticates_on_every_node() {
     let nodes = cluster().await;
-    let files = tempfile::tempdir().unwrap();
     for round in 0..3 {
         let (issuer, user) = (round, (round + 1) % 3);
         let account = format!("robot-{round}");
         nodes[issuer].kubectl_ok(&["create", "serviceaccount", &account]);
         let token = nodes[issuer].kubectl_ok(&["create", "token", &account]).trim().to_string();
         // Straight away, through another node: the account may not be applied there yet.
-        let kubeconfig = files.path().join(format!("{account}.kubeconfig"));
-        let mut config: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(nodes[user].kubeconfig_path()).unwrap()).unwrap();
-        config["users"][0]["user"] = serde_yaml::from_str(&format!("token: {token}")).unwrap();
-        std::fs::write(&kubeconfig, serde_yaml::to_string(&config).unwrap()).unwrap();
+        let kubeconfig = nodes[user].token_kubeconfig(&account, &token);
         let out = nodes[user].kubectl_as(&kubeconfig, &["auth", "whoami"]);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "node {user} refused a token node {issuer} issued: {}", String::from_utf8_lossy(&out.stderr));

@@ -5,19 +5,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::TestServer;
 use serde_json::{json, Value};
-
-/// The admin kubeconfig with its client certificate replaced by a bearer token.
-fn token_kubeconfig(s: &TestServer, token: &str, out: &Path) -> PathBuf {
-    let mut config: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(s.kubeconfig_path()).unwrap()).unwrap();
-    config["users"][0]["user"] = serde_yaml::from_str(&format!("token: {token}")).unwrap();
-    std::fs::write(out, serde_yaml::to_string(&config).unwrap()).unwrap();
-    out.to_path_buf()
-}
 
 fn stdout(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -40,14 +31,13 @@ async fn past_token_cache() {
 #[tokio::test(flavor = "multi_thread")]
 async fn kubectl_create_token_acts_as_the_account_until_it_is_deleted() {
     let s = TestServer::start().await;
-    let files = tempfile::tempdir().unwrap();
     s.kubectl_ok(&["create", "namespace", "apps"]);
     s.kubectl_ok(&["-n", "apps", "create", "serviceaccount", "robot"]);
     let uid = s.kubectl_ok(&["-n", "apps", "get", "sa", "robot", "-o", "jsonpath={.metadata.uid}"]);
 
     let token = s.kubectl_ok(&["-n", "apps", "create", "token", "robot", "--duration", "20m"]).trim().to_string();
     assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
-    let robot = token_kubeconfig(&s, &token, &files.path().join("robot.kubeconfig"));
+    let robot = s.token_kubeconfig("robot", &token);
     let out = s.kubectl_as(&robot, &["auth", "whoami", "-o", "json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let who: Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -76,7 +66,7 @@ async fn kubectl_create_token_acts_as_the_account_until_it_is_deleted() {
 
     // A token for another audience is no credential here; TokenReview says for which it is.
     let other = s.kubectl_ok(&["-n", "apps", "create", "token", "robot", "--audience", "vault"]).trim().to_string();
-    let out = s.kubectl_as(&token_kubeconfig(&s, &other, &files.path().join("other.kubeconfig")), &["auth", "whoami"]);
+    let out = s.kubectl_as(&s.token_kubeconfig("other", &other), &["auth", "whoami"]);
     assert!(stderr(&out).contains("Unauthorized"), "{}", stderr(&out));
     let review = s.request(token_review(&other, &["vault", "nomad"])).await.json();
     assert_eq!(review["status"]["authenticated"], true, "{review}");
@@ -91,7 +81,7 @@ async fn kubectl_create_token_acts_as_the_account_until_it_is_deleted() {
     let forged_payload = base64_url(&serde_json::to_vec(&json!({"sub": "system:serviceaccount:kube-system:admin", "iss": claims["iss"], "kubernetes.io": {"namespace": "kube-system", "serviceaccount": {"name": "admin", "uid": "x"}}, "exp": 4102444800i64})).unwrap());
     parts[1] = &forged_payload;
     let forged = parts.join(".");
-    let out = s.kubectl_as(&token_kubeconfig(&s, &forged, &files.path().join("forged.kubeconfig")), &["auth", "whoami"]);
+    let out = s.kubectl_as(&s.token_kubeconfig("forged", &forged), &["auth", "whoami"]);
     assert!(stderr(&out).contains("Unauthorized"), "{}", stderr(&out));
 
     // Deleting the account revokes its tokens (within the cache's lifetime).
@@ -108,7 +98,6 @@ async fn kubectl_create_token_acts_as_the_account_until_it_is_deleted() {
 #[tokio::test(flavor = "multi_thread")]
 async fn pod_bound_tokens_carry_the_pod_and_die_with_it() {
     let s = TestServer::start().await;
-    let files = tempfile::tempdir().unwrap();
     s.kubectl_ok(&["create", "serviceaccount", "runner"]);
     s.kubectl_ok(&["create", "serviceaccount", "other"]);
     s.kubectl_ok(&["run", "job", "--image=busybox", "--overrides={\"spec\":{\"serviceAccountName\":\"runner\"}}"]);
@@ -117,7 +106,7 @@ async fn pod_bound_tokens_carry_the_pod_and_die_with_it() {
     let token = s.kubectl_ok(&["create", "token", "runner", "--bound-object-kind", "Pod", "--bound-object-name", "job"]).trim().to_string();
     let claims = decode_claims(&token);
     assert_eq!(claims["kubernetes.io"]["pod"], json!({"name": "job", "uid": pod_uid}));
-    let runner = token_kubeconfig(&s, &token, &files.path().join("runner.kubeconfig"));
+    let runner = s.token_kubeconfig("runner", &token);
     let who: Value = serde_json::from_str(&stdout(&s.kubectl_as(&runner, &["auth", "whoami", "-o", "json"]))).unwrap();
     assert_eq!(who["status"]["userInfo"]["extra"]["authentication.kubernetes.io/pod-name"], json!(["job"]));
     assert_eq!(who["status"]["userInfo"]["extra"]["authentication.kubernetes.io/pod-uid"], json!([pod_uid]));
@@ -167,9 +156,8 @@ async fn token_requests_are_validated_and_capped() {
     let mallory = s.client_for(&s.kubeconfig_for("mallory", &[])).await;
     common::send(&mallory, request(json!({}))).await.expect_status(403, "Forbidden");
     // Garbage that is not a JWT is 401, not a crash.
-    let files = tempfile::tempdir().unwrap();
     for junk in ["a.b.c", "eyJhbGciOiJub25lIn0.e30.", "...."] {
-        let out = s.kubectl_as(&token_kubeconfig(&s, junk, &files.path().join("junk.kubeconfig")), &["auth", "whoami"]);
+        let out = s.kubectl_as(&s.token_kubeconfig("junk", junk), &["auth", "whoami"]);
         assert!(stderr(&out).contains("Unauthorized"), "{junk}: {}", stderr(&out));
     }
 }
@@ -185,8 +173,7 @@ async fn issuer_discovery_lets_a_relying_party_verify_tokens() {
 
     // Any service account may read the documents (system:service-account-issuer-discovery);
     // anonymous users may not by default.
-    let files = tempfile::tempdir().unwrap();
-    let relier = s.client_for(&token_kubeconfig(&s, &token, &files.path().join("relier.kubeconfig"))).await;
+    let relier = s.client_for(&s.token_kubeconfig("relier", &token)).await;
     let config = common::send(&relier, http::Request::get("/.well-known/openid-configuration").body(vec![]).unwrap()).await;
     assert_eq!(config.status, 200, "{}", config.text());
     assert_eq!(config.headers["content-type"], "application/json");
@@ -322,7 +309,7 @@ async fn legacy_token_secrets_are_filled_in_and_revoked_with_their_secret() {
     let namespace = s.kubectl_ok(&["get", "secret", "builder-token", "-o", "jsonpath={.data.namespace}"]);
     assert_eq!(base64::engine::general_purpose::STANDARD.decode(namespace.trim()).unwrap(), b"default");
 
-    let builder = token_kubeconfig(&s, &token, &files.path().join("builder.kubeconfig"));
+    let builder = s.token_kubeconfig("builder", &token);
     let out = s.kubectl_as(&builder, &["auth", "whoami"]);
     assert!(stdout(&out).contains("system:serviceaccount:default:builder"), "{}", stderr(&out));
 

@@ -55,11 +55,8 @@ impl Server {
 
     /// A client presenting a bearer token instead of the admin's certificate.
     pub async fn token_client(&self, token: &str) -> kube::Client {
-        let text = std::fs::read_to_string(&self.kubeconfig).expect("admin kubeconfig");
-        let mut config: serde_yaml::Value = serde_yaml::from_str(&text).expect("kubeconfig");
-        config["users"][0]["user"] = serde_yaml::from_str(&format!("token: {token}")).expect("user");
         let path = self.kubeconfig.with_file_name("token.kubeconfig");
-        std::fs::write(&path, serde_yaml::to_string(&config).expect("yaml")).expect("write kubeconfig");
+        user_cert::write_token_kubeconfig(&self.kubeconfig, token, &path);
         client(&path).await
     }
 

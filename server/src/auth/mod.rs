@@ -7,6 +7,7 @@ pub mod attributes;
 pub mod authn;
 pub mod authz;
 pub mod bootstrap_tokens;
+pub mod field_errors;
 pub mod impersonation;
 pub mod node;
 pub mod rbac;

@@ -1,4 +1,6 @@
-//! The user a verified client certificate names, put into each request's extensions.
+//! Who a verified client certificate says the client is, put into each request's extensions:
+//! a user of the client CA ([`ClientIdentity`]) or an authenticating proxy of the proxy CA
+//! ([`ProxyIdentity`]).
 
 use x509_parser::prelude::{FromDer, X509Certificate};
 
@@ -33,6 +35,13 @@ impl ClientIdentity {
             .collect();
         Some(Self { user, groups })
     }
+}
+
+/// The Common Name of a client certificate that verified against the authenticating proxy's
+/// CA (`--requestheader-client-ca-file`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProxyIdentity {
+    pub name: String,
 }
 
 #[cfg(test)]

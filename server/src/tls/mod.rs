@@ -2,8 +2,8 @@
 //! the HTTPS listener ([`serve`]) and the client-certificate identity it attaches to each
 //! request ([`identity`]).
 //!
-//! Start-up: `ensure_pki(data_dir, &opts)` → `server_config(&pki)` →
-//! `serve(listener, config, router, shutdown)`; `write_admin_kubeconfig` for kubectl.
+//! Start-up: `ensure_pki(data_dir, &opts)` → `server_config(&pki, proxy_ca)` →
+//! `serve(listener, tls, router, shutdown)`; `write_admin_kubeconfig` for kubectl.
 
 pub mod certs;
 pub mod identity;
@@ -11,6 +11,6 @@ pub mod kubeconfig;
 pub mod serve;
 
 pub use certs::{ensure_pki, Pki, TlsOptions, ADMIN_GROUP, ADMIN_USER, CA_COMMON_NAME};
-pub use identity::ClientIdentity;
+pub use identity::{ClientIdentity, ProxyIdentity};
 pub use kubeconfig::{admin_kubeconfig, write_admin_kubeconfig};
-pub use serve::{serve, server_config};
+pub use serve::{serve, server_config, Tls};

@@ -14,6 +14,8 @@ use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
+use rustls::pki_types::CertificateDer;
+use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
 use rustls::ServerConfig;
 use tokio::net::{TcpListener, TcpStream};
@@ -23,7 +25,7 @@ use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use super::certs::{parse_certs, Pki};
-use super::identity::ClientIdentity;
+use super::identity::{ClientIdentity, ProxyIdentity};
 
 /// A client that has not finished the TLS handshake by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -32,19 +34,40 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Pause after a failed `accept` (e.g. out of file descriptors) before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
-/// The rustls server configuration for `pki`: the serving certificate, client certificates
-/// verified against the client CA but optional (anonymous clients may connect, a certificate
-/// that fails verification fails the handshake), ALPN `h2` and `http/1.1`, the ring provider.
-pub fn server_config(pki: &Pki) -> anyhow::Result<Arc<ServerConfig>> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+/// The server's TLS settings and the verifiers that tell which CA a client certificate is of.
+#[derive(Clone)]
+pub struct Tls {
+    pub config: Arc<ServerConfig>,
+    /// Set when there is a proxy CA: then the handshake accepted either CA, and each is asked.
+    split: Option<(Arc<dyn ClientCertVerifier>, Arc<dyn ClientCertVerifier>)>,
+}
+
+fn verifier(pems: &[&str], provider: &Arc<rustls::crypto::CryptoProvider>) -> anyhow::Result<Arc<dyn ClientCertVerifier>> {
     let mut roots = rustls::RootCertStore::empty();
-    for cert in parse_certs(&pki.client_ca_pem)? {
-        roots.add(cert).context("adding a client CA certificate")?;
+    for pem in pems {
+        for cert in parse_certs(pem)? {
+            roots.add(cert).context("adding a client CA certificate")?;
+        }
     }
-    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .allow_unauthenticated()
         .build()
-        .context("building the client certificate verifier")?;
+        .context("building the client certificate verifier")
+}
+
+/// The rustls server configuration for `pki`: the serving certificate, client certificates
+/// verified against the client CA (or the authenticating proxy's `proxy_ca`) but optional
+/// (anonymous clients may connect, a certificate that fails verification fails the handshake),
+/// ALPN `h2` and `http/1.1`, the ring provider.
+pub fn server_config(pki: &Pki, proxy_ca: Option<&str>) -> anyhow::Result<Tls> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let (verifier, split) = match proxy_ca {
+        None => (verifier(&[&pki.client_ca_pem], &provider)?, None),
+        Some(proxy) => (
+            verifier(&[&pki.client_ca_pem, proxy], &provider)?,
+            Some((verifier(&[&pki.client_ca_pem], &provider)?, verifier(&[proxy], &provider)?)),
+        ),
+    };
     let chain = parse_certs(&pki.serving_cert_pem)?;
     let key = rustls_pemfile::private_key(&mut pki.serving_key_pem.as_bytes())
         .context("reading the serving key")?
@@ -55,7 +78,21 @@ pub fn server_config(pki: &Pki) -> anyhow::Result<Arc<ServerConfig>> {
         .with_single_cert(chain, key)
         .context("the serving certificate and key do not fit together")?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
+    Ok(Tls { config: Arc::new(config), split })
+}
+
+impl Tls {
+    /// Who a verified chain says the client is: a user of the client CA, a proxy of the proxy
+    /// CA, or both when both CAs verify it.
+    fn identities(&self, chain: Option<&[CertificateDer<'static>]>) -> (Option<ClientIdentity>, Option<ProxyIdentity>) {
+        let Some((leaf, intermediates)) = chain.and_then(|c| c.split_first()) else { return (None, None) };
+        let Some(identity) = ClientIdentity::from_certificate(leaf) else { return (None, None) };
+        let Some((client, proxy)) = &self.split else { return (Some(identity), None) };
+        let now = rustls::pki_types::UnixTime::now();
+        let by = |v: &Arc<dyn ClientCertVerifier>| v.verify_client_cert(leaf, intermediates, now).is_ok();
+        let proxy = by(proxy).then(|| ProxyIdentity { name: identity.user.clone() });
+        (by(client).then_some(identity), proxy)
+    }
 }
 
 /// Serves `app` over TLS on `listener` until `shutdown` resolves; then stops accepting, asks
@@ -64,11 +101,12 @@ pub fn server_config(pki: &Pki) -> anyhow::Result<Arc<ServerConfig>> {
 /// and, when the client presented a verified certificate naming a user, a [`ClientIdentity`].
 pub async fn serve(
     listener: TcpListener,
-    tls: Arc<ServerConfig>,
+    tls: Tls,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let acceptor = TlsAcceptor::from(tls);
+    let acceptor = TlsAcceptor::from(tls.config.clone());
+    let tls = Arc::new(tls);
     let mut builder = Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new());
     builder.http2().timer(TokioTimer::new());
@@ -93,6 +131,7 @@ pub async fn serve(
             tcp,
             peer,
             acceptor.clone(),
+            tls.clone(),
             builder.clone(),
             app.clone(),
             stop_rx.clone(),
@@ -118,6 +157,7 @@ async fn connection(
     tcp: TcpStream,
     peer: SocketAddr,
     acceptor: TlsAcceptor,
+    settings: Arc<Tls>,
     builder: Arc<Builder<TokioExecutor>>,
     app: Router,
     mut stop: watch::Receiver<()>,
@@ -137,16 +177,14 @@ async fn connection(
             }
         },
     };
-    let identity = tls
-        .get_ref()
-        .1
-        .peer_certificates()
-        .and_then(|chain| chain.first())
-        .and_then(|leaf| ClientIdentity::from_certificate(leaf));
+    let (identity, proxy) = settings.identities(tls.get_ref().1.peer_certificates());
     let service = app.map_request(move |mut req: Request<Incoming>| {
         req.extensions_mut().insert(ConnectInfo(peer));
         if let Some(identity) = &identity {
             req.extensions_mut().insert(identity.clone());
+        }
+        if let Some(proxy) = &proxy {
+            req.extensions_mut().insert(proxy.clone());
         }
         req
     });
@@ -252,7 +290,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, server_config(&pki).unwrap(), app, async {
+        let server = tokio::spawn(serve(listener, server_config(&pki, None).unwrap(), app, async {
             let _ = stopped.await;
         }));
         let admin = Some((pki.admin_cert_pem.as_str(), pki.admin_key_pem.as_str()));

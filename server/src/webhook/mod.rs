@@ -1,5 +1,6 @@
-//! Calls to webhooks outside the server (authorizers today): an endpoint read from a kubeconfig
-//! file, and one JSON POST over HTTPS (or plain HTTP when the URL says so) with a deadline.
+//! Calls to services outside the server (webhooks, OIDC issuers): an endpoint read from a
+//! kubeconfig file or given by URL, and one JSON POST or GET over HTTPS (or plain HTTP when the
+//! URL says so) with a deadline.
 
 pub mod kubeconfig;
 
@@ -68,13 +69,27 @@ impl Endpoint {
 
     /// POSTs `body` (JSON) and returns the status and body of the answer, all within `timeout`.
     pub async fn post_json(&self, body: Vec<u8>, timeout: Duration) -> Result<(StatusCode, Bytes), CallError> {
-        match tokio::time::timeout(timeout, self.call(body)).await {
+        self.within(timeout, self.call(Some(body))).await
+    }
+
+    /// GETs the URL and returns the status and body of the answer, all within `timeout`.
+    pub async fn get(&self, timeout: Duration) -> Result<(StatusCode, Bytes), CallError> {
+        self.within(timeout, self.call(None)).await
+    }
+
+    async fn within(
+        &self,
+        timeout: Duration,
+        call: impl std::future::Future<Output = Result<(StatusCode, Bytes), CallError>>,
+    ) -> Result<(StatusCode, Bytes), CallError> {
+        match tokio::time::timeout(timeout, call).await {
             Ok(result) => result,
             Err(_) => Err(CallError::Timeout(timeout)),
         }
     }
 
-    async fn call(&self, body: Vec<u8>) -> Result<(StatusCode, Bytes), CallError> {
+    /// A POST of `body`, or a GET without one.
+    async fn call(&self, body: Option<Vec<u8>>) -> Result<(StatusCode, Bytes), CallError> {
         let host = self.host.trim_start_matches('[').trim_end_matches(']');
         let tcp = TcpStream::connect((host, self.port)).await.map_err(|e| CallError::Transport(format!("connecting to {}: {e}", self.uri)))?;
         let _ = tcp.set_nodelay(true);
@@ -90,7 +105,7 @@ impl Endpoint {
         }
     }
 
-    async fn exchange<S>(&self, io: S, body: Vec<u8>) -> Result<(StatusCode, Bytes), CallError>
+    async fn exchange<S>(&self, io: S, body: Option<Vec<u8>>) -> Result<(StatusCode, Bytes), CallError>
     where
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
@@ -104,14 +119,16 @@ impl Endpoint {
             None => self.host.clone(),
         };
         let path = self.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-        let mut request = Request::post(path)
-            .header(header::HOST, authority)
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::ACCEPT, "application/json");
+        let mut request = match body {
+            Some(_) => Request::post(path).header(header::CONTENT_TYPE, "application/json"),
+            None => Request::get(path),
+        }
+        .header(header::HOST, authority)
+        .header(header::ACCEPT, "application/json");
         if let Some(token) = &self.token {
             request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
         }
-        let request = request.body(Full::new(Bytes::from(body))).map_err(|e| CallError::Transport(e.to_string()))?;
+        let request = request.body(Full::new(Bytes::from(body.unwrap_or_default()))).map_err(|e| CallError::Transport(e.to_string()))?;
         let response = sender.send_request(request).await.map_err(transport)?;
         let status = response.status();
         let body = Limited::new(response.into_body(), MAX_RESPONSE)

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod failpoints;
+pub mod oidc_issuer;
 pub mod ports;
 pub mod user_cert;
 pub mod webhook_server;
@@ -213,6 +214,14 @@ impl TestServer {
     pub fn kubeconfig_for(&self, user: &str, groups: &[&str]) -> PathBuf {
         let path = self.dir.path().join(format!("{}.kubeconfig", user.replace(':', "_")));
         user_cert::write_kubeconfig(&self.kubeconfig_path(), &self.data_dir().join("pki"), user, groups, &path);
+        path
+    }
+
+    /// A kubeconfig (written beside the admin's, named `name`) that presents a bearer token
+    /// instead of a client certificate.
+    pub fn token_kubeconfig(&self, name: &str, token: &str) -> PathBuf {
+        let path = self.dir.path().join(format!("{name}.kubeconfig"));
+        user_cert::write_token_kubeconfig(&self.kubeconfig_path(), token, &path);
         path
     }
 

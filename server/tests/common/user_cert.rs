@@ -1,6 +1,6 @@
 //! Kubeconfigs for users other than the admin: a client certificate for a user name and groups,
-//! signed by the server's CA, in a copy of the admin kubeconfig. Shared by the tests and the
-//! benchmarks.
+//! signed by the server's CA, or a bearer token, in a copy of the admin kubeconfig. Shared by the
+//! tests and the benchmarks.
 
 use std::path::Path;
 
@@ -29,5 +29,13 @@ pub fn write_kubeconfig(admin: &Path, pki: &Path, user: &str, groups: &[&str], o
     let auth = &mut config["users"][0]["user"];
     auth["client-certificate-data"] = b64(&cert.pem()).into();
     auth["client-key-data"] = b64(&key.serialize_pem()).into();
+    std::fs::write(out, serde_yaml::to_string(&config).unwrap()).expect("write kubeconfig");
+}
+
+/// Writes to `out` the admin kubeconfig at `admin` with its credentials replaced by a bearer
+/// token.
+pub fn write_token_kubeconfig(admin: &Path, token: &str, out: &Path) {
+    let mut config: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(admin).expect("admin kubeconfig")).unwrap();
+    config["users"][0]["user"] = serde_yaml::Mapping::from_iter([("token".into(), token.into())]).into();
     std::fs::write(out, serde_yaml::to_string(&config).unwrap()).expect("write kubeconfig");
 }

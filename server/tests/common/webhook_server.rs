@@ -34,27 +34,7 @@ impl Drop for WebhookServer {
 impl WebhookServer {
     /// Listens on a free loopback port; answers with `answer` until told otherwise.
     pub async fn start(answer: Answer) -> WebhookServer {
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        ca_params.distinguished_name.push(rcgen::DnType::CommonName, "webhook-ca");
-        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-        let issuer = rcgen::Issuer::from_ca_cert_pem(&ca_cert.pem(), ca_key).unwrap();
-        let key = rcgen::KeyPair::generate().unwrap();
-        let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
-        let cert = params.signed_by(&key, &issuer).unwrap();
-
-        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![CertificateDer::from(cert.der().to_vec())],
-                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-            )
-            .unwrap();
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let (acceptor, ca_pem) = tls_acceptor("webhook-ca");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let received = Arc::new(Mutex::new(Vec::new()));
@@ -89,7 +69,7 @@ impl WebhookServer {
                 });
             }
         });
-        WebhookServer { url: format!("https://127.0.0.1:{port}/authorize"), ca_pem: ca_cert.pem(), received, answer, task }
+        WebhookServer { url: format!("https://127.0.0.1:{port}/authorize"), ca_pem, received, answer, task }
     }
 
     /// Answers from now on with `answer`.
@@ -116,6 +96,31 @@ impl WebhookServer {
         );
         std::fs::write(path, text).unwrap();
     }
+}
+
+/// A TLS acceptor for a test server on 127.0.0.1 / localhost, with a certificate of a CA of its
+/// own (named `ca_name`), and that CA's PEM.
+pub fn tls_acceptor(ca_name: &str) -> (tokio_rustls::TlsAcceptor, String) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(rcgen::DnType::CommonName, ca_name);
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::from_ca_cert_pem(&ca_cert.pem(), ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(cert.der().to_vec())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+        .unwrap();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    (tokio_rustls::TlsAcceptor::from(Arc::new(config)), ca_cert.pem())
 }
 
 /// A SubjectAccessReview answer.

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::match_conditions::MatchConditions;
+use crate::auth::field_errors::FieldErrors;
 use crate::cli::Args;
 use crate::go_duration::parse_duration;
 
@@ -162,32 +163,6 @@ struct FileMatchCondition {
 
 const API_VERSIONS: &[&str] = &["apiserver.config.k8s.io/v1", "apiserver.config.k8s.io/v1beta1", "apiserver.config.k8s.io/v1alpha1"];
 
-/// Field errors, printed as Kubernetes aggregates them.
-#[derive(Default)]
-struct Errors(Vec<String>);
-
-impl Errors {
-    fn required(&mut self, path: &str, detail: &str) {
-        self.0.push(if detail.is_empty() { format!("{path}: Required value") } else { format!("{path}: Required value: {detail}") });
-    }
-    fn invalid(&mut self, path: &str, value: &str, detail: &str) {
-        self.0.push(format!("{path}: Invalid value: {value:?}: {detail}"));
-    }
-    fn not_supported(&mut self, path: &str, value: &str, choices: &str) {
-        self.0.push(format!("{path}: Unsupported value: {value:?}: supported values: {choices}"));
-    }
-    fn duplicate(&mut self, path: &str, value: &str) {
-        self.0.push(format!("{path}: Duplicate value: {value:?}"));
-    }
-    fn into_result<T>(self, ok: T) -> Result<T, String> {
-        match self.0.len() {
-            0 => Ok(ok),
-            1 => Err(self.0.into_iter().next().unwrap_or_default()),
-            _ => Err(format!("[{}]", self.0.join(", "))),
-        }
-    }
-}
-
 /// Parses and validates an `AuthorizationConfiguration` (YAML or JSON).
 pub fn parse(data: &[u8]) -> Result<Config, String> {
     let file: File = serde_yaml::from_slice(data).map_err(|e| format!("failed to load AuthorizationConfiguration from file: {e}"))?;
@@ -196,7 +171,7 @@ pub fn parse(data: &[u8]) -> Result<Config, String> {
         (None, _) | (_, None) => return Err("failed to load AuthorizationConfiguration from file: apiVersion and kind must be set".into()),
         (Some(v), Some(k)) => return Err(format!("failed to load AuthorizationConfiguration from file: no kind {k:?} is registered for version {v:?}")),
     }
-    let mut errs = Errors::default();
+    let mut errs = FieldErrors::default();
     if file.authorizers.is_empty() {
         errs.required("authorizers", "at least one authorization mode must be defined");
     }
@@ -248,7 +223,7 @@ pub fn parse(data: &[u8]) -> Result<Config, String> {
 }
 
 /// Validates one webhook's settings (paths are the authorizer's, as Kubernetes reports them).
-fn webhook(path: &str, w: &FileWebhook, errs: &mut Errors) -> WebhookSettings {
+fn webhook(path: &str, w: &FileWebhook, errs: &mut FieldErrors) -> WebhookSettings {
     let mut duration = |field: &str, value: &Option<String>, default: Option<Duration>, max: Option<Duration>| -> Duration {
         let parsed = match value.as_deref() {
             None | Some("") | Some("0") | Some("0s") => None,
@@ -337,7 +312,7 @@ fn webhook(path: &str, w: &FileWebhook, errs: &mut Errors) -> WebhookSettings {
     };
     let expressions: Vec<String> = w.match_conditions.iter().map(|c| c.expression.clone()).collect();
     if expressions.len() > 64 {
-        errs.0.push(format!("{path}.matchConditions: Too many: {}: must have at most 64 items", expressions.len()));
+        errs.too_many(&format!("{path}.matchConditions"), expressions.len(), 64);
     } else {
         for (i, e) in expressions.iter().enumerate() {
             let field = format!("{path}.matchConditions[{i}].expression");

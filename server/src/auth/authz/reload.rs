@@ -1,20 +1,14 @@
-//! Reloading `--authorization-config`: the file is read again when it changes (looked at every
-//! second) and at least every minute; a new configuration that parses, validates and keeps the
+//! Reloading `--authorization-config`: the file is read again when it changes
+//! ([`crate::file_watch`]); a new configuration that parses, validates and keeps the
 //! same non-webhook authorizers replaces the chain, any other is refused with a log line and
 //! counted, and the chain in place stays.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
 
 use super::config::{self, Config};
 use super::{Chain, Factory};
-
-/// How often the file's metadata is looked at.
-const POLL: Duration = Duration::from_secs(1);
-/// How often the file is read whatever its metadata says.
-const RELOAD_INTERVAL: Duration = Duration::from_secs(60);
 
 /// What a reload compares against and builds with.
 pub struct Reloader {
@@ -63,29 +57,17 @@ impl Reloader {
 
 /// Watches the file until the process ends.
 pub fn spawn(mut reloader: Reloader) {
-    tokio::spawn(async move {
-        let stamp = |path: &PathBuf| std::fs::metadata(path).and_then(|m| Ok((m.modified()?, m.len()))).ok();
-        let mut seen: Option<(SystemTime, u64)> = stamp(&reloader.path);
-        let mut last_read = Instant::now();
-        loop {
-            tokio::time::sleep(POLL).await;
-            let now = stamp(&reloader.path);
-            if now == seen && last_read.elapsed() < RELOAD_INTERVAL {
-                continue;
+    crate::file_watch::spawn(reloader.path.clone(), move || {
+        let metrics = reloader.chain.metrics.clone();
+        match reloader.check() {
+            Ok(false) => {}
+            Ok(true) => {
+                tracing::info!(file = %reloader.path.display(), "reloaded the authorization configuration");
+                metrics.authorization_config_reload(true, &reloader.apiserver_id_hash);
             }
-            seen = now;
-            last_read = Instant::now();
-            let metrics = reloader.chain.metrics.clone();
-            match reloader.check() {
-                Ok(false) => {}
-                Ok(true) => {
-                    tracing::info!(file = %reloader.path.display(), "reloaded the authorization configuration");
-                    metrics.authorization_config_reload(true, &reloader.apiserver_id_hash);
-                }
-                Err(e) => {
-                    tracing::error!(file = %reloader.path.display(), error = %e, "refused to reload the authorization configuration; the previous one stays");
-                    metrics.authorization_config_reload(false, &reloader.apiserver_id_hash);
-                }
+            Err(e) => {
+                tracing::error!(file = %reloader.path.display(), error = %e, "refused to reload the authorization configuration; the previous one stays");
+                metrics.authorization_config_reload(false, &reloader.apiserver_id_hash);
             }
         }
     });
