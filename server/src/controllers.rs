@@ -7,7 +7,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::auth::bootstrap_tokens::BootstrapTokenControllers;
+use crate::auth::rbac::aggregation::AggregationController;
+use crate::auth::serviceaccount::controller::ServiceAccountController;
 use crate::context::Ctx;
+use crate::leading;
 use crate::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
 use crate::registry;
@@ -35,10 +39,10 @@ pub(crate) fn request(info: &'static registry::ResourceInfo, namespace: Option<&
 /// aggregation controllers while this node leads.
 pub async fn run(ctx: Ctx) {
     tokio::join!(
-        crate::auth::rbac::aggregation::run(ctx.clone()),
+        leading::run(ctx.clone(), AggregationController),
         crate::flowcontrol::status::run(ctx.clone()),
         crate::identity_lease::run(ctx.clone()),
-        crate::auth::serviceaccount::controller::run(ctx.clone()),
+        leading::run(ctx.clone(), ServiceAccountController),
         bootstrap_token_controllers(ctx.clone()),
         bootstrap_then_namespaces(ctx)
     );
@@ -47,7 +51,7 @@ pub async fn run(ctx: Ctx) {
 /// The token cleaner and signer, when bootstrap tokens are on.
 async fn bootstrap_token_controllers(ctx: Ctx) {
     if ctx.settings.bootstrap_tokens {
-        crate::auth::bootstrap_tokens::run(ctx).await;
+        leading::run(ctx, BootstrapTokenControllers).await;
     }
 }
 

@@ -23,6 +23,7 @@ pub mod handlers;
 pub mod health;
 pub mod identity_lease;
 pub mod ipalloc;
+pub mod leading;
 pub mod member;
 pub mod meta;
 pub mod metadata_form;

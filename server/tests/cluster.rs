@@ -4,7 +4,8 @@
 //! everything, a wiped node rejoins from a snapshot, members are added and removed, every
 //! node's `/metrics` names the same leader, and the leader's log gathers its flushes only while
 //! its followers answer, and a RoleBinding written through one node authorizes on every node,
-//! even through a follower whose apply a failpoint holds behind the commit.
+//! even through a follower whose apply a failpoint holds behind the commit; the controllers run
+//! on the leader alone and move with it.
 
 mod common;
 
@@ -447,4 +448,53 @@ async fn a_token_issued_by_one_node_authenticates_on_every_node() {
         assert!(out.status.success(), "node {user} refused a token node {issuer} issued: {}", String::from_utf8_lossy(&out.stderr));
         assert!(text.contains(&format!("system:serviceaccount:default:{account}")), "{text}");
     }
+}
+
+/// Waits up to 20 s for `done`.
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Whether `node`'s log says its `controller` started leading.
+fn leads(node: &TestServer, controller: &str) -> bool {
+    node.log().lines().any(|l| l.contains("this node leads: controller started") && l.contains(controller))
+}
+
+#[tokio::test]
+async fn controllers_run_on_the_leader_and_move_with_it() {
+    let mut nodes = cluster_with(&["--enable-bootstrap-token-auth"]).await;
+    let leader = leader_index(&nodes).await;
+    eventually("the leader did not start its controllers", || leads(&nodes[leader], "serviceaccount") && leads(&nodes[leader], "bootstrap-tokens")).await;
+    for (i, node) in nodes.iter().enumerate().filter(|(i, _)| *i != leader) {
+        assert!(!node.log().contains("this node leads: controller started"), "follower {i} runs a controller:\n{}", node.log());
+    }
+    let (a, b) = ((leader + 1) % 3, (leader + 2) % 3);
+    // A namespace made through one follower gets its default account, seen through the other.
+    nodes[a].kubectl_ok(&["create", "namespace", "before"]);
+    eventually("no default account in the namespace", || nodes[b].kubectl(&["-n", "before", "get", "serviceaccount", "default"]).status.success()).await;
+    // A bootstrap token that expires after the leader is gone.
+    let soon = (chrono::Utc::now() + chrono::Duration::seconds(3)).format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    nodes[a].kubectl_ok(&["-n", "kube-system", "create", "secret", "generic", "bootstrap-token-moving", "--type", "bootstrap.kubernetes.io/token", "--from-literal=token-id=moving", "--from-literal=token-secret=0123456789abcdef", &format!("--from-literal=expiration={soon}")]);
+
+    nodes[leader].kill9();
+    let started = Instant::now();
+    let new_leader = loop {
+        let text = nodes[a].get("/metrics").await.text();
+        let id = gauge(&text, "apiserver_raft_leader_id") as usize;
+        if id >= 1 && id - 1 != leader {
+            break id - 1;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "no new leader");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    eventually("the new leader did not take the controllers over", || leads(&nodes[new_leader], "serviceaccount") && leads(&nodes[new_leader], "bootstrap-tokens")).await;
+    let other = if new_leader == a { b } else { a };
+    assert!(!nodes[other].log().contains("this node leads: controller started"), "the remaining follower runs a controller");
+    nodes[other].kubectl_ok(&["create", "namespace", "after"]);
+    eventually("no default account after the leader moved", || nodes[other].kubectl(&["-n", "after", "get", "serviceaccount", "default"]).status.success()).await;
+    eventually("the new leader's cleaner left the expired token", || !nodes[other].kubectl(&["-n", "kube-system", "get", "secret", "bootstrap-token-moving"]).status.success()).await;
 }

@@ -7,6 +7,10 @@
 pub mod ports;
 #[path = "../../tests/common/user_cert.rs"]
 pub mod user_cert;
+#[path = "../../tests/common/webhook_server.rs"]
+pub mod webhook_server;
+#[path = "../../tests/common/oidc_issuer.rs"]
+pub mod oidc_issuer;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -97,41 +97,32 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
     }
 }
 
-/// Runs for the life of the node, acting while it leads: after every change to a Secret in
-/// `kube-system` or a ConfigMap in `kube-public`, and at least every few seconds.
-pub async fn run(ctx: Ctx) {
-    let secrets = info("secrets").list_prefix(Some(NAMESPACE));
-    let public = info("configmaps").list_prefix(Some(PUBLIC_NAMESPACE));
-    loop {
-        while !ctx.store.is_leader() {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        let cache = ctx.store.cache().clone();
-        let mut watcher = match cache.watch("/registry/", cache.applied()) {
-            Ok(w) => w,
-            Err(_) => {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-        };
-        if let Err(e) = sync(&ctx).await {
-            tracing::warn!(error = %e, "bootstrap token controllers failed");
-        }
-        let deadline = || tokio::time::Instant::now() + RECHECK;
-        let mut next = deadline();
-        while ctx.store.is_leader() {
-            let due = match tokio::time::timeout_at(next, watcher.next()).await {
-                Err(_) => true,
-                Ok(Err(_)) => break,
-                Ok(Ok(ev)) => ev.key.starts_with(&secrets) || ev.key.starts_with(&public),
-            };
-            if due {
-                if let Err(e) = sync(&ctx).await {
-                    tracing::warn!(error = %e, "bootstrap token controllers failed");
-                }
-                next = deadline();
-            }
-        }
+/// The token cleaner and signer, run on the leader ([`crate::leading`]): after every change to
+/// a Secret in `kube-system` or a ConfigMap in `kube-public`, and at least every few seconds.
+pub struct BootstrapTokenControllers;
+
+#[async_trait::async_trait]
+impl crate::leading::LeaderController for BootstrapTokenControllers {
+    fn name(&self) -> &'static str {
+        "bootstrap-tokens"
+    }
+
+    fn watches(&self) -> String {
+        "/registry/".into()
+    }
+
+    fn recheck(&self) -> Option<Duration> {
+        Some(RECHECK)
+    }
+
+    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
+        sync(ctx).await
+    }
+
+    async fn changed(&self, _ctx: &Ctx, event: &raft_store::Event) -> ApiResult<bool> {
+        let secrets = info("secrets").list_prefix(Some(NAMESPACE));
+        let public = info("configmaps").list_prefix(Some(PUBLIC_NAMESPACE));
+        Ok(event.key.starts_with(&secrets) || event.key.starts_with(&public))
     }
 }
 

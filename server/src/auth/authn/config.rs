@@ -580,6 +580,21 @@ anonymous:
         assert!(errors_of(&yaml).contains("jwt: Too many: 65: must have at most 64 items"));
     }
 
+    proptest::proptest! {
+        /// Arbitrary bytes, and arbitrary values where a configuration's fields go, are refused
+        /// with a message or accepted, never a panic.
+        #[test]
+        fn never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400), field in "\\PC{0,40}", count in 0usize..4) {
+            let _ = parse(&bytes, &[]);
+            let entry = serde_json::json!({"issuer": {"url": field, "discoveryURL": field, "audiences": [field, field], "audienceMatchPolicy": field, "certificateAuthority": field},
+                "claimValidationRules": [{"claim": field, "requiredValue": field}, {"expression": field, "message": field}],
+                "claimMappings": {"username": {"expression": field}, "groups": {"claim": field}, "uid": {"claim": field, "expression": field}, "extra": [{"key": field, "valueExpression": field}]},
+                "userValidationRules": [{"expression": field}]});
+            let doc = serde_json::json!({"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AuthenticationConfiguration", "jwt": vec![entry; count], "anonymous": {"enabled": count > 1, "conditions": [{"path": field}]}});
+            let _ = parse(doc.to_string().as_bytes(), &[field.clone()]);
+        }
+    }
+
     #[test]
     fn oidc_flags_become_one_authenticator() {
         use clap::Parser;

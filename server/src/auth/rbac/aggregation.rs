@@ -3,7 +3,6 @@
 //! date as labelled roles come, change or go. Runs on the Raft leader only, driven by its watch
 //! of ClusterRoles.
 
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -59,38 +58,22 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
     Ok(())
 }
 
-/// Runs for the life of the node: whenever it leads, syncs once and then after every change to
-/// a ClusterRole (changes that arrive together are handled in one pass).
-pub async fn run(ctx: Ctx) {
-    loop {
-        while !ctx.store.is_leader() {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        let cache = ctx.store.cache().clone();
-        let mut watcher = match cache.watch(PREFIX, cache.applied()) {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::warn!(error = %e, "aggregation controller could not watch cluster roles");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-        };
-        if let Err(e) = sync(&ctx).await {
-            tracing::warn!(error = %e, "cluster role aggregation failed");
-        }
-        while ctx.store.is_leader() {
-            match tokio::time::timeout(Duration::from_secs(1), watcher.next()).await {
-                Err(_) => continue,
-                Ok(Err(_)) => break,
-                Ok(Ok(_)) => {
-                    // Let the rest of a burst arrive, then sync once.
-                    while let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(50), watcher.next()).await {}
-                    if let Err(e) = sync(&ctx).await {
-                        tracing::warn!(error = %e, "cluster role aggregation failed");
-                    }
-                }
-            }
-        }
+/// The controller, run on the leader ([`crate::leading`]): syncs once, then after every change
+/// to a ClusterRole (changes that arrive together are handled in one pass).
+pub struct AggregationController;
+
+#[async_trait::async_trait]
+impl crate::leading::LeaderController for AggregationController {
+    fn name(&self) -> &'static str {
+        "clusterrole-aggregation"
+    }
+
+    fn watches(&self) -> String {
+        PREFIX.into()
+    }
+
+    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
+        sync(ctx).await
     }
 }
 

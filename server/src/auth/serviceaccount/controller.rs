@@ -7,9 +7,6 @@
 //! `serviceaccount`, `root-ca-cert-publisher` or `serviceaccount-token`, as kube-controller-manager's
 //! flag does.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use raft_store::EventType;
@@ -187,35 +184,24 @@ async fn on_event(ctx: &Ctx, key: &str, kind: EventType) -> ApiResult<()> {
     Ok(())
 }
 
-/// Runs for the life of the node, acting while it leads.
-pub async fn run(ctx: Ctx) {
-    loop {
-        while !ctx.store.is_leader() {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        let cache: Arc<_> = ctx.store.cache().clone();
-        let mut watcher = match cache.watch("/registry/", cache.applied()) {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::warn!(error = %e, "service account controller could not watch");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-        };
-        if let Err(e) = full_pass(&ctx).await {
-            tracing::warn!(error = %e, "service account controller pass failed");
-        }
-        while ctx.store.is_leader() {
-            match tokio::time::timeout(Duration::from_secs(1), watcher.next()).await {
-                Err(_) => continue,
-                // Fell behind: start over with a full pass.
-                Ok(Err(_)) => break,
-                Ok(Ok(ev)) => {
-                    if let Err(e) = on_event(&ctx, &ev.key, ev.kind).await {
-                        tracing::warn!(error = %e, key = %ev.key, "service account controller failed");
-                    }
-                }
-            }
-        }
+/// The controller, run on the leader ([`crate::leading`]).
+pub struct ServiceAccountController;
+
+#[async_trait::async_trait]
+impl crate::leading::LeaderController for ServiceAccountController {
+    fn name(&self) -> &'static str {
+        "serviceaccount"
+    }
+
+    fn watches(&self) -> String {
+        "/registry/".into()
+    }
+
+    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
+        full_pass(ctx).await
+    }
+
+    async fn changed(&self, ctx: &Ctx, event: &raft_store::Event) -> ApiResult<bool> {
+        on_event(ctx, &event.key, event.kind).await.map(|()| false)
     }
 }

@@ -50,12 +50,14 @@ struct State {
 /// this is dropped.
 pub struct RemoteKeys {
     inner: Arc<Inner>,
-    discovery: tokio::task::AbortHandle,
+    discovery: Option<tokio::task::AbortHandle>,
 }
 
 impl Drop for RemoteKeys {
     fn drop(&mut self) {
-        self.discovery.abort();
+        if let Some(task) = &self.discovery {
+            task.abort();
+        }
     }
 }
 
@@ -88,7 +90,21 @@ impl RemoteKeys {
             }
         })
         .abort_handle();
-        RemoteKeys { inner, discovery }
+        RemoteKeys { inner, discovery: Some(discovery) }
+    }
+
+    /// Keys known from the start, with no issuer to ask (for the verifier's tests).
+    #[cfg(test)]
+    pub fn fixed(issuer: &str, keys: Vec<Key>) -> RemoteKeys {
+        let state = State { keys: Some(Arc::new(keys)), fetched: Some(Instant::now()), ..Default::default() };
+        let inner = Inner {
+            issuer: issuer.to_string(),
+            discovery_url: String::new(),
+            ca_pem: None,
+            state: RwLock::new(state),
+            fetching: tokio::sync::Mutex::new(()),
+        };
+        RemoteKeys { inner: Arc::new(inner), discovery: None }
     }
 
     /// The keys, once discovery has succeeded; else why not.

@@ -198,6 +198,12 @@ impl TokenAuthenticator for Arc<Jwts> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use claims::{Mapping, Source};
+    use jsonwebtoken::{DecodingKey, EncodingKey, Header};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    const ISSUER: &str = "https://issuer.example";
 
     #[test]
     fn the_issuer_is_read_only_from_well_formed_tokens() {
@@ -207,5 +213,97 @@ mod tests {
         assert_eq!(untrusted_issuer(&format!("e30.{payload}.sig.extra")), None);
         assert_eq!(untrusted_issuer("e30.!!!.sig"), None);
         assert_eq!(untrusted_issuer(&format!("e30.{}.sig", URL_SAFE_NO_PAD.encode(b"[1]"))), None);
+    }
+
+    /// An authenticator of [`ISSUER`] with one ES256 key, and a signer of that key.
+    fn authenticator() -> (JwtAuthenticator, impl Fn(&Value) -> String) {
+        let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let key = keys::Key { kid: Some("k1".into()), key: DecodingKey::from_ec_der(&pair.public_key_raw()) };
+        let encoding = EncodingKey::from_ec_der(&pair.serialize_der());
+        let settings = Settings {
+            issuer: ISSUER.into(),
+            discovery_url: None,
+            ca_pem: None,
+            audiences: vec!["kube".into()],
+            algorithms: vec![Algorithm::ES256, Algorithm::RS256],
+            mapping: Mapping { username: Source::Claim { claim: "sub".into(), prefix: String::new() }, groups: None, uid: None, extra: vec![], claim_rules: vec![], user_rules: vec![] },
+        };
+        let sign = move |claims: &Value| {
+            let mut header = Header::new(Algorithm::ES256);
+            header.kid = Some("k1".into());
+            jsonwebtoken::encode(&header, claims, &encoding).unwrap()
+        };
+        (JwtAuthenticator { settings, keys: keys::RemoteKeys::fixed(ISSUER, vec![key]) }, sign)
+    }
+
+    fn now() -> u64 {
+        SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+    }
+
+    fn run<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+    }
+
+    #[test]
+    fn signature_times_and_audience_are_checked() {
+        let (authn, sign) = authenticator();
+        let claims = |extra: Value| {
+            let mut c = json!({"iss": ISSUER, "sub": "alice", "aud": ["other", "kube"], "exp": now() + 60});
+            c.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            c
+        };
+        run(async {
+            assert_eq!(authn.authenticate(&sign(&claims(json!({})))).await.unwrap().unwrap().name, "alice");
+            let other_issuer = sign(&json!({"iss": "https://elsewhere", "sub": "a", "aud": "kube", "exp": now() + 60}));
+            assert_eq!(authn.authenticate(&other_issuer).await, Ok(None), "another issuer's token is not this one's to judge");
+            let expired = authn.authenticate(&sign(&claims(json!({"exp": now() - 1})))).await.unwrap_err();
+            assert!(expired.contains("token is expired"), "{expired}");
+            let no_exp = sign(&json!({"iss": ISSUER, "sub": "a", "aud": "kube"}));
+            assert!(authn.authenticate(&no_exp).await.unwrap_err().contains("no expiry"));
+            let early = authn.authenticate(&sign(&claims(json!({"nbf": now() + 3600})))).await.unwrap_err();
+            assert!(early.contains("before the nbf"), "{early}");
+            assert!(authn.authenticate(&sign(&claims(json!({"nbf": now() + 60})))).await.is_ok(), "five minutes of leeway");
+            let audience = authn.authenticate(&sign(&claims(json!({"aud": "someone"})))).await.unwrap_err();
+            assert_eq!(audience, r#"oidc: expected audience in ["kube"] got ["someone"]"#);
+            let rs = {
+                let mut h = Header::new(Algorithm::HS256);
+                h.kid = Some("k1".into());
+                jsonwebtoken::encode(&h, &claims(json!({})), &EncodingKey::from_secret(b"k")).unwrap()
+            };
+            assert!(authn.authenticate(&rs).await.unwrap_err().contains("unsupported algorithm"));
+        });
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Arbitrary text is refused or ignored, never accepted, never a panic.
+        #[test]
+        fn arbitrary_tokens_never_authenticate(token in "\\PC{0,300}", dots in proptest::collection::vec("[A-Za-z0-9_-]{0,80}", 3)) {
+            let (authn, _) = authenticator();
+            let glued = dots.join(".");
+            run(async {
+                prop_assert!(!matches!(authn.authenticate(&token).await, Ok(Some(_))));
+                prop_assert!(!matches!(authn.authenticate(&glued).await, Ok(Some(_))));
+                Ok(())
+            })?;
+        }
+
+        /// Any change to a good token's bytes makes it fail.
+        #[test]
+        fn altered_tokens_never_authenticate(at in any::<prop::sample::Index>(), with in any::<u8>()) {
+            let (authn, sign) = authenticator();
+            let good = sign(&json!({"iss": ISSUER, "sub": "alice", "aud": "kube", "exp": now() + 60}));
+            let mut bytes = good.clone().into_bytes();
+            let i = at.index(bytes.len());
+            bytes[i] = with;
+            let altered = String::from_utf8_lossy(&bytes).into_owned();
+            run(async {
+                if altered != good {
+                    prop_assert!(!matches!(authn.authenticate(&altered).await, Ok(Some(_))), "accepted {}", altered);
+                }
+                Ok(())
+            })?;
+        }
     }
 }
