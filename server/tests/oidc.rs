@@ -240,3 +240,44 @@ fn conflicting_authentication_settings_stop_the_server() {
     });
     assert!(err.contains("URL scheme must be https") && err.contains("claim or expression is required"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_issuer_stalls_nothing() {
+    // An issuer nobody answers for: the server starts anyway, serves everyone else, and refuses
+    // the issuer's tokens at once (its keys were never fetched).
+    let url = format!("https://127.0.0.1:{}", common::free_port());
+    let files = tempfile::tempdir().unwrap();
+    let config = files.path().join("authn.yaml");
+    let doc = json!({"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AuthenticationConfiguration",
+        "jwt": [{"issuer": {"url": url, "audiences": ["kube"]}, "claimMappings": {"username": {"claim": "sub", "prefix": ""}}}]});
+    std::fs::write(&config, doc.to_string()).unwrap();
+    let s = TestServer::start_with(&["--authentication-config", config.to_str().unwrap()]).await;
+    assert_eq!(s.get("/api").await.status, 200);
+    let key = SigningKey::generate("k");
+    let token = key.sign(&json!({"iss": url, "sub": "alice", "aud": "kube", "exp": now() + 60}));
+    let started = Instant::now();
+    assert_eq!(status_with(&s, "unreachable", &token).await, 401);
+    assert!(started.elapsed() < Duration::from_secs(3), "refusing took {:?}", started.elapsed());
+    let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}});
+    let review = s.request(http::Request::post("/apis/authentication.k8s.io/v1/tokenreviews").header("content-type", "application/json").body(body.to_string().into_bytes()).unwrap()).await.json();
+    assert!(review["status"]["error"].as_str().unwrap_or_default().contains("is not initialized"), "{review}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_in_the_query_is_ignored() {
+    let issuer = OidcIssuer::start().await;
+    let files = tempfile::tempdir().unwrap();
+    let config = files.path().join("authn.yaml");
+    std::fs::write(&config, configuration(&issuer, json!({"claim": "sub", "prefix": ""})).to_string()).unwrap();
+    let s = TestServer::start_with(&["--authentication-config", config.to_str().unwrap()]).await;
+    let token = issuer.token("alice", "kube", json!({"hd": "example.com", "tenant": "t"}));
+    whoami_until(&s, &s.token_kubeconfig("alice", &token), Result::is_ok).await.unwrap();
+    let anonymous = s.anonymous_client().await;
+    for param in ["access_token", "token"] {
+        let path = format!("/apis/authentication.k8s.io/v1/selfsubjectreviews?{param}={token}");
+        let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}).to_string().into_bytes();
+        // Anonymous access is only for /livez here: a query token does not make alice.
+        let reply = common::send(&anonymous, http::Request::post(path).header("content-type", "application/json").body(body).unwrap()).await;
+        reply.expect_status(401, "Unauthorized");
+    }
+}
