@@ -498,3 +498,29 @@ async fn controllers_run_on_the_leader_and_move_with_it() {
     eventually("no default account after the leader moved", || nodes[other].kubectl(&["-n", "after", "get", "serviceaccount", "default"]).status.success()).await;
     eventually("the new leader's cleaner left the expired token", || !nodes[other].kubectl(&["-n", "kube-system", "get", "secret", "bootstrap-token-moving"]).status.success()).await;
 }
+
+#[tokio::test]
+async fn an_oidc_token_authenticates_on_every_node() {
+    let issuer = common::oidc_issuer::OidcIssuer::start().await;
+    let files = tempfile::tempdir().unwrap();
+    let config = files.path().join("authn.yaml");
+    let doc = serde_json::json!({"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AuthenticationConfiguration",
+        "jwt": [{"issuer": {"url": issuer.url, "certificateAuthority": issuer.ca_pem, "audiences": ["kube"]},
+                 "claimMappings": {"username": {"claim": "sub", "prefix": "oidc:"}}}]});
+    std::fs::write(&config, doc.to_string()).unwrap();
+    let nodes = cluster_with(&["--authentication-config", config.to_str().unwrap()]).await;
+    let token = issuer.token("alice", "kube", serde_json::json!({}));
+    for (i, node) in nodes.iter().enumerate() {
+        let kubeconfig = node.token_kubeconfig("alice", &token);
+        let mut text = String::new();
+        for _ in 0..50 {
+            let out = node.kubectl_as(&kubeconfig, &["auth", "whoami"]);
+            text = String::from_utf8_lossy(&out.stdout).into_owned();
+            if out.status.success() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(text.contains("oidc:alice"), "node {i}: {text}");
+    }
+}
