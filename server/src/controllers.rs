@@ -1,7 +1,7 @@
 //! Built-in controllers a standalone server needs: after the post-start hooks ([`crate::poststart`]),
 //! on the Raft leader only, namespace deletion (empty the namespace, then drop its `kubernetes`
-//! finalizer so it goes away), ClusterRole aggregation, the FlowSchema status and the
-//! service-account controllers; on every node, its identity Lease.
+//! finalizer so it goes away), ClusterRole aggregation, the FlowSchema status, the
+//! service-account controllers and the garbage collector; on every node, its identity Lease.
 
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use crate::auth::bootstrap_tokens::BootstrapTokenControllers;
 use crate::auth::rbac::aggregation::AggregationController;
 use crate::auth::serviceaccount::controller::ServiceAccountController;
 use crate::context::Ctx;
+use crate::gc::GarbageCollector;
 use crate::leading;
 use crate::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
@@ -43,6 +44,7 @@ pub async fn run(ctx: Ctx) {
         crate::flowcontrol::status::run(ctx.clone()),
         crate::identity_lease::run(ctx.clone()),
         leading::run(ctx.clone(), ServiceAccountController),
+        leading::run(ctx.clone(), GarbageCollector::default()),
         bootstrap_token_controllers(ctx.clone()),
         bootstrap_then_namespaces(ctx)
     );
@@ -91,7 +93,7 @@ async fn finalize_namespaces(ctx: &Ctx) -> ApiResult<()> {
                 if v["metadata"].get("deletionTimestamp").is_some() {
                     continue;
                 }
-                match handlers::delete_object(ctx, &request(res, Some(&name), item_name, Verb::Delete)).await {
+                match handlers::delete_object(ctx, &request(res, Some(&name), item_name, Verb::Delete), &Default::default()).await {
                     Ok(()) | Err(ApiError::NotFound { .. }) => {}
                     Err(e) => return Err(e),
                 }

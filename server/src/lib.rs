@@ -18,6 +18,7 @@ pub mod expr;
 pub mod failpoints;
 pub mod file_watch;
 pub mod flowcontrol;
+pub mod gc;
 pub mod go_duration;
 pub mod handlers;
 pub mod health;

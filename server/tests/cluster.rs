@@ -468,7 +468,7 @@ fn leads(node: &TestServer, controller: &str) -> bool {
 async fn controllers_run_on_the_leader_and_move_with_it() {
     let mut nodes = cluster_with(&["--enable-bootstrap-token-auth"]).await;
     let leader = leader_index(&nodes).await;
-    eventually("the leader did not start its controllers", || leads(&nodes[leader], "serviceaccount") && leads(&nodes[leader], "bootstrap-tokens")).await;
+    eventually("the leader did not start its controllers", || ["serviceaccount", "bootstrap-tokens", "garbagecollector"].iter().all(|c| leads(&nodes[leader], c))).await;
     for (i, node) in nodes.iter().enumerate().filter(|(i, _)| *i != leader) {
         assert!(!node.log().contains("this node leads: controller started"), "follower {i} runs a controller:\n{}", node.log());
     }
@@ -491,12 +491,20 @@ async fn controllers_run_on_the_leader_and_move_with_it() {
         assert!(started.elapsed() < Duration::from_secs(20), "no new leader");
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    eventually("the new leader did not take the controllers over", || leads(&nodes[new_leader], "serviceaccount") && leads(&nodes[new_leader], "bootstrap-tokens")).await;
+    eventually("the new leader did not take the controllers over", || ["serviceaccount", "bootstrap-tokens", "garbagecollector"].iter().all(|c| leads(&nodes[new_leader], c))).await;
     let other = if new_leader == a { b } else { a };
     assert!(!nodes[other].log().contains("this node leads: controller started"), "the remaining follower runs a controller");
     nodes[other].kubectl_ok(&["create", "namespace", "after"]);
     eventually("no default account after the leader moved", || nodes[other].kubectl(&["-n", "after", "get", "serviceaccount", "default"]).status.success()).await;
     eventually("the new leader's cleaner left the expired token", || !nodes[other].kubectl(&["-n", "kube-system", "get", "secret", "bootstrap-token-moving"]).status.success()).await;
+    // The garbage collector moved too: a dependent made through the follower goes with its owner.
+    nodes[other].kubectl_ok(&["create", "configmap", "owner"]);
+    let uid = nodes[other].kubectl_ok(&["get", "configmap", "owner", "-o", "jsonpath={.metadata.uid}"]);
+    let dependent = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dependent",
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid}]}});
+    configmaps(&nodes[other]).create(&PostParams::default(), &serde_json::from_value(dependent).unwrap()).await.unwrap();
+    nodes[other].kubectl_ok(&["delete", "configmap", "owner"]);
+    eventually("the new leader's garbage collector left the dependent", || !nodes[other].kubectl(&["get", "configmap", "dependent"]).status.success()).await;
 }
 
 #[tokio::test]

@@ -51,7 +51,7 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
             continue;
         }
         if expired(&secret, now) {
-            match handlers::delete_object(ctx, &request(secrets, Some(NAMESPACE), name, Verb::Delete)).await {
+            match handlers::delete_object(ctx, &request(secrets, Some(NAMESPACE), name, Verb::Delete), &Default::default()).await {
                 Ok(()) | Err(ApiError::NotFound { .. }) => tracing::info!(secret = name, "deleted an expired bootstrap token"),
                 Err(e) => return Err(e),
             }

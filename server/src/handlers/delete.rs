@@ -3,9 +3,9 @@
 use serde_json::Value;
 
 use super::reply::{ListReply, Reply};
-use super::write::{self, DeleteOptions};
+use super::write::{self, DeleteOptions, Propagation};
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::query::Params;
 use crate::request::ResourceRequest;
 use crate::selector::Filter;
@@ -13,6 +13,36 @@ use crate::selector::Filter;
 /// Reads `DeleteOptions` from the body (may be empty) and the query.
 pub fn options(params: &Params, body: Option<&Value>) -> ApiResult<DeleteOptions> {
     let mut opts = DeleteOptions { dry_run: params.dry_run()?, ..Default::default() };
+    let empty = Value::Null;
+    let b = body.unwrap_or(&empty);
+    let policy = b["propagationPolicy"].as_str().map(str::to_string).or_else(|| params.get("propagationPolicy").map(str::to_string));
+    let orphan = match (b["orphanDependents"].as_bool(), params.get("orphanDependents")) {
+        (Some(o), _) => Some(o),
+        (None, Some(q)) => Some(q.parse::<bool>().map_err(|_| ApiError::bad_request(format!("invalid orphanDependents {q:?}")))?),
+        (None, None) => None,
+    };
+    let invalid = |value: &str, detail: &str| ApiError::Invalid {
+        group: "meta.k8s.io".into(),
+        kind: "DeleteOptions".into(),
+        name: String::new(),
+        causes: vec![Cause::invalid("propagationPolicy", value, detail)],
+    };
+    opts.propagation = match (policy.as_deref(), orphan) {
+        (Some(p), Some(_)) => return Err(invalid(p, "orphanDependents and deletionPropagation cannot be both set")),
+        (Some(p), None) => Some(Propagation::parse(p).ok_or_else(|| ApiError::Invalid {
+            group: "meta.k8s.io".into(),
+            kind: "DeleteOptions".into(),
+            name: String::new(),
+            causes: vec![Cause::new(
+                "FieldValueNotSupported",
+                "propagationPolicy",
+                format!("Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""),
+            )],
+        })?),
+        (None, Some(true)) => Some(Propagation::Orphan),
+        (None, Some(false)) => Some(Propagation::Background),
+        (None, None) => None,
+    };
     if let Some(body) = body {
         let pre = &body["preconditions"];
         opts.uid = pre["uid"].as_str().map(str::to_string);
@@ -50,7 +80,7 @@ pub async fn delete_collection(ctx: &Ctx, req: &ResourceRequest, params: &Params
             subresource: None,
             ..req.clone()
         };
-        match write::delete(ctx, &one, &DeleteOptions { uid: None, resource_version: None, dry_run: opts.dry_run }).await {
+        match write::delete(ctx, &one, &DeleteOptions { uid: None, resource_version: None, ..opts.clone() }).await {
             Ok(_) => deleted.push(obj.data),
             Err(ApiError::NotFound { .. }) => {}
             Err(e) => return Err(e),

@@ -73,6 +73,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, eviction: Value, dry_run: 
         uid: preconditions["uid"].as_str().map(String::from),
         resource_version: preconditions["resourceVersion"].as_str().and_then(|r| r.parse().ok()),
         dry_run,
+        propagation: None,
     };
     write::delete(ctx, &pod_req(Verb::Delete), &opts).await?;
     Ok(Reply::Document {

@@ -35,7 +35,7 @@ use crate::{metadata_form, table_form};
 
 pub use prepare::{admit as decode_and_validate, FieldValidation};
 pub use reply::{list_json, ListReply, Reply};
-pub use write::parse;
+pub use write::{parse, DeleteOptions, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 
 /// Serves one resource request.
 pub async fn serve(ctx: &Ctx, req: ResourceRequest, params: Params, headers: &HeaderMap, body: Bytes) -> Response {
@@ -232,8 +232,8 @@ pub async fn create_object(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiR
 }
 
 /// Deletes an object on the server's own behalf.
-pub async fn delete_object(ctx: &Ctx, req: &ResourceRequest) -> ApiResult<()> {
-    write::delete(ctx, req, &write::DeleteOptions::default()).await.map(|_| ())
+pub async fn delete_object(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> ApiResult<()> {
+    write::delete(ctx, req, opts).await.map(|_| ())
 }
 
 /// Updates an object on the server's own behalf through the guaranteed-update loop.

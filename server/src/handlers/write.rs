@@ -294,12 +294,69 @@ fn release_ops(info: &ResourceInfo, obj: &Value) -> Vec<Op> {
         .collect()
 }
 
-/// Delete preconditions from `DeleteOptions`.
+/// Delete preconditions and the propagation policy from `DeleteOptions`.
 #[derive(Debug, Default, Clone)]
 pub struct DeleteOptions {
     pub uid: Option<String>,
     pub resource_version: Option<u64>,
     pub dry_run: bool,
+    /// `None`: the resource's default (Background: the garbage collector deletes dependents
+    /// after the owner is gone).
+    pub propagation: Option<Propagation>,
+}
+
+/// What happens to an object's dependents when it is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// They lose their owner reference and stay (the `orphan` finalizer holds the owner until done).
+    Orphan,
+    /// The owner goes at once; the garbage collector deletes them afterwards.
+    Background,
+    /// They are deleted first (the `foregroundDeletion` finalizer holds the owner until the
+    /// dependents that block it are gone).
+    Foreground,
+}
+
+/// The finalizers the garbage collector acts on.
+pub const ORPHAN_FINALIZER: &str = "orphan";
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+
+impl Propagation {
+    pub fn parse(s: &str) -> Option<Propagation> {
+        match s {
+            "Orphan" => Some(Propagation::Orphan),
+            "Background" => Some(Propagation::Background),
+            "Foreground" => Some(Propagation::Foreground),
+            _ => None,
+        }
+    }
+
+    /// Puts the finalizer this policy needs on `obj` (and takes the other one off); returns
+    /// whether the finalizers changed.
+    fn apply_finalizers(self, obj: &mut Value) -> bool {
+        let (want, drop) = match self {
+            Propagation::Orphan => (Some(ORPHAN_FINALIZER), [FOREGROUND_FINALIZER, ""]),
+            Propagation::Foreground => (Some(FOREGROUND_FINALIZER), [ORPHAN_FINALIZER, ""]),
+            Propagation::Background => (None, [ORPHAN_FINALIZER, FOREGROUND_FINALIZER]),
+        };
+        let before = obj["metadata"]["finalizers"].clone();
+        let mut list: Vec<Value> = before.as_array().cloned().unwrap_or_default();
+        list.retain(|f| !drop.contains(&f.as_str().unwrap_or_default()));
+        if let Some(w) = want {
+            if !list.iter().any(|f| f == w) {
+                list.push(json!(w));
+            }
+        }
+        let changed = list != before.as_array().cloned().unwrap_or_default();
+        if changed {
+            if list.is_empty() {
+                meta_mut(obj).remove("finalizers");
+            } else {
+                meta_mut(obj).insert("finalizers".into(), Value::Array(list));
+            }
+        }
+        changed
+    }
 }
 
 /// Namespaces the server needs and never deletes.
@@ -334,14 +391,20 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
                 ));
             }
         }
+        // An explicit policy on an object already being deleted may still change its
+        // finalizers; the default leaves them as they are.
+        let finalizers_changed = opts.propagation.is_some_and(|p| p.apply_finalizers(&mut obj));
         let graceful = !finalizers_empty(&obj) || info.resource == "namespaces" && info.group.is_empty();
         if graceful {
-            if obj["metadata"].get("deletionTimestamp").is_some() {
+            let already = obj["metadata"].get("deletionTimestamp").is_some();
+            if already && !finalizers_changed {
                 return Ok(Reply::object(StatusCode::OK, current.data));
             }
             let m = meta_mut(&mut obj);
-            m.insert("deletionTimestamp".into(), json!(meta::now()));
-            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            if !already {
+                m.insert("deletionTimestamp".into(), json!(meta::now()));
+                m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
             m.remove("resourceVersion");
             if info.resource == "namespaces" {
                 obj["status"]["phase"] = json!("Terminating");

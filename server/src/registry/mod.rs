@@ -173,6 +173,28 @@ pub fn lookup_kind(group: &str, version: &str, kind: &str) -> Option<&'static Re
     served().find(|r| r.group == group && r.version == version && r.kind == kind)
 }
 
+/// Finds a resource by group and kind, preferring `version` when it is served.
+pub fn lookup_group_kind(group: &str, version: &str, kind: &str) -> Option<&'static ResourceInfo> {
+    lookup_kind(group, version, kind).or_else(|| served().find(|r| r.group == group && r.kind == kind))
+}
+
+/// What an object's storage key stands for: its resource (the one served at `api_version`
+/// when several versions share the key), namespace and name.
+pub fn parse_key(key: &str, api_version: &str) -> Option<(&'static ResourceInfo, Option<String>, String)> {
+    let candidates: Vec<&'static ResourceInfo> = served().filter(|r| key.starts_with(&r.key_prefix())).collect();
+    let longest = candidates.iter().map(|r| r.key_prefix().len()).max()?;
+    let mut same: Vec<&'static ResourceInfo> = candidates.into_iter().filter(|r| r.key_prefix().len() == longest).collect();
+    same.sort_by_key(|r| r.api_version() != api_version);
+    let info = same[0];
+    let rest = &key[longest..];
+    if info.namespaced {
+        let (ns, name) = rest.split_once('/')?;
+        Some((info, Some(ns.to_string()), name.to_string()))
+    } else {
+        Some((info, None, rest.to_string()))
+    }
+}
+
 impl std::fmt::Debug for ResourceInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.api_version(), self.resource)

@@ -174,7 +174,7 @@ pub async fn reconcile(ctx: &Ctx) -> ApiResult<()> {
             }
             Reconciled::Recreate => {
                 tracing::info!(kind, name, "recreating a default binding whose role reference changed");
-                match handlers::delete_object(ctx, &request(info, namespace, name, Verb::Delete)).await {
+                match handlers::delete_object(ctx, &request(info, namespace, name, Verb::Delete), &Default::default()).await {
                     Ok(()) | Err(ApiError::NotFound { .. }) => {}
                     Err(e) => return Err(e),
                 }

@@ -98,7 +98,7 @@ async fn sync_secret(ctx: &Ctx, ns: &str, name: &str) -> ApiResult<()> {
     let account_uid = account.as_ref().and_then(|a| a["metadata"]["uid"].as_str()).unwrap_or_default().to_string();
     let stale = annotations[ACCOUNT_UID_ANNOTATION].as_str().is_some_and(|uid| uid != account_uid);
     if account.is_none() || stale {
-        return settled(handlers::delete_object(ctx, &request(info("secrets"), Some(ns), name, Verb::Delete)).await);
+        return settled(handlers::delete_object(ctx, &request(info("secrets"), Some(ns), name, Verb::Delete), &Default::default()).await);
     }
     let ca = STANDARD.encode(&ctx.settings.root_ca_pem);
     if secret["data"]["token"].is_string() && secret["data"]["ca.crt"] == ca.as_str() {

@@ -1,0 +1,271 @@
+//! The garbage collector, as kube-controller-manager runs it, on the Raft leader
+//! ([`crate::leading`]): an object whose owners (its `ownerReferences`, matched by uid, name and
+//! kind, in its own namespace or cluster-scoped) are all gone is deleted; references to owners
+//! that are gone are dropped from objects that still have one; an owner deleted with the
+//! `Orphan` policy (the `orphan` finalizer) releases its dependents, then loses the finalizer;
+//! one deleted in the `Foreground` (the `foregroundDeletion` finalizer) has its dependents
+//! deleted first and goes once none that blocks it (`blockOwnerDeletion`) is left. Dependents
+//! are found through [`graph`], kept from the watch cache's events.
+
+pub mod graph;
+
+use std::sync::Mutex;
+
+use raft_store::{Event, EventType};
+use serde_json::Value;
+
+use crate::context::Ctx;
+use crate::controllers::request;
+use crate::error::{ApiError, ApiResult};
+use crate::handlers::{self, DeleteOptions, FieldValidation, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+use crate::registry;
+use crate::request::Verb;
+use graph::{Graph, OwnerRef};
+
+/// Every stored object lives under this prefix.
+const ROOT: &str = "/registry/";
+
+#[derive(Default)]
+pub struct GarbageCollector {
+    graph: Mutex<Graph>,
+}
+
+/// What became of one owner reference.
+enum OwnerState {
+    /// Present and not waiting for its dependents.
+    Solid,
+    /// Present, being deleted in the foreground.
+    Waiting,
+    /// Gone (or another object with that name now).
+    Dangling,
+}
+
+fn has_finalizer(obj: &Value, name: &str) -> bool {
+    obj["metadata"]["finalizers"].as_array().is_some_and(|f| f.iter().any(|v| v == name))
+}
+
+fn deleting(obj: &Value) -> bool {
+    obj["metadata"].get("deletionTimestamp").is_some()
+}
+
+fn settled(result: ApiResult<()>) -> ApiResult<()> {
+    match result {
+        // Gone already, or changed under us (the next event brings it back).
+        Ok(()) | Err(ApiError::NotFound { .. }) | Err(ApiError::Conflict { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+impl GarbageCollector {
+    fn graph(&self) -> std::sync::MutexGuard<'_, Graph> {
+        self.graph.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The object an owner reference of a dependent in `namespace` names, if it still exists
+    /// with that uid.
+    fn owner(ctx: &Ctx, owner: &OwnerRef, namespace: Option<&str>) -> ApiResult<Option<Value>> {
+        let (group, version) = owner.api_version.rsplit_once('/').unwrap_or(("", owner.api_version.as_str()));
+        let Some(info) = registry::lookup_group_kind(group, version, &owner.kind) else { return Ok(None) };
+        // A namespaced owner is looked for in the dependent's namespace only; a cluster-scoped
+        // dependent cannot have one.
+        let ns = match (info.namespaced, namespace) {
+            (true, Some(ns)) => Some(ns),
+            (true, None) => return Ok(None),
+            (false, _) => None,
+        };
+        let Some(found) = ctx.store.cache().get(&info.key(ns, &owner.name), None)? else { return Ok(None) };
+        let obj = handlers::parse(&found)?;
+        Ok((obj["metadata"]["uid"] == owner.uid.as_str()).then_some(obj))
+    }
+
+    /// Decides about one dependent: deleted when no owner is left, references to gone (or
+    /// foreground-deleting) owners dropped when one is.
+    async fn attempt(&self, ctx: &Ctx, key: &str) -> ApiResult<()> {
+        let Some(dep) = self.graph().get(key).cloned() else { return Ok(()) };
+        if dep.deleting {
+            return Ok(());
+        }
+        let Some((info, ns, name)) = registry::parse_key(key, "") else { return Ok(()) };
+        let mut states = Vec::new();
+        for owner in &dep.owners {
+            let state = match Self::owner(ctx, owner, ns.as_deref())? {
+                None => OwnerState::Dangling,
+                Some(o) if deleting(&o) && has_finalizer(&o, FOREGROUND_FINALIZER) => OwnerState::Waiting,
+                Some(_) => OwnerState::Solid,
+            };
+            states.push((owner.uid.clone(), state));
+        }
+        let req = request(info, ns.as_deref(), &name, Verb::Update);
+        if states.iter().any(|(_, s)| matches!(s, OwnerState::Solid)) {
+            let drop: Vec<String> = states.into_iter().filter(|(_, s)| !matches!(s, OwnerState::Solid)).map(|(u, _)| u).collect();
+            if drop.is_empty() {
+                return Ok(());
+            }
+            return settled(Self::drop_owners(ctx, &req, &dep.uid, &drop).await);
+        }
+        let waiting = states.iter().any(|(_, s)| matches!(s, OwnerState::Waiting));
+        let propagation = if waiting && self.graph().has_dependents(&dep.uid) { Propagation::Foreground } else { Propagation::Background };
+        tracing::debug!(%key, ?propagation, "garbage collector deletes an object whose owners are gone");
+        let opts = DeleteOptions { uid: Some(dep.uid.clone()), propagation: Some(propagation), ..Default::default() };
+        settled(handlers::delete_object(ctx, &request(info, ns.as_deref(), &name, Verb::Delete), &opts).await)
+    }
+
+    /// Removes the references to `owners` from the object `req` names (if it is still `uid`).
+    async fn drop_owners(ctx: &Ctx, req: &crate::request::ResourceRequest, uid: &str, owners: &[String]) -> ApiResult<()> {
+        handlers::update_object(ctx, req, FieldValidation::Ignore, |old| {
+            if old["metadata"]["uid"] != uid {
+                return Err(ApiError::Conflict { group: String::new(), resource: String::new(), name: String::new(), message: "recreated".into() });
+            }
+            let mut new = old.clone();
+            if let Some(refs) = new["metadata"]["ownerReferences"].as_array_mut() {
+                refs.retain(|r| !owners.iter().any(|o| r["uid"] == o.as_str()));
+                if refs.is_empty() {
+                    new["metadata"].as_object_mut().map(|m| m.remove("ownerReferences"));
+                }
+            }
+            Ok(new)
+        })
+        .await
+    }
+
+    /// Acts on an owner being deleted with the `orphan` or `foregroundDeletion` finalizer.
+    async fn finalize_owner(&self, ctx: &Ctx, key: &str, obj: &Value) -> ApiResult<()> {
+        if !deleting(obj) {
+            return Ok(());
+        }
+        let uid = obj["metadata"]["uid"].as_str().unwrap_or_default().to_string();
+        let Some((info, ns, name)) = registry::parse_key(key, obj["apiVersion"].as_str().unwrap_or_default()) else { return Ok(()) };
+        let owner_req = request(info, ns.as_deref(), &name, Verb::Update);
+        if has_finalizer(obj, ORPHAN_FINALIZER) {
+            let deps = self.graph().dependents_of(&uid);
+            for dep_key in deps {
+                let Some(dep) = self.graph().get(&dep_key).cloned() else { continue };
+                let Some((dinfo, dns, dname)) = registry::parse_key(&dep_key, "") else { continue };
+                settled(Self::drop_owners(ctx, &request(dinfo, dns.as_deref(), &dname, Verb::Update), &dep.uid, std::slice::from_ref(&uid)).await)?;
+            }
+            return settled(Self::remove_finalizer(ctx, &owner_req, &uid, ORPHAN_FINALIZER).await);
+        }
+        if has_finalizer(obj, FOREGROUND_FINALIZER) {
+            let mut blocking = false;
+            let deps = self.graph().dependents_of(&uid);
+            for dep_key in deps {
+                let Some(dep) = self.graph().get(&dep_key).cloned() else { continue };
+                blocking |= dep.owners.iter().any(|o| o.uid == uid && o.block_owner_deletion);
+                if dep.deleting {
+                    continue;
+                }
+                let Some((dinfo, dns, dname)) = registry::parse_key(&dep_key, "") else { continue };
+                let propagation = if self.graph().has_dependents(&dep.uid) { Propagation::Foreground } else { Propagation::Background };
+                let opts = DeleteOptions { uid: Some(dep.uid.clone()), propagation: Some(propagation), ..Default::default() };
+                settled(handlers::delete_object(ctx, &request(dinfo, dns.as_deref(), &dname, Verb::Delete), &opts).await)?;
+            }
+            if !blocking {
+                return settled(Self::remove_finalizer(ctx, &owner_req, &uid, FOREGROUND_FINALIZER).await);
+            }
+        }
+        Ok(())
+    }
+
+    async fn remove_finalizer(ctx: &Ctx, req: &crate::request::ResourceRequest, uid: &str, finalizer: &str) -> ApiResult<()> {
+        handlers::update_object(ctx, req, FieldValidation::Ignore, |old| {
+            if old["metadata"]["uid"] != uid {
+                return Err(ApiError::Conflict { group: String::new(), resource: String::new(), name: String::new(), message: "recreated".into() });
+            }
+            let mut new = old.clone();
+            if let Some(list) = new["metadata"]["finalizers"].as_array_mut() {
+                list.retain(|f| f != finalizer);
+            }
+            Ok(new)
+        })
+        .await
+    }
+
+    /// Owners of a dependent that just went, which may have been waiting for it.
+    async fn recheck_owners(&self, ctx: &Ctx, owners: &[OwnerRef], namespace: Option<&str>) -> ApiResult<()> {
+        for owner in owners {
+            if let Some(obj) = Self::owner(ctx, owner, namespace)? {
+                if deleting(&obj) && has_finalizer(&obj, FOREGROUND_FINALIZER) {
+                    let (group, version) = owner.api_version.rsplit_once('/').unwrap_or(("", owner.api_version.as_str()));
+                    if let Some(info) = registry::lookup_group_kind(group, version, &owner.kind) {
+                        let ns = if info.namespaced { namespace } else { None };
+                        self.finalize_owner(ctx, &info.key(ns, &owner.name), &obj).await?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::leading::LeaderController for GarbageCollector {
+    fn name(&self) -> &'static str {
+        "garbagecollector"
+    }
+
+    fn watches(&self) -> String {
+        ROOT.into()
+    }
+
+    /// Rebuilds the graph from the cache, then looks at every dependent and every owner
+    /// waiting to be finalized.
+    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
+        let all = ctx.store.cache().list(ROOT, None, None, None, &|_| true)?;
+        let mut finalizing = Vec::new();
+        {
+            let mut graph = self.graph();
+            graph.clear();
+            for item in &all.items {
+                let Ok(obj) = handlers::parse(item) else { continue };
+                let key = item_key(&obj);
+                let Some(key) = key else { continue };
+                graph.put(&key, &obj);
+                if deleting(&obj) && (has_finalizer(&obj, ORPHAN_FINALIZER) || has_finalizer(&obj, FOREGROUND_FINALIZER)) {
+                    finalizing.push((key, obj));
+                }
+            }
+        }
+        let keys = self.graph().keys();
+        for key in keys {
+            self.attempt(ctx, &key).await?;
+        }
+        for (key, obj) in finalizing {
+            self.finalize_owner(ctx, &key, &obj).await?;
+        }
+        Ok(())
+    }
+
+    async fn changed(&self, ctx: &Ctx, event: &Event) -> ApiResult<bool> {
+        let Ok(obj) = handlers::parse(&event.object) else { return Ok(false) };
+        let namespace = obj["metadata"]["namespace"].as_str().map(str::to_string);
+        if event.kind == EventType::Deleted {
+            let gone = self.graph().remove(&event.key);
+            let uid = obj["metadata"]["uid"].as_str().unwrap_or_default();
+            let deps = self.graph().dependents_of(uid);
+            for dep in deps {
+                self.attempt(ctx, &dep).await?;
+            }
+            if let Some(gone) = gone {
+                self.recheck_owners(ctx, &gone.owners, namespace.as_deref()).await?;
+            }
+            return Ok(false);
+        }
+        self.graph().put(&event.key, &obj);
+        let dependent = self.graph().get(&event.key).is_some();
+        if dependent {
+            self.attempt(ctx, &event.key).await?;
+        }
+        if deleting(&obj) && (has_finalizer(&obj, ORPHAN_FINALIZER) || has_finalizer(&obj, FOREGROUND_FINALIZER)) {
+            self.finalize_owner(ctx, &event.key, &obj).await?;
+        }
+        Ok(false)
+    }
+}
+
+/// The storage key of a listed object (the cache's list gives objects, not keys).
+fn item_key(obj: &Value) -> Option<String> {
+    let (group, version) = obj["apiVersion"].as_str()?.rsplit_once('/').map_or(("", obj["apiVersion"].as_str()?), |(g, v)| (g, v));
+    let info = registry::lookup_group_kind(group, version, obj["kind"].as_str()?)?;
+    let name = obj["metadata"]["name"].as_str()?;
+    Some(info.key(obj["metadata"]["namespace"].as_str().filter(|_| info.namespaced), name))
+}
