@@ -93,13 +93,13 @@ impl Ctx {
         use crate::query::ReadAt;
         let cache = self.store.cache();
         Ok(match at {
-            ReadAt::MostRecent => self.store.linearizable_rev().await?,
+            ReadAt::MostRecent | ReadAt::Continue { rev: None, .. } => self.store.linearizable_rev().await?,
             ReadAt::Any => cache.applied(),
             ReadAt::NotOlderThan(rev) => {
                 self.store.wait_for(*rev, self.settings.rv_wait).await?;
                 cache.applied()
             }
-            ReadAt::Exact(rev) | ReadAt::Continue { rev, .. } => {
+            ReadAt::Exact(rev) | ReadAt::Continue { rev: Some(rev), .. } => {
                 self.store.wait_for(*rev, self.settings.rv_wait).await?;
                 *rev
             }

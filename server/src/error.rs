@@ -65,6 +65,10 @@ pub enum ApiError {
     Conflict { group: String, resource: String, name: String, message: String },
     #[error("{0}")]
     Gone(String),
+    /// 410 for a continue token whose revision is compacted: the Status carries a token that
+    /// continues from the same key at the latest revision (an inconsistent list).
+    #[error("{message}")]
+    ContinueExpired { message: String, continue_token: String },
     #[error("the server does not allow this method on the requested resource")]
     MethodNotAllowed,
     #[error("{0}")]
@@ -126,7 +130,7 @@ impl ApiError {
             },
             NotFound { .. } | NoRoute => StatusCode::NOT_FOUND,
             AlreadyExists { .. } | Conflict { .. } => StatusCode::CONFLICT,
-            Gone(_) => StatusCode::GONE,
+            Gone(_) | ContinueExpired { .. } => StatusCode::GONE,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -150,7 +154,7 @@ impl ApiError {
             NotFound { .. } | NoRoute => "NotFound",
             AlreadyExists { .. } => "AlreadyExists",
             Conflict { .. } => "Conflict",
-            Gone(_) => "Expired",
+            Gone(_) | ContinueExpired { .. } => "Expired",
             MethodNotAllowed => "MethodNotAllowed",
             NotAcceptable(_) => "NotAcceptable",
             UnsupportedMediaType(_) => "UnsupportedMediaType",
@@ -251,6 +255,9 @@ impl ApiError {
             "reason": self.reason(),
             "code": self.code().as_u16(),
         });
+        if let ContinueExpired { continue_token, .. } = self {
+            status["metadata"] = json!({"continue": continue_token});
+        }
         // Kubernetes' Forbidden errors always carry details, empty or not.
         if !details.is_empty() || matches!(self, Forbidden { .. }) {
             status["details"] = Value::Object(details);

@@ -91,8 +91,9 @@ pub enum ReadAt {
     NotOlderThan(u64),
     /// Exactly this revision, from history.
     Exact(u64),
-    /// The next page of a list at a fixed revision.
-    Continue { rev: u64, after: String },
+    /// The next page of a list at a fixed revision, or (`None`) at the latest one, for a
+    /// token handed out when the fixed revision was compacted.
+    Continue { rev: Option<u64>, after: String },
 }
 
 /// Parses a resourceVersion value (`""` is unset).
@@ -160,26 +161,30 @@ pub fn list_read(params: &Params, prefix: &str) -> ApiResult<ReadAt> {
 #[derive(Serialize, Deserialize)]
 struct ContinueToken {
     v: String,
-    rv: u64,
+    /// -1: the latest revision (an inconsistent continuation), as Kubernetes encodes it.
+    rv: i64,
     start: String,
 }
 
-/// A continue token for the page after `last_key`, read at `rev`: base64 of a small JSON
+/// A continue token for the page after `last_key`, read at `rev` (`None`: the latest): base64
+/// of a small JSON
 /// document holding the revision and the position relative to the collection prefix.
-pub fn encode_continue(rev: u64, prefix: &str, last_key: &str) -> String {
+pub fn encode_continue(rev: Option<u64>, prefix: &str, last_key: &str) -> String {
     let start = last_key.strip_prefix(prefix).unwrap_or(last_key);
-    let token = ContinueToken { v: "meta.k8s.io/v1".into(), rv: rev, start: start.to_string() };
+    let rv = rev.map_or(-1, |r| i64::try_from(r).unwrap_or(i64::MAX));
+    let token = ContinueToken { v: "meta.k8s.io/v1".into(), rv, start: start.to_string() };
     base64::engine::general_purpose::URL_SAFE.encode(serde_json::to_vec(&token).unwrap_or_default())
 }
 
-fn decode_continue(token: &str, prefix: &str) -> ApiResult<(u64, String)> {
+fn decode_continue(token: &str, prefix: &str) -> ApiResult<(Option<u64>, String)> {
     let bad = || ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
     let raw = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|_| bad())?;
     let t: ContinueToken = serde_json::from_slice(&raw).map_err(|_| bad())?;
-    if t.v != "meta.k8s.io/v1" || t.rv == 0 || t.start.contains("..") {
+    if t.v != "meta.k8s.io/v1" || t.rv == 0 || t.rv < -1 || t.start.contains("..") {
         return Err(bad());
     }
-    Ok((t.rv, format!("{prefix}{}", t.start)))
+    let rev = (t.rv > 0).then_some(t.rv as u64);
+    Ok((rev, format!("{prefix}{}", t.start)))
 }
 
 #[cfg(test)]
@@ -208,11 +213,11 @@ mod tests {
         for bad in ["resourceVersionMatch=Exact", "resourceVersionMatch=NotOlderThan", "resourceVersionMatch=Exact&resourceVersion=0", "resourceVersionMatch=Bogus&resourceVersion=1"] {
             assert_eq!(list_read(&p(bad), pre).unwrap_err().code(), 422, "{bad}");
         }
-        let token = encode_continue(7, pre, "/registry/configmaps/ns/b");
+        let token = encode_continue(Some(7), pre, "/registry/configmaps/ns/b");
         let q = format!("limit=1&continue={token}");
         assert_eq!(
             list_read(&p(&q), pre).unwrap(),
-            ReadAt::Continue { rev: 7, after: "/registry/configmaps/ns/b".into() }
+            ReadAt::Continue { rev: Some(7), after: "/registry/configmaps/ns/b".into() }
         );
         let q = format!("limit=1&continue={token}&resourceVersion=0");
         assert!(matches!(list_read(&p(&q), pre).unwrap(), ReadAt::Continue { .. }));

@@ -11,6 +11,7 @@ pub mod graph;
 
 use std::sync::Mutex;
 
+use futures::StreamExt;
 use raft_store::{Event, EventType};
 use serde_json::Value;
 
@@ -24,6 +25,8 @@ use graph::{Graph, OwnerRef};
 
 /// Every stored object lives under this prefix.
 const ROOT: &str = "/registry/";
+/// Dependents decided about at once (their deletes share the log's flushes).
+const PARALLEL: usize = 32;
 
 #[derive(Default)]
 pub struct GarbageCollector {
@@ -76,6 +79,17 @@ impl GarbageCollector {
         let Some(found) = ctx.store.cache().get(&info.key(ns, &owner.name), None)? else { return Ok(None) };
         let obj = handlers::parse(&found)?;
         Ok((obj["metadata"]["uid"] == owner.uid.as_str()).then_some(obj))
+    }
+
+    /// [`GarbageCollector::attempt`] for each of `keys`, [`PARALLEL`] at a time; the first
+    /// error, after all have been tried.
+    async fn attempt_all(&self, ctx: &Ctx, keys: Vec<String>) -> ApiResult<()> {
+        let results: Vec<ApiResult<()>> = futures::stream::iter(keys)
+            .map(|key| async move { self.attempt(ctx, &key).await })
+            .buffer_unordered(PARALLEL)
+            .collect()
+            .await;
+        results.into_iter().collect()
     }
 
     /// Decides about one dependent: deleted when no owner is left, references to gone (or
@@ -226,9 +240,7 @@ impl crate::leading::LeaderController for GarbageCollector {
             }
         }
         let keys = self.graph().keys();
-        for key in keys {
-            self.attempt(ctx, &key).await?;
-        }
+        self.attempt_all(ctx, keys).await?;
         for (key, obj) in finalizing {
             self.finalize_owner(ctx, &key, &obj).await?;
         }
@@ -242,9 +254,7 @@ impl crate::leading::LeaderController for GarbageCollector {
             let gone = self.graph().remove(&event.key);
             let uid = obj["metadata"]["uid"].as_str().unwrap_or_default();
             let deps = self.graph().dependents_of(uid);
-            for dep in deps {
-                self.attempt(ctx, &dep).await?;
-            }
+            self.attempt_all(ctx, deps).await?;
             if let Some(gone) = gone {
                 self.recheck_owners(ctx, &gone.owners, namespace.as_deref()).await?;
             }

@@ -38,11 +38,13 @@ pub async fn list(ctx: &Ctx, req: &ResourceRequest, params: &Params) -> ApiResul
     let everything = filter.is_everything();
     let keep = |o: &raft_store::Object| everything || serde_json::from_slice(&o.data).is_ok_and(|v| filter.matches(&v));
     let page = ctx.store.cache().list(&prefix, exact, after, limit, &keep).map_err(|e| match (e, &at) {
-        (StoreError::Compacted { .. }, ReadAt::Continue { .. }) => ApiError::Gone(CONTINUE_EXPIRED.into()),
+        (StoreError::Compacted { .. }, ReadAt::Continue { after, .. }) => {
+            ApiError::ContinueExpired { message: CONTINUE_EXPIRED.into(), continue_token: query::encode_continue(None, &prefix, after) }
+        }
         (StoreError::Compacted { .. }, _) => ApiError::Gone("The resourceVersion for the provided list is too old.".to_string()),
         (e, _) => e.into(),
     })?;
-    let continue_token = page.continue_after.as_deref().map(|k| query::encode_continue(page.rev, &prefix, k));
+    let continue_token = page.continue_after.as_deref().map(|k| query::encode_continue(Some(page.rev), &prefix, k));
     let remaining = (continue_token.is_some() && everything).then_some(page.remaining);
     Ok(Reply::List(ListReply {
         rev: page.rev,

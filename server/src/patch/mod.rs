@@ -61,14 +61,22 @@ pub fn apply(kind: PatchKind, current: &Value, body: &[u8]) -> ApiResult<Value> 
         }
         PatchKind::Strategic => {
             let patch: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-            strategic::merge(current, &patch).map_err(ApiError::BadRequest)
+            strategic::merge(current, &patch, definition(current)).map_err(ApiError::BadRequest)
         }
         PatchKind::Apply => {
             let patch: Value =
                 serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-            strategic::merge(current, &patch).map_err(ApiError::BadRequest)
+            strategic::merge(current, &patch, definition(current)).map_err(ApiError::BadRequest)
         }
     }
+}
+
+/// The schema definition of an object's kind (its `apiVersion` and `kind`), whose facts say
+/// how its lists merge; empty for a kind this server does not serve.
+fn definition(obj: &Value) -> &'static str {
+    let api_version = obj["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    crate::registry::lookup_group_kind(group, version, obj["kind"].as_str().unwrap_or_default()).map_or("", |r| r.ops.definition)
 }
 
 /// The 400 Kubernetes gives for a merge patch that is not a JSON object.
@@ -159,7 +167,7 @@ mod tests {
 
     #[test]
     fn strategic_and_apply_merge_by_key() {
-        let pod = json!({"spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]}});
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]}});
         let out = apply(PatchKind::Strategic, &pod, br#"{"spec":{"containers":[{"name":"b","image":"z"}]}}"#).unwrap();
         assert_eq!(out["spec"]["containers"], json!([{"name": "a", "image": "x"}, {"name": "b", "image": "z"}]));
         let out = apply(PatchKind::Apply, &pod, b"spec:\n  containers:\n  - name: a\n    image: w\n").unwrap();

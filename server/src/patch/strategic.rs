@@ -1,9 +1,9 @@
 //! Strategic merge patch (`application/strategic-merge-patch+json`), the patch kubectl sends
 //! for built-in kinds (`edit`, `apply`, `rollout restart`, ...).
 //!
-//! Kubernetes reads each list's merge strategy from `patchStrategy`/`patchMergeKey` tags on its
-//! Go types; here the lists the built-in kinds merge are known by field name and the field that
-//! holds them (see [`list_merge`]). Every other list is replaced; maps merge recursively; `null`
+//! Each list's merge strategy is its `patchStrategy`/`patchMergeKey` in the published schema
+//! (Kubernetes' own facts, [`crate::openapi::facts`]), found by walking the kind's schema
+//! alongside the patch (see [`list_merge`]). Every other list is replaced; maps merge recursively; `null`
 //! deletes a key. The directives are supported: `$patch: replace|delete` on maps and list
 //! items, `$retainKeys`, `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>`.
 //! Merged lists are ordered as Kubernetes orders them: items named by the patch (or by
@@ -12,70 +12,61 @@
 
 use serde_json::{Map, Value};
 
+use crate::openapi::facts::{schemas, Field};
+
 const DIRECTIVE: &str = "$patch";
 const RETAIN_KEYS: &str = "$retainKeys";
 const DELETE_FROM_PRIMITIVE_LIST: &str = "$deleteFromPrimitiveList/";
 const SET_ELEMENT_ORDER: &str = "$setElementOrder/";
 
-/// How a list merges.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// How a list merges, from the field's `patchStrategy` and `patchMergeKey`.
+#[derive(Debug, Clone, PartialEq)]
 enum ListMerge {
     /// Items are objects identified by this field.
-    Key(&'static str),
+    Key(String),
     /// Items are scalars; the result is the union.
     Primitive,
 }
 
-/// The merge strategy of list `field` inside an object held by field `parent` (the list's
-/// name for list items, `""` at the top level); `None` means the list is replaced.
-fn list_merge(parent: &str, field: &str) -> Option<ListMerge> {
-    use ListMerge::{Key, Primitive};
-    let in_container = matches!(parent, "containers" | "initContainers" | "ephemeralContainers");
-    Some(match (parent, field) {
-        (_, "containers" | "initContainers" | "ephemeralContainers") => Key("name"),
-        (_, "conditions") => Key("type"),
-        (_, "ports") if in_container => Key("containerPort"),
-        (_, "env") if in_container => Key("name"),
-        (_, "volumeMounts") if in_container => Key("mountPath"),
-        (_, "volumeDevices") if in_container => Key("devicePath"),
-        ("spec", "volumes" | "imagePullSecrets" | "schedulingGates" | "resourceClaims") => Key("name"),
-        ("spec", "hostAliases") => Key("ip"),
-        ("spec", "topologySpreadConstraints") => Key("topologyKey"),
-        // Service ports.
-        ("spec", "ports") => Key("port"),
-        ("spec", "podCIDRs") => Primitive,
-        ("status", "podIPs" | "hostIPs") => Key("ip"),
-        ("status", "addresses") => Key("type"),
-        ("metadata", "finalizers") => Primitive,
-        ("metadata", "ownerReferences") => Key("uid"),
-        // ServiceAccount secrets, admission webhook configurations.
-        ("", "secrets" | "webhooks") => Key("name"),
-        _ => return None,
+/// The merge strategy of a list field; `None` means the list is replaced.
+fn list_merge(field: &Field) -> Option<ListMerge> {
+    if !field.patch_strategy.as_deref().is_some_and(|s| s.split(',').any(|p| p == "merge")) {
+        return None;
+    }
+    Some(match &field.patch_merge_key {
+        Some(k) => ListMerge::Key(k.clone()),
+        None => ListMerge::Primitive,
     })
 }
 
-/// Applies a strategic merge patch; errors are messages for a 400.
-pub(super) fn merge(current: &Value, patch: &Value) -> Result<Value, String> {
+/// What the schema says about field `key` of an object of definition `def`.
+fn field_of(def: Option<&str>, key: &str) -> Field {
+    def.map(|d| schemas().field(d, key)).unwrap_or_default()
+}
+
+/// Applies a strategic merge patch to an object of definition `def`; errors are messages for
+/// a 400.
+pub(super) fn merge(current: &Value, patch: &Value, def: &str) -> Result<Value, String> {
     let Some(patch) = patch.as_object() else {
         return Err("the strategic merge patch must be a JSON object".into());
     };
     let current = current.as_object().cloned().unwrap_or_default();
-    merge_map(current, patch.clone(), "").map(Value::Object)
+    merge_map(current, patch.clone(), Some(def)).map(Value::Object)
 }
 
 fn bad_patch_type(directive: &Value, patch: &Map<String, Value>) -> String {
     format!("unknown patch type: {} in map: {}", directive.as_str().unwrap_or_default(), Value::Object(patch.clone()))
 }
 
-/// Merges `patch` into `orig`, an object held by field `parent`.
+/// Merges `patch` into `orig`, an object of definition `def` (`None`: not a known kind).
 fn merge_map(
     mut orig: Map<String, Value>,
     mut patch: Map<String, Value>,
-    parent: &str,
+    def: Option<&str>,
 ) -> Result<Map<String, Value>, String> {
     if let Some(directive) = patch.remove(DIRECTIVE) {
         return match directive.as_str() {
-            Some("replace") => merge_map(Map::new(), patch, parent),
+            Some("replace") => merge_map(Map::new(), patch, def),
             Some("delete") => Ok(Map::new()),
             _ => Err(bad_patch_type(&directive, &patch)),
         };
@@ -111,50 +102,48 @@ fn merge_map(
             Some(old) => old.take(),
             None => Value::Null,
         };
+        let field = field_of(def, &key);
         let merged = match (old, value) {
             (_, Value::Null) => {
                 orig.remove(&key);
                 continue;
             }
-            (Value::Object(o), Value::Object(p)) => Value::Object(merge_map(o, p, &key)?),
-            (Value::Array(o), Value::Array(p)) => Value::Array(merge_list(o, p, parent, &key, order)?),
-            (_, Value::Object(p)) => Value::Object(merge_map(Map::new(), p, &key)?),
-            (_, Value::Array(p)) => Value::Array(merge_list(Vec::new(), p, parent, &key, order)?),
+            (Value::Object(o), Value::Object(p)) => Value::Object(merge_map(o, p, field.def.as_deref())?),
+            (Value::Array(o), Value::Array(p)) => Value::Array(merge_list(o, p, &field, order)?),
+            (_, Value::Object(p)) => Value::Object(merge_map(Map::new(), p, field.def.as_deref())?),
+            (_, Value::Array(p)) => Value::Array(merge_list(Vec::new(), p, &field, order)?),
             (_, scalar) => scalar,
         };
         orig.insert(key, merged);
     }
     // `$setElementOrder` for a list the patch does not otherwise touch.
-    for (field, order) in orders {
-        if let Some(Value::Array(list)) = orig.get_mut(&field) {
+    for (name, order) in orders {
+        let field = field_of(def, &name);
+        if let Some(Value::Array(list)) = orig.get_mut(&name) {
             let current = std::mem::take(list);
-            *list = merge_list(current, Vec::new(), parent, &field, Some(order))?;
+            *list = merge_list(current, Vec::new(), &field, Some(order))?;
         }
     }
     Ok(orig)
 }
 
 /// A patch value new to the object: its nulls and directives are resolved against nothing.
-fn fresh(value: Value, field: &str) -> Result<Value, String> {
+fn fresh(value: Value, def: Option<&str>) -> Result<Value, String> {
     match value {
-        Value::Object(m) => merge_map(Map::new(), m, field).map(Value::Object),
+        Value::Object(m) => merge_map(Map::new(), m, def).map(Value::Object),
         other => Ok(other),
     }
 }
 
-/// Merges list `field` of an object held by `parent`; `order` is its `$setElementOrder`.
-fn merge_list(
-    orig: Vec<Value>,
-    patch: Vec<Value>,
-    parent: &str,
-    field: &str,
-    order: Option<Vec<Value>>,
-) -> Result<Vec<Value>, String> {
-    let key = match list_merge(parent, field) {
-        None => return patch.into_iter().map(|v| fresh(v, field)).collect(),
+/// Merges a list `field`; `order` is its `$setElementOrder`.
+fn merge_list(orig: Vec<Value>, patch: Vec<Value>, field: &Field, order: Option<Vec<Value>>) -> Result<Vec<Value>, String> {
+    let items_def = field.def.as_deref();
+    let merge_key = match list_merge(field) {
+        None => return patch.into_iter().map(|v| fresh(v, items_def)).collect(),
         Some(ListMerge::Key(k)) => Some(k),
         Some(ListMerge::Primitive) => None,
     };
+    let key = merge_key.as_deref();
     let mut base = orig;
     let mut items = Vec::new();
     let mut replace = false;
@@ -192,10 +181,10 @@ fn merge_list(
                     Value::Object(o) => o,
                     _ => Map::new(),
                 };
-                merged[i] = Value::Object(merge_map(o, p, field)?);
+                merged[i] = Value::Object(merge_map(o, p, items_def)?);
             }
             (Some(_), _) => {}
-            (None, item) => merged.push(fresh(item, field)?),
+            (None, item) => merged.push(fresh(item, items_def)?),
         }
     }
     Ok(reorder(merged, &order.unwrap_or(items), &base, key))
@@ -245,8 +234,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    const POD: &str = "io.k8s.api.core.v1.Pod";
+
     fn smp(current: Value, patch: Value) -> Value {
-        merge(&current, &patch).unwrap()
+        smp_as(POD, current, patch)
+    }
+
+    fn smp_as(def: &str, current: Value, patch: Value) -> Value {
+        merge(&current, &patch, def).unwrap()
     }
 
     fn pod(containers: Value) -> Value {
@@ -284,7 +279,7 @@ mod tests {
             json!([{"containerPort": 80, "name": "http", "protocol": "TCP"}])
         );
         let svc = json!({"spec": {"ports": [{"port": 80, "targetPort": 8080}]}});
-        let out = smp(svc, json!({"spec": {"ports": [{"port": 80, "targetPort": 9090}]}}));
+        let out = smp_as("io.k8s.api.core.v1.Service", svc, json!({"spec": {"ports": [{"port": 80, "targetPort": 9090}]}}));
         assert_eq!(out["spec"]["ports"], json!([{"port": 80, "targetPort": 9090}]));
     }
 
@@ -303,10 +298,10 @@ mod tests {
         assert_eq!(out["spec"]["containers"], json!([{"name": "b"}]));
         let out = smp(cur.clone(), json!({"spec": {"containers": [{"$patch": "replace"}, {"name": "c"}]}}));
         assert_eq!(out["spec"]["containers"], json!([{"name": "c"}]));
-        assert!(merge(&cur, &json!({"spec": {"containers": [{"image": "x"}]}}))
+        assert!(merge(&cur, &json!({"spec": {"containers": [{"image": "x"}]}}), POD)
             .unwrap_err()
             .contains("merge key: name"));
-        assert!(merge(&cur, &json!({"spec": {"containers": [{"name": "a", "$patch": "bogus"}]}}))
+        assert!(merge(&cur, &json!({"spec": {"containers": [{"name": "a", "$patch": "bogus"}]}}), POD)
             .unwrap_err()
             .starts_with("unknown patch type: bogus"));
     }
@@ -314,11 +309,12 @@ mod tests {
     #[test]
     fn map_directives() {
         let cur = json!({"spec": {"selector": {"a": "1", "b": "2"}, "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}});
-        let out = smp(cur.clone(), json!({"spec": {"selector": {"$patch": "replace", "c": "3"}}}));
+        const DEPLOYMENT: &str = "io.k8s.api.apps.v1.Deployment";
+        let out = smp_as(DEPLOYMENT, cur.clone(), json!({"spec": {"selector": {"$patch": "replace", "c": "3"}}}));
         assert_eq!(out["spec"]["selector"], json!({"c": "3"}));
-        let out = smp(cur.clone(), json!({"spec": {"selector": {"$patch": "delete"}}}));
+        let out = smp_as(DEPLOYMENT, cur.clone(), json!({"spec": {"selector": {"$patch": "delete"}}}));
         assert_eq!(out["spec"]["selector"], json!({}));
-        let out = smp(cur, json!({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}}));
+        let out = smp_as(DEPLOYMENT, cur, json!({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}}));
         assert_eq!(out["spec"]["strategy"], json!({"type": "Recreate"}));
     }
 
@@ -351,6 +347,6 @@ mod tests {
             json!({"metadata": {"labels": {"a": "1", "b": null}}, "spec": {"containers": [{"name": "a", "$patch": "delete"}, {"name": "b"}]}}),
         );
         assert_eq!(out, json!({"metadata": {"labels": {"a": "1"}}, "spec": {"containers": [{"name": "b"}]}}));
-        assert!(merge(&json!({}), &json!([1])).is_err());
+        assert!(merge(&json!({}), &json!([1]), POD).is_err());
     }
 }

@@ -1,6 +1,7 @@
 //! OpenAPI documents derived from the registry table and the `k8s-openapi` schemas:
 //! `/openapi/v2` (Swagger 2.0), the `/openapi/v3` index, and one OpenAPI 3.0 document per group
-//! version. Each kind's schema carries `x-kubernetes-group-version-kind`, and every write
+//! version. Each kind's schema carries `x-kubernetes-group-version-kind` and Kubernetes' list,
+//! map and patch extensions ([`facts`]), and every write
 //! operation lists the `fieldValidation` parameter, so `kubectl explain` and kubectl's
 //! server-side validation work. Built once, served as cached bytes.
 
@@ -9,6 +10,8 @@ use std::sync::OnceLock;
 
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
+
+pub mod facts;
 
 use crate::negotiate::PATCH_TYPES;
 use crate::registry::{served, ResourceInfo};
@@ -36,6 +39,7 @@ fn schemas(ref_prefix: &str, openapi3: bool) -> Map<String, Value> {
     for (name, schema) in generator.take_definitions(true) {
         out.entry(name).or_insert(schema);
     }
+    facts::annotate(&mut out);
     out
 }
 
