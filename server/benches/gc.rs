@@ -33,6 +33,7 @@ async fn main() {
             async move {
                 let mut cm = common::configmap(&format!("dep-{c}-{i}"));
                 cm.metadata.owner_references = Some(vec![reference]);
+                cm.metadata.labels = Some([("gc-bench".to_string(), "dependent".to_string())].into());
                 api.create(&PostParams::default(), &cm).await.expect("dependent");
             }
         }
@@ -42,7 +43,8 @@ async fn main() {
 
     let started = Instant::now();
     api.delete("owner", &DeleteParams::default()).await.expect("delete the owner");
-    let lp = ListParams::default().limit(1);
+    // Only the dependents (the namespace also holds kube-root-ca.crt).
+    let lp = ListParams::default().labels("gc-bench=dependent").limit(1);
     loop {
         let left = api.list_metadata(&lp).await.expect("list");
         if left.items.is_empty() {

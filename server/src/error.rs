@@ -63,6 +63,9 @@ pub enum ApiError {
     AlreadyExists { group: String, resource: String, name: String },
     #[error("{message}")]
     Conflict { group: String, resource: String, name: String, message: String },
+    /// 409 of a server-side apply: one `FieldManagerConflict` cause per field.
+    #[error("{message}")]
+    ApplyConflict { message: String, causes: Vec<Cause> },
     #[error("{0}")]
     Gone(String),
     /// 410 for a continue token whose revision is compacted: the Status carries a token that
@@ -129,7 +132,7 @@ impl ApiError {
                 _ => StatusCode::UNPROCESSABLE_ENTITY,
             },
             NotFound { .. } | NoRoute => StatusCode::NOT_FOUND,
-            AlreadyExists { .. } | Conflict { .. } => StatusCode::CONFLICT,
+            AlreadyExists { .. } | Conflict { .. } | ApplyConflict { .. } => StatusCode::CONFLICT,
             Gone(_) | ContinueExpired { .. } => StatusCode::GONE,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
@@ -153,7 +156,7 @@ impl ApiError {
             Denied { reason, .. } => reason,
             NotFound { .. } | NoRoute => "NotFound",
             AlreadyExists { .. } => "AlreadyExists",
-            Conflict { .. } => "Conflict",
+            Conflict { .. } | ApplyConflict { .. } => "Conflict",
             Gone(_) | ContinueExpired { .. } => "Expired",
             MethodNotAllowed => "MethodNotAllowed",
             NotAcceptable(_) => "NotAcceptable",
@@ -217,6 +220,10 @@ impl ApiError {
                     }
                 }
                 details.insert("causes".into(), json!([{"message": cause}]));
+            }
+            ApplyConflict { causes, .. } => {
+                let causes: Vec<Value> = causes.iter().map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field})).collect();
+                details.insert("causes".into(), Value::Array(causes));
             }
             TooLargeResourceVersion { .. } => {
                 details.insert(

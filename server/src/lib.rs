@@ -16,6 +16,7 @@ pub mod error;
 pub mod expr;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
+pub mod fieldmanager;
 pub mod file_watch;
 pub mod flowcontrol;
 pub mod gc;

@@ -50,7 +50,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, binding: Value, dry_run: b
         user: req.user.clone(),
     };
     let annotations = binding["metadata"]["annotations"].clone();
-    let opts = Update { precondition: None, validation: FieldValidation::Ignore, duplicates: Vec::new(), dry_run };
+    let opts = Update { precondition: None, validation: FieldValidation::Ignore, duplicates: Vec::new(), dry_run, manager: None };
     write::update(ctx, &pod_req, opts, &mut Vec::new(), |old| {
         let conflict = |message: String| ApiError::Conflict { group: String::new(), resource: "pods".into(), name: pod.clone(), message };
         if old["metadata"].get("deletionTimestamp").is_some() {

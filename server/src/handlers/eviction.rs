@@ -52,7 +52,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, eviction: Value, dry_run: 
                 // The budget counts this disruption before the pod goes.
                 let pdb_name = pdb["metadata"]["name"].as_str().unwrap_or_default().to_string();
                 let pdb_req = ResourceRequest { info: budgets, namespace: req.namespace.clone(), name: Some(pdb_name), subresource: Some("status".into()), verb: Verb::Update, user: req.user.clone() };
-                let opts = Update { precondition: None, validation: FieldValidation::Ignore, duplicates: Vec::new(), dry_run };
+                let opts = Update { precondition: None, validation: FieldValidation::Ignore, duplicates: Vec::new(), dry_run, manager: None };
                 write::update(ctx, &pdb_req, opts, &mut Vec::new(), |old| {
                     let allowed = old["status"]["disruptionsAllowed"].as_i64().unwrap_or(0);
                     if allowed <= 0 {

@@ -26,7 +26,9 @@ use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde_json::Value;
 
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::fieldmanager::{self, Manager};
+use crate::patch::PatchKind;
 use crate::negotiate::{self, BodyKind, Encoding, Form, Output};
 use crate::query::Params;
 use crate::registry::ResourceInfo;
@@ -75,14 +77,19 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
             let mut obj = decode_object(headers, &body)?;
             prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;
             let validation = FieldValidation::from_params(params)?;
-            write::create(ctx, req, obj, validation, &duplicate_fields(headers, &body), params.dry_run()?, &mut warnings).await?
+            let manager = request_manager(req, params, headers, "CreateOptions", None)?;
+            write::create(ctx, req, obj, validation, &duplicate_fields(headers, &body), params.dry_run()?, Some(&manager), &mut warnings).await?
         }
         Verb::Update => {
             let obj = decode_object(headers, &body)?;
-            mutate::update(ctx, req, params, obj, duplicate_fields(headers, &body), &mut warnings).await?
+            let manager = request_manager(req, params, headers, "UpdateOptions", None)?;
+            mutate::update(ctx, req, params, obj, duplicate_fields(headers, &body), manager, &mut warnings).await?
         }
         Verb::Patch => match negotiate::body_kind(headers)? {
-            BodyKind::Patch(kind) => mutate::patch(ctx, req, params, kind, &body, &mut warnings).await?,
+            BodyKind::Patch(kind) => {
+                let manager = request_manager(req, params, headers, "PatchOptions", Some(kind))?;
+                mutate::patch(ctx, req, params, kind, &body, manager, &mut warnings).await?
+            }
             _ => {
                 return Err(ApiError::UnsupportedMediaType(format!(
                     "the body of the request was in an unknown format - accepted media types include: {}",
@@ -101,6 +108,33 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
         }
     }
     Ok(resp)
+}
+
+/// The manager of a write, from `fieldManager` or the User-Agent, with Kubernetes' checks of
+/// the write's options (`options` names them in the 422): a printable manager of at most 128
+/// bytes, required for an apply; `force` only for an apply.
+fn request_manager(req: &ResourceRequest, params: &Params, headers: &HeaderMap, options: &str, patch: Option<PatchKind>) -> ApiResult<Manager> {
+    let given = params.get("fieldManager").filter(|m| !m.is_empty());
+    let mut causes = Vec::new();
+    match (patch, given) {
+        (Some(PatchKind::Apply), None) => causes.push(Cause::new("FieldValueRequired", "fieldManager", "Required value: is required for apply patch")),
+        (Some(PatchKind::Apply), _) | (None, _) => {}
+        (Some(_), _) if params.get("force").is_some() => causes.push(Cause::new("FieldValueForbidden", "force", "Forbidden: may not be specified for non-apply patch")),
+        (Some(_), _) => {}
+    }
+    if let Some(m) = given {
+        if m.len() > fieldmanager::MAX_MANAGER_LEN {
+            causes.push(Cause::new("FieldValueTooLong", "fieldManager", format!("Too long: may not be more than {} bytes", fieldmanager::MAX_MANAGER_LEN)));
+        }
+        if let Some((i, c)) = m.chars().enumerate().find(|(_, c)| c.is_control()) {
+            causes.push(Cause::invalid("fieldManager", m, &format!("invalid character U+{:04X} (at position {i})", c as u32)));
+        }
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::Invalid { group: "meta.k8s.io".into(), kind: options.into(), name: String::new(), causes });
+    }
+    let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
+    Ok(Manager::of(given, agent, &req.info.api_version(), req.subresource.as_deref()))
 }
 
 /// Decodes a JSON, YAML or Protobuf request body into an object.
@@ -226,9 +260,14 @@ fn frame(kind: &str, object: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
+/// The manager of the server's own writes (bootstrap, controllers).
+fn own_manager(req: &ResourceRequest) -> Manager {
+    Manager { name: "kube-apiserver".into(), api_version: req.info.api_version(), subresource: req.subresource.clone() }
+}
+
 /// Creates an object on the server's own behalf (bootstrap, controllers).
 pub async fn create_object(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<()> {
-    write::create(ctx, req, obj, FieldValidation::Strict, &[], false, &mut Vec::new()).await.map(|_| ())
+    write::create(ctx, req, obj, FieldValidation::Strict, &[], false, Some(&own_manager(req)), &mut Vec::new()).await.map(|_| ())
 }
 
 /// Deletes an object on the server's own behalf.
@@ -243,6 +282,6 @@ pub async fn update_object(
     validation: FieldValidation,
     mutate: impl FnMut(&Value) -> ApiResult<Value>,
 ) -> ApiResult<()> {
-    let opts = write::Update { precondition: None, validation, duplicates: Vec::new(), dry_run: false };
+    let opts = write::Update { precondition: None, validation, duplicates: Vec::new(), dry_run: false, manager: Some(own_manager(req)) };
     write::update(ctx, req, opts, &mut Vec::new(), mutate).await.map(|_| ())
 }

@@ -10,6 +10,7 @@ use super::scale;
 use super::write::{self, Update};
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
+use crate::fieldmanager::{self, Manager};
 use crate::meta::meta_str;
 use crate::patch::{self, PatchKind};
 use crate::query::Params;
@@ -101,7 +102,7 @@ fn precondition(obj: &Value) -> ApiResult<Option<u64>> {
 }
 
 /// PUT: replace the object (or its status or scale).
-pub async fn update(ctx: &Ctx, req: &ResourceRequest, params: &Params, mut body: Value, duplicates: Vec<String>, warnings: &mut Vec<String>) -> ApiResult<Reply> {
+pub async fn update(ctx: &Ctx, req: &ResourceRequest, params: &Params, mut body: Value, duplicates: Vec<String>, manager: Manager, warnings: &mut Vec<String>) -> ApiResult<Reply> {
     let (kind, api_version) = match req.subresource.as_deref() {
         Some("scale") => ("Scale", "autoscaling/v1".to_string()),
         _ => (req.info.kind, req.info.api_version()),
@@ -127,39 +128,82 @@ pub async fn update(ctx: &Ctx, req: &ResourceRequest, params: &Params, mut body:
         validation: FieldValidation::from_params(params)?,
         duplicates,
         dry_run: params.dry_run()?,
+        manager: Some(manager),
     };
     let reply = write::update(ctx, req, opts, warnings, |old| merge_view(req, old, &body)).await?;
     scale_reply(req, reply)
 }
 
-/// PATCH: apply a merge, JSON or strategic merge patch to the current object (or its view).
-pub async fn patch(ctx: &Ctx, req: &ResourceRequest, params: &Params, kind: PatchKind, body: &[u8], warnings: &mut Vec<String>) -> ApiResult<Reply> {
-    let opts = Update { precondition: None, validation: FieldValidation::from_params(params)?, duplicates: Vec::new(), dry_run: params.dry_run()? };
+/// PATCH: apply a merge, JSON or strategic merge patch to the current object (or its view),
+/// or a server-side apply ([`apply`]).
+pub async fn patch(ctx: &Ctx, req: &ResourceRequest, params: &Params, kind: PatchKind, body: &[u8], manager: Manager, warnings: &mut Vec<String>) -> ApiResult<Reply> {
+    if kind == PatchKind::Apply {
+        return apply(ctx, req, params, body, manager, warnings).await;
+    }
+    let opts = Update { precondition: None, validation: FieldValidation::from_params(params)?, duplicates: Vec::new(), dry_run: params.dry_run()?, manager: Some(manager) };
     let reply = write::update(ctx, req, opts, warnings, |old| {
         let current = view(req, old)?;
         let patched = patch::apply(kind, &current, body)?;
-        // A resourceVersion in the patch is a precondition.
-        let rv = precondition(&patched)?;
-        if rv.is_some() && rv != precondition(&current)? {
-            return Err(ApiError::Conflict {
-                group: req.info.group.into(),
-                resource: req.info.resource.into(),
-                name: req.name().into(),
-                message: format!(
-                    "Operation cannot be fulfilled on {} \"{}\": {}",
-                    req.info.resource,
-                    req.name(),
-                    write::MODIFIED
-                ),
-            });
-        }
-        if meta_str(&patched, "name").is_some_and(|n| n != req.name()) {
-            return Err(ApiError::bad_request("metadata.name: Invalid value: the name of the object does not match the name on the URL"));
-        }
+        check_patched(req, &current, &patched)?;
         merge_view(req, old, &patched)
     })
     .await?;
     scale_reply(req, reply)
+}
+
+/// What a patch may not change: the revision it read (a precondition) and the name.
+fn check_patched(req: &ResourceRequest, current: &Value, patched: &Value) -> ApiResult<()> {
+    let rv = precondition(patched)?;
+    if rv.is_some() && rv != precondition(current)? {
+        return Err(ApiError::Conflict {
+            group: req.info.group.into(),
+            resource: req.info.resource.into(),
+            name: req.name().into(),
+            message: format!("Operation cannot be fulfilled on {} \"{}\": {}", req.info.resource, req.name(), write::MODIFIED),
+        });
+    }
+    if meta_str(patched, "name").is_some_and(|n| n != req.name()) {
+        return Err(ApiError::bad_request("metadata.name: Invalid value: the name of the object does not match the name on the URL"));
+    }
+    Ok(())
+}
+
+/// Server-side apply (`application/apply-patch+yaml`): the applied configuration merged into
+/// the object by field management ([`fieldmanager::apply`]), conflicts refused unless `force`;
+/// an object that does not exist is created from it.
+async fn apply(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: &[u8], manager: Manager, warnings: &mut Vec<String>) -> ApiResult<Reply> {
+    let mut applied: Value = serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !applied.is_object() {
+        return Err(ApiError::bad_request("the applied configuration must be an object"));
+    }
+    if applied["metadata"].get("managedFields").is_some() {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    check_type_meta(req.info, &mut applied, req.info.kind, &req.info.api_version())?;
+    let force = params.flag("force")?;
+    let validation = FieldValidation::from_params(params)?;
+    let dry_run = params.dry_run()?;
+    let def = req.info.ops.definition;
+    let now = crate::meta::now();
+    let opts = Update { precondition: None, validation, duplicates: Vec::new(), dry_run, manager: None };
+    let result = write::update(ctx, req, opts, warnings, |old| {
+        let current = view(req, old)?;
+        let merged = fieldmanager::apply(Some(&current), &applied, &manager, force, def, &now)?;
+        check_patched(req, &current, &merged)?;
+        merge_view(req, old, &merged)
+    })
+    .await;
+    match result {
+        Err(ApiError::NotFound { .. }) if req.subresource.is_none() => {
+            if meta_str(&applied, "name").is_some_and(|n| n != req.name()) {
+                return Err(ApiError::bad_request("metadata.name: Invalid value: the name of the object does not match the name on the URL"));
+            }
+            applied["metadata"]["name"] = Value::String(req.name().to_string());
+            let created = fieldmanager::apply(None, &applied, &manager, force, def, &now)?;
+            write::create(ctx, req, created, validation, &[], dry_run, None, warnings).await
+        }
+        other => scale_reply(req, other?),
+    }
 }
 
 /// Answers with the `Scale` view when the scale subresource was written.

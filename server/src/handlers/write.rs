@@ -10,6 +10,7 @@ use super::prepare::{admit, FieldValidation};
 use crate::admission::Operation;
 use super::reply::Reply;
 use crate::context::Ctx;
+use crate::fieldmanager::{self, Manager};
 use crate::error::{ApiError, ApiResult};
 use crate::ipalloc::ServiceIps;
 use crate::meta::{self, meta_mut, meta_str};
@@ -84,6 +85,7 @@ pub async fn create(
     validation: FieldValidation,
     duplicates: &[String],
     dry_run: bool,
+    manager: Option<&Manager>,
     warnings: &mut Vec<String>,
 ) -> ApiResult<Reply> {
     let info = req.info;
@@ -126,6 +128,9 @@ pub async fn create(
     check_namespace(ctx, info, req.namespace.as_deref()).await?;
     let named = ResourceRequest { name: Some(name.clone()), ..req.clone() };
     warnings.extend(ctx.admission.admit(&named, Operation::Create, Some(&mut obj), None, dry_run).await?);
+    if let Some(m) = manager {
+        fieldmanager::update(None, &mut obj, m, info.ops.definition, &meta::now());
+    }
     let wants_ip = info.resource == "services" && info.group.is_empty() && service_wants_ip(&obj);
     let requested_ip = obj["spec"]["clusterIP"].as_str().filter(|s| !s.is_empty() && *s != "None").map(str::to_string);
     let ranges = if wants_ip { ctx.ips.ranges(&ctx.store) } else { Vec::new() };
@@ -211,6 +216,8 @@ pub struct Update {
     /// Keys the request body repeated, reported per `validation`.
     pub duplicates: Vec<String>,
     pub dry_run: bool,
+    /// Who writes, for `managedFields` (`None`: a server-side apply, which recorded them).
+    pub manager: Option<Manager>,
 }
 
 /// The guaranteed-update loop: read the current object, compute the new one with `mutate`,
@@ -244,6 +251,9 @@ pub async fn update(
         if meta::without_rv(&new) == meta::without_rv(&old) {
             warnings.extend(w);
             return Ok(Reply::object(StatusCode::OK, current.data));
+        }
+        if let Some(m) = &opts.manager {
+            fieldmanager::update(Some(&old), &mut new, m, info.ops.definition, &meta::now());
         }
         // An object being deleted goes away once its last finalizer is removed.
         let finalized = new["metadata"].get("deletionTimestamp").is_some() && finalizers_empty(&new);
