@@ -40,8 +40,14 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
         Ok(b) => b,
         Err(_) => return too_large(&ctx),
     };
-    match serve(&ctx, parts, body).await {
+    let gzip = crate::compression::accepts_gzip(&parts.headers);
+    let resp = match serve(&ctx, parts, body).await {
         Ok(resp) | Err(resp) => resp,
+    };
+    if gzip {
+        crate::compression::maybe_gzip(resp).await
+    } else {
+        resp
     }
 }
 

@@ -9,6 +9,7 @@ pub mod admission;
 pub mod app;
 pub mod auth;
 pub mod cli;
+pub mod compression;
 pub mod context;
 pub mod controllers;
 pub mod discovery;

@@ -416,3 +416,46 @@ async fn list_items_carry_no_type_meta() {
     // A single object keeps them.
     assert_eq!(s.get("/api/v1/namespaces/default/configmaps/typed").await.json()["kind"], "ConfigMap");
 }
+
+/// A list of 300 ConfigMaps of 1 KiB: well over the 128 KiB threshold.
+async fn big_namespace(s: &TestServer) {
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    for i in 0..300 {
+        let mut cm = configmap(&format!("big-{i}"), &[]);
+        cm.data = Some([("payload".to_string(), "x".repeat(1024))].into());
+        api.create(&PostParams::default(), &cm).await.unwrap();
+    }
+}
+
+fn gzip_get(path: &str) -> http::Request<Vec<u8>> {
+    http::Request::get(path).header("accept-encoding", "gzip").body(vec![]).unwrap()
+}
+
+#[tokio::test]
+async fn large_responses_are_gzipped_when_the_client_accepts_it() {
+    use std::io::Read;
+    let s = TestServer::start().await;
+    big_namespace(&s).await;
+    let reply = s.request(gzip_get(CMS)).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.headers.get("content-encoding").map(|v| v.to_str().unwrap()), Some("gzip"));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&reply.body[..]).read_to_string(&mut text).unwrap();
+    let list: Value = serde_json::from_str(&text).unwrap();
+    assert!(list["items"].as_array().unwrap().len() >= 300);
+    assert!(reply.body.len() < text.len() / 4, "compressed {} of {}", reply.body.len(), text.len());
+    // Small answers, and clients that do not ask, get plain bodies.
+    let small = s.request(gzip_get(&format!("{CMS}/big-1"))).await;
+    assert!(small.headers.get("content-encoding").is_none());
+    let plain = s.get(CMS).await;
+    assert!(plain.headers.get("content-encoding").is_none() && plain.json()["items"].is_array());
+}
+
+#[tokio::test]
+async fn response_compression_can_be_turned_off() {
+    let s = TestServer::start_with(&["--feature-gates", "APIResponseCompression=false"]).await;
+    big_namespace(&s).await;
+    let reply = s.request(gzip_get(CMS)).await;
+    assert!(reply.headers.get("content-encoding").is_none());
+    assert!(reply.json()["items"].is_array());
+}

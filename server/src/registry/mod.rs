@@ -82,30 +82,35 @@ pub struct ResourceInfo {
     pub gate: Option<&'static str>,
 }
 
-/// The feature gates turned on, set once at start.
-static GATES: OnceLock<Vec<String>> = OnceLock::new();
+/// Feature gates that are not about serving a resource, with their defaults as in
+/// Kubernetes 1.34.
+const OTHER_GATES: &[(&str, bool)] = &[("APIResponseCompression", true)];
+
+/// The feature gates set by `--feature-gates`, set once at start.
+static GATES: OnceLock<Vec<(String, bool)>> = OnceLock::new();
 
 /// Reads `--feature-gates` (`Name=true,Other=false`); an unknown gate name or value is an error.
 pub fn set_feature_gates(flag: &str) -> Result<(), String> {
-    let known: Vec<&str> = ALL.iter().filter_map(|r| r.gate).collect();
-    let mut on = Vec::new();
+    let known: Vec<&str> = ALL.iter().filter_map(|r| r.gate).chain(OTHER_GATES.iter().map(|(g, _)| *g)).collect();
+    let mut set = Vec::new();
     for item in flag.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (name, value) = item.split_once('=').ok_or_else(|| format!("missing bool value for {item}"))?;
         let value: bool = value.trim().parse().map_err(|_| format!("invalid value of {name}={value}, err: invalid boolean"))?;
         if !known.contains(&name) {
             return Err(format!("unrecognized feature gate: {name}"));
         }
-        if value {
-            on.push(name.to_string());
-        }
+        set.push((name.to_string(), value));
     }
-    let _ = GATES.set(on);
+    let _ = GATES.set(set);
     Ok(())
 }
 
-/// Whether the feature gate `name` is on.
+/// Whether the feature gate `name` is on: as set, else its default (resource gates are off).
 pub fn gate_enabled(name: &str) -> bool {
-    GATES.get().is_some_and(|g| g.iter().any(|n| n == name))
+    match GATES.get().and_then(|g| g.iter().rev().find(|(n, _)| n == name)) {
+        Some((_, on)) => *on,
+        None => OTHER_GATES.iter().any(|(g, on)| *g == name && *on),
+    }
 }
 
 /// Every resource this server serves.
