@@ -42,5 +42,7 @@ pub mod request;
 pub mod selector;
 pub mod server;
 pub mod table_form;
+#[cfg(test)]
+mod test_values;
 pub mod tls;
 pub mod webhook;

@@ -317,4 +317,6 @@ fn has_children(set: &FieldSet, p: &[String]) -> bool {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;

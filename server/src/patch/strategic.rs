@@ -340,6 +340,16 @@ mod tests {
         assert_eq!(out["spec"]["containers"], json!([{"name": "sidecar"}, {"name": "a"}, {"name": "b"}]));
     }
 
+    proptest::proptest! {
+        /// Arbitrary objects and patches, directives among their keys, merge or are refused
+        /// with a message, never a panic.
+        #[test]
+        fn arbitrary_patches_never_panic(current in crate::test_values::json_value(), patch in crate::test_values::json_value()) {
+            let _ = merge(&current, &patch, POD);
+            let _ = merge(&current, &patch, "io.k8s.api.apps.v1.Deployment");
+        }
+    }
+
     #[test]
     fn new_values_are_cleaned() {
         let out = smp(
