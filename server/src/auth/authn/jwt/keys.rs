@@ -24,7 +24,15 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// One verification key of the set.
 pub struct Key {
     pub kid: Option<String>,
-    pub key: DecodingKey,
+    pub key: Verifying,
+}
+
+/// How a key verifies.
+pub enum Verifying {
+    /// Through the JWT library (RSA, PSS, P-256, P-384).
+    Jwt(DecodingKey),
+    /// P-521, which the library lacks.
+    Es512(super::es512::Es512Key),
 }
 
 /// Where the keys come from and what was last fetched.
@@ -187,9 +195,13 @@ pub fn parse_key_set(set: &Value) -> Result<Vec<Key>, String> {
         .filter(|k| k.get("use").and_then(Value::as_str).is_none_or(|u| u == "sig"))
         .filter(|k| k.get("kty").and_then(Value::as_str) != Some("oct"))
         .filter_map(|k| {
+            let kid = k.get("kid").and_then(Value::as_str).map(str::to_string);
+            if let Some(key) = super::es512::from_jwk(k) {
+                return Some(Key { kid, key: Verifying::Es512(key) });
+            }
             let jwk: Jwk = serde_json::from_value(k.clone()).ok()?;
             let key = DecodingKey::from_jwk(&jwk).ok()?;
-            Some(Key { kid: jwk.common.key_id.clone(), key })
+            Some(Key { kid, key: Verifying::Jwt(key) })
         })
         .collect())
 }

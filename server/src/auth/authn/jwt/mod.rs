@@ -6,6 +6,7 @@
 //! whole when `--authentication-config` is reloaded.
 
 pub mod claims;
+pub mod es512;
 pub mod keys;
 
 use std::sync::{Arc, RwLock};
@@ -14,6 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use jsonwebtoken::{Algorithm, Validation};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Authenticated, TokenAuthenticator};
@@ -27,7 +29,8 @@ pub struct Settings {
     pub discovery_url: Option<String>,
     pub ca_pem: Option<String>,
     pub audiences: Vec<String>,
-    pub algorithms: Vec<Algorithm>,
+    /// Signing algorithms accepted, by their JOSE names (`RS256`, `ES512`, ...).
+    pub algorithms: Vec<String>,
     pub mapping: claims::Mapping,
 }
 
@@ -65,10 +68,9 @@ impl JwtAuthenticator {
 
     /// The token's claims once its signature, algorithm and times are checked.
     async fn verify(&self, token: &str) -> Result<Value, String> {
-        let header = jsonwebtoken::decode_header(token).map_err(|e| format!("malformed jwt: {e}"))?;
+        let header = untrusted_header(token).ok_or("malformed jwt: the header is not a JSON object naming its algorithm")?;
         if !self.settings.algorithms.contains(&header.alg) {
-            let expected: Vec<String> = self.settings.algorithms.iter().map(|a| format!("{a:?}")).collect();
-            return Err(format!("oidc: id token signed with unsupported algorithm, expected {expected:?} got \"{:?}\"", header.alg));
+            return Err(format!("oidc: id token signed with unsupported algorithm, expected {:?} got {:?}", self.settings.algorithms, header.alg));
         }
         let keys = self.keys.keys()?;
         let claims = match try_keys(token, &header, &keys) {
@@ -122,29 +124,65 @@ enum Found {
     NoKey,
 }
 
-fn try_keys(token: &str, header: &jsonwebtoken::Header, keys: &[keys::Key]) -> Found {
-    let mut validation = Validation::new(header.alg);
-    validation.validate_exp = false;
-    validation.validate_nbf = false;
-    validation.validate_aud = false;
-    validation.required_spec_claims.clear();
-    let candidates: Vec<&keys::Key> = match &header.kid {
-        Some(kid) => keys.iter().filter(|k| k.kid.as_deref().is_none_or(|k| k == kid)).collect(),
-        None => keys.iter().collect(),
-    };
+/// A token's JOSE header, read before its signature is checked.
+#[derive(Deserialize)]
+struct TokenHeader {
+    alg: String,
+    kid: Option<String>,
+}
+
+fn untrusted_header(token: &str) -> Option<TokenHeader> {
+    let first = token.split('.').next()?;
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(first.trim_end_matches('=')).ok()?).ok()
+}
+
+/// Whether `key` verifies `token`: `Some(claims)`, `Some(Err)` when it is the right kind of key
+/// and the token fails, `None` when the key is of another kind than the algorithm.
+fn verify_with(token: &str, alg: &str, key: &keys::Verifying) -> Option<Result<Value, String>> {
+    match (key, alg) {
+        (keys::Verifying::Es512(k), "ES512") => {
+            let (input, signature) = token.rsplit_once('.')?;
+            if !es512::verify(input, signature, k) {
+                return Some(Err("failed to verify signature: InvalidSignature".into()));
+            }
+            let payload = input.split('.').nth(1)?;
+            let claims = URL_SAFE_NO_PAD.decode(payload).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok()).filter(Value::is_object);
+            Some(claims.ok_or_else(|| "malformed jwt: the payload is not a JSON object".to_string()))
+        }
+        (keys::Verifying::Jwt(k), alg) if alg != "ES512" => {
+            let alg: Algorithm = alg.parse().ok()?;
+            let mut validation = Validation::new(alg);
+            validation.validate_exp = false;
+            validation.validate_nbf = false;
+            validation.validate_aud = false;
+            validation.required_spec_claims.clear();
+            Some(jsonwebtoken::decode::<Value>(token, k, &validation).map(|d| d.claims).map_err(|e| match e.kind() {
+                jsonwebtoken::errors::ErrorKind::InvalidSignature | jsonwebtoken::errors::ErrorKind::InvalidAlgorithm | jsonwebtoken::errors::ErrorKind::InvalidKeyFormat => {
+                    format!("failed to verify signature: {e}")
+                }
+                _ => format!("malformed jwt: {e}"),
+            }))
+        }
+        _ => None,
+    }
+}
+
+fn try_keys(token: &str, header: &TokenHeader, keys: &[keys::Key]) -> Found {
+    let candidates = keys.iter().filter(|k| match (&header.kid, &k.kid) {
+        (Some(want), Some(have)) => want == have,
+        _ => true,
+    });
     let named = header.kid.as_ref().is_some_and(|kid| keys.iter().any(|k| k.kid.as_ref() == Some(kid)));
     let mut last = None;
     for key in candidates {
-        match jsonwebtoken::decode::<Value>(token, &key.key, &validation) {
-            Ok(data) => return Found::Valid(data.claims),
-            Err(e) => last = Some(e),
+        match verify_with(token, &header.alg, &key.key) {
+            Some(Ok(claims)) => return Found::Valid(claims),
+            Some(Err(e)) => last = Some(e),
+            None => {}
         }
     }
     match last {
-        Some(e) if named => Found::Invalid(format!("failed to verify signature: {e}")),
-        Some(e) if !matches!(e.kind(), jsonwebtoken::errors::ErrorKind::InvalidSignature | jsonwebtoken::errors::ErrorKind::InvalidAlgorithm | jsonwebtoken::errors::ErrorKind::InvalidKeyFormat) => {
-            Found::Invalid(format!("malformed jwt: {e}"))
-        }
+        Some(e) if named || e.starts_with("malformed") => Found::Invalid(e),
         _ => Found::NoKey,
     }
 }
@@ -218,14 +256,14 @@ mod tests {
     /// An authenticator of [`ISSUER`] with one ES256 key, and a signer of that key.
     fn authenticator() -> (JwtAuthenticator, impl Fn(&Value) -> String) {
         let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-        let key = keys::Key { kid: Some("k1".into()), key: DecodingKey::from_ec_der(&pair.public_key_raw()) };
+        let key = keys::Key { kid: Some("k1".into()), key: keys::Verifying::Jwt(DecodingKey::from_ec_der(&pair.public_key_raw())) };
         let encoding = EncodingKey::from_ec_der(&pair.serialize_der());
         let settings = Settings {
             issuer: ISSUER.into(),
             discovery_url: None,
             ca_pem: None,
             audiences: vec!["kube".into()],
-            algorithms: vec![Algorithm::ES256, Algorithm::RS256],
+            algorithms: vec!["ES256".into(), "RS256".into(), "ES512".into()],
             mapping: Mapping { username: Source::Claim { claim: "sub".into(), prefix: String::new() }, groups: None, uid: None, extra: vec![], claim_rules: vec![], user_rules: vec![] },
         };
         let sign = move |claims: &Value| {
@@ -271,6 +309,26 @@ mod tests {
                 jsonwebtoken::encode(&h, &claims(json!({})), &EncodingKey::from_secret(b"k")).unwrap()
             };
             assert!(authn.authenticate(&rs).await.unwrap_err().contains("unsupported algorithm"));
+        });
+    }
+
+    #[test]
+    fn es512_tokens_verify_with_p521_keys() {
+        let (jwk, sign) = es512::tests::key("p521");
+        let (mut authn, _) = authenticator();
+        authn.keys = keys::RemoteKeys::fixed(ISSUER, keys::parse_key_set(&json!({"keys": [jwk]})).unwrap());
+        let token = |claims: &Value| {
+            let input = format!("{}.{}", URL_SAFE_NO_PAD.encode(br#"{"alg":"ES512","kid":"p521"}"#), URL_SAFE_NO_PAD.encode(claims.to_string()));
+            format!("{input}.{}", sign(&input))
+        };
+        let good = token(&json!({"iss": ISSUER, "sub": "alice", "aud": "kube", "exp": now() + 60}));
+        run(async {
+            assert_eq!(authn.authenticate(&good).await.unwrap().unwrap().name, "alice");
+            let mut forged = good.clone();
+            forged.replace_range(forged.len() - 4.., "AAAA");
+            assert!(authn.authenticate(&forged).await.is_err());
+            authn.settings.algorithms.retain(|a| a != "ES512");
+            assert!(authn.authenticate(&good).await.unwrap_err().contains("unsupported algorithm"));
         });
     }
 
