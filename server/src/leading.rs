@@ -27,6 +27,9 @@ pub trait LeaderController: Send + Sync {
     fn recheck(&self) -> Option<Duration> {
         None
     }
+    /// Called each time the watch starts (or starts over after falling behind), before the
+    /// first sync: state kept from events may have missed some.
+    fn restarted(&self) {}
     /// Brings everything it looks after up to date.
     async fn sync(&self, ctx: &Ctx) -> ApiResult<()>;
     /// One change under [`LeaderController::watches`]: handles it and returns whether a full
@@ -58,6 +61,7 @@ pub async fn run(ctx: Ctx, controller: impl LeaderController) {
             tracing::info!(controller = name, "this node leads: controller started");
             leading = true;
         }
+        controller.restarted();
         let mut due = true;
         let mut next = None;
         while ctx.store.is_leader() {

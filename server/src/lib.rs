@@ -33,6 +33,7 @@ pub mod metadata_form;
 pub mod metrics;
 pub mod negotiate;
 pub mod openapi;
+pub mod pod_gc;
 pub mod poststart;
 pub mod patch;
 pub mod protobuf;

@@ -65,8 +65,9 @@ async fn a_node_reads_only_what_its_pods_use() {
     // Services are readable by every node (the system:node rules).
     expect_success(&["get services"], server.kubectl_as(&n1, &["get", "services", "-A"]));
 
-    // The graph follows the apply path: once p1 is gone, so is the link to s1.
-    server.kubectl_ok(&["delete", "pod", "p1", "-n", "apps", "--wait=false"]);
+    // The graph follows the apply path: once p1 is gone, so is the link to s1 (a scheduled pod
+    // is gone at once only with a zero grace period).
+    server.kubectl_ok(&["delete", "pod", "p1", "-n", "apps", "--grace-period=0", "--force"]);
     refused(&server, &n1, &["get", "secret", "s1", "-n", "apps"], "no relationship found between node 'n1' and this object");
     // Rebinding p2's twin to n1 gives n1 s2.
     expect_success(&["pod p3"], apply(&server, None, pod("p3", "n1", "s2", "c1")));

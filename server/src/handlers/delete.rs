@@ -43,6 +43,11 @@ pub fn options(params: &Params, body: Option<&Value>) -> ApiResult<DeleteOptions
         (None, Some(false)) => Some(Propagation::Background),
         (None, None) => None,
     };
+    opts.grace_period = match (b["gracePeriodSeconds"].as_i64(), params.get("gracePeriodSeconds")) {
+        (Some(g), _) => Some(g),
+        (None, Some(q)) => Some(q.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {q:?}")))?),
+        (None, None) => None,
+    };
     if let Some(body) = body {
         let pre = &body["preconditions"];
         opts.uid = pre["uid"].as_str().map(str::to_string);

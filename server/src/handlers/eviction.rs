@@ -74,6 +74,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, eviction: Value, dry_run: 
         resource_version: preconditions["resourceVersion"].as_str().and_then(|r| r.parse().ok()),
         dry_run,
         propagation: None,
+        grace_period: eviction["deleteOptions"]["gracePeriodSeconds"].as_i64(),
     };
     write::delete(ctx, &pod_req(Verb::Delete), &opts).await?;
     Ok(Reply::Document {

@@ -7,6 +7,7 @@ mod binding;
 mod certificates;
 mod component_status;
 mod eviction;
+pub mod grace;
 mod prepare;
 mod read;
 mod reply;

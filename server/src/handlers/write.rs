@@ -313,6 +313,8 @@ pub struct DeleteOptions {
     /// `None`: the resource's default (Background: the garbage collector deletes dependents
     /// after the owner is gone).
     pub propagation: Option<Propagation>,
+    /// `gracePeriodSeconds` (pods only; `None`: the pod's own).
+    pub grace_period: Option<i64>,
 }
 
 /// What happens to an object's dependents when it is deleted.
@@ -404,16 +406,19 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
         // An explicit policy on an object already being deleted may still change its
         // finalizers; the default leaves them as they are.
         let finalizers_changed = opts.propagation.is_some_and(|p| p.apply_finalizers(&mut obj));
-        let graceful = !finalizers_empty(&obj) || info.resource == "namespaces" && info.group.is_empty();
+        let period = super::grace::period(info, &obj, opts.grace_period);
+        let graceful = !finalizers_empty(&obj) || info.resource == "namespaces" && info.group.is_empty() || period > 0;
         if graceful {
             let already = obj["metadata"].get("deletionTimestamp").is_some();
-            if already && !finalizers_changed {
+            // A second delete may shorten a pod's grace, never lengthen it.
+            let shortened = already && period > 0 && super::grace::sooner(&obj, period);
+            if already && !finalizers_changed && !shortened {
                 return Ok(Reply::object(StatusCode::OK, current.data));
             }
             let m = meta_mut(&mut obj);
-            if !already {
-                m.insert("deletionTimestamp".into(), json!(meta::now()));
-                m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            if !already || shortened {
+                m.insert("deletionTimestamp".into(), json!(super::grace::deadline(period)));
+                m.insert("deletionGracePeriodSeconds".into(), json!(period));
             }
             m.remove("resourceVersion");
             if info.resource == "namespaces" {
