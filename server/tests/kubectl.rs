@@ -266,6 +266,30 @@ async fn namespaces_listed_and_deleted_with_their_contents() {
         let left = s.kubectl_ok(&["get", kind, "-n", "doomed", "-o", "name"]);
         assert_eq!(left, "", "{kind} left behind in a deleted namespace");
     }
+
+    // Content held by a finalizer keeps the namespace, and its conditions say why.
+    s.kubectl_ok(&["create", "ns", "held"]);
+    s.kubectl_ok(&["create", "cm", "kept", "-n", "held"]);
+    s.kubectl_ok(&["patch", "cm", "kept", "-n", "held", "--type", "merge", "-p", r#"{"metadata":{"finalizers":["example.com/hold"]}}"#]);
+    s.kubectl_ok(&["delete", "ns", "held", "--wait=false"]);
+    let condition = |kind: &str| {
+        let out = s.kubectl_ok(&["get", "ns", "held", "-o", &format!("jsonpath={{.status.conditions[?(@.type==\"{kind}\")].message}}")]);
+        out.trim().to_string()
+    };
+    // Once the rest is deleted, only the held ConfigMap remains.
+    let started = Instant::now();
+    while condition("NamespaceContentRemaining") != "Some resources are remaining: configmaps has 1 resource instances" {
+        assert!(started.elapsed() < Duration::from_secs(15), "conditions: {}", condition("NamespaceContentRemaining"));
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(condition("NamespaceFinalizersRemaining"), "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances");
+    assert_eq!(condition("NamespaceDeletionContentFailure"), "All content successfully deleted, may be waiting on finalization");
+    s.kubectl_ok(&["patch", "cm", "kept", "-n", "held", "--type", "merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+    let started = Instant::now();
+    while s.kubectl(&["get", "ns", "held"]).status.success() {
+        assert!(started.elapsed() < Duration::from_secs(15), "namespace held still there after its content was released");
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
 
 #[tokio::test]
