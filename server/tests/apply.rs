@@ -1,7 +1,8 @@
 //! Server-side apply and managed fields against the real binary, with kubectl and kube-rs:
 //! ownership recorded for creates, updates and applies, conflicts (kubectl's message) and
 //! `--force-conflicts`, shared ownership, fields released by the applier, apply creating an
-//! object, the checks of the apply options, the client-side to server-side migration, and
+//! object, the checks of the apply options, the client-side to server-side migration,
+//! `kubectl diff --server-side` and `kubectl edit`, and
 //! map-typed lists owned item by item.
 
 mod common;
@@ -150,4 +151,32 @@ async fn list_items_are_owned_one_by_one() {
     // team-b leaves: its container goes, team-a's stays.
     api.patch("web", &PatchParams::apply("team-b"), &Patch::Apply(deployment(json!([])))).await.unwrap();
     assert_eq!(names(&api.get("web").await.unwrap()), ["app"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_diff_and_edit() {
+    let s = TestServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "cfg.yaml", &cm(json!({"a": "1"})));
+    s.kubectl_ok(&["apply", "--server-side", "-f", &file]);
+    // No difference: exit 0; a difference: exit 1 and the change shown; nothing written.
+    let same = s.kubectl(&["diff", "--server-side", "-f", &file]);
+    assert_eq!(same.status.code(), Some(0), "{}", String::from_utf8_lossy(&same.stderr));
+    let changed = write(dir.path(), "cfg2.yaml", &cm(json!({"a": "2"})));
+    let diff = s.kubectl(&["diff", "--server-side", "-f", &changed]);
+    assert_eq!(diff.status.code(), Some(1), "{}", String::from_utf8_lossy(&diff.stderr));
+    let text = String::from_utf8_lossy(&diff.stdout);
+    assert!(text.contains("-  a: \"1\"") && text.contains("+  a: \"2\""), "{text}");
+    assert_eq!(get_cm(&s)["data"]["a"], "1");
+    // kubectl edit with an editor that changes the value: recorded for kubectl-edit.
+    let editor = dir.path().join("editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nsed -i 's/a: \"1\"/a: \"9\"/' \"$1\"\n").unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut cmd = s.kubectl_command(&["edit", "configmap", "cfg"]);
+    cmd.env("KUBE_EDITOR", &editor);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let now = get_cm(&s);
+    assert_eq!(now["data"]["a"], "9");
+    assert_eq!(owners_of(&now, "a"), ["kubectl-edit/Update"]);
 }
