@@ -222,12 +222,19 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
         ["api", v] => discovery::api_resource_list("", v),
         ["apis", g] => discovery::api_group(g),
         ["apis", g, v] => discovery::api_resource_list(g, v),
-        // The Swagger document is served as JSON only; a client asking only for its protobuf
-        // form gets 406 and falls back.
-        ["openapi", "v2"] if !accepts_json(headers) => {
-            return ApiError::NotAcceptable("only application/json is served for /openapi/v2".into()).into_response()
+        // The Swagger document as JSON, or in gnostic's protobuf form when that is asked for
+        // first.
+        ["openapi", "v2"] => {
+            return match openapi_v2_form(headers) {
+                Some(true) => {
+                    let mut resp = openapi::v2_protobuf().to_vec().into_response();
+                    resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(openapi::gnostic::MEDIA_TYPE));
+                    resp
+                }
+                Some(false) => raw_json(openapi::v2().to_vec()),
+                None => ApiError::NotAcceptable("only application/json and the protobuf form are served for /openapi/v2".into()).into_response(),
+            }
         }
-        ["openapi", "v2"] => return raw_json(openapi::v2().to_vec()),
         ["openapi", "v3"] => return raw_json(openapi::v3_index().to_vec()),
         ["openapi", "v3", rest @ ..] => match openapi::v3_group_version(&rest.join("/")) {
             Some(b) => return raw_json(b.to_vec()),
@@ -242,9 +249,18 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
 }
 
 /// Whether the Accept header allows a JSON answer.
-fn accepts_json(headers: &http::HeaderMap) -> bool {
+/// Which form of `/openapi/v2` the client asks for first: `Some(true)` the protobuf form,
+/// `Some(false)` JSON, `None` neither.
+fn openapi_v2_form(headers: &http::HeaderMap) -> Option<bool> {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    accept.is_empty() || accept.split(',').any(|t| matches!(t.split(';').next().unwrap_or("").trim(), "application/json" | "*/*" | "application/*"))
+    if accept.is_empty() {
+        return Some(false);
+    }
+    accept.split(',').map(|t| t.split(';').next().unwrap_or("").trim()).find_map(|t| match t {
+        t if openapi::gnostic::ACCEPTED.contains(&t) => Some(true),
+        "application/json" | "*/*" | "application/*" => Some(false),
+        _ => None,
+    })
 }
 
 fn version() -> Value {

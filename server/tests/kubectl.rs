@@ -371,3 +371,24 @@ async fn smoke_with_every_installed_kubectl_version() {
         assert_eq!(row(&resources, "configmaps")[..3], ["configmaps", "cm", "v1"], "{version}");
     }
 }
+
+#[tokio::test]
+async fn list_files_are_validated_and_created() {
+    // kubectl validates a `kind: List` against /openapi/v2 in its protobuf form.
+    let s = TestServer::start().await;
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "listed-a"}, "data": {"k": "v"}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "listed-b"}, "data": {"k": "v"}},
+    ]});
+    let file = manifest(&s, "list.json", &list.to_string());
+    let out = s.kubectl_ok(&["create", "-f", &file]);
+    assert!(out.contains("configmap/listed-a created") && out.contains("configmap/listed-b created"), "{out}");
+    // Validation is real: an unknown field in an item is refused under Strict.
+    let bad = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "listed-c"}, "bogus": 1},
+    ]});
+    let file = manifest(&s, "bad.json", &bad.to_string());
+    let out = s.kubectl(&["create", "-f", &file, "--validate=strict"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("bogus"), "{}", stderr(&out));
+}

@@ -12,6 +12,7 @@ use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
 pub mod facts;
+pub mod gnostic;
 
 use crate::negotiate::PATCH_TYPES;
 use crate::registry::{served, ResourceInfo};
@@ -118,6 +119,12 @@ pub fn v2() -> &'static [u8] {
         });
         serde_json::to_vec(&doc).unwrap_or_default()
     })
+}
+
+/// The Swagger 2.0 document in gnostic's protobuf form.
+pub fn v2_protobuf() -> &'static [u8] {
+    static DOC: OnceLock<Vec<u8>> = OnceLock::new();
+    DOC.get_or_init(|| gnostic::document(&serde_json::from_slice(v2()).unwrap_or_default()))
 }
 
 /// `api/v1` or `apis/{group}/{version}` of a resource.

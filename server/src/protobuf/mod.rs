@@ -11,7 +11,7 @@
 //! holding the enveloped object), as client-go's streaming decoder reads them.
 
 mod decode;
-mod encode;
+pub(crate) mod encode;
 #[cfg(test)]
 mod generate;
 pub mod schema;
