@@ -8,6 +8,7 @@
 pub mod admission;
 pub mod app;
 pub mod auth;
+pub mod cbor;
 pub mod cli;
 pub mod compression;
 pub mod context;

@@ -19,6 +19,8 @@ pub enum Encoding {
     Yaml,
     /// `application/vnd.kubernetes.protobuf`, for the kinds with a Protobuf message.
     Protobuf,
+    /// `application/cbor`, when the `CBORServingAndStorage` gate is on.
+    Cbor,
 }
 
 /// What a response holds.
@@ -53,6 +55,9 @@ pub enum BodyKind {
     Json,
     Yaml,
     Protobuf,
+    Cbor,
+    /// `application/apply-patch+cbor`: a server-side apply in CBOR.
+    ApplyCbor,
     Patch(PatchKind),
 }
 
@@ -91,6 +96,7 @@ impl Clause {
             ("application", "json" | "*") | ("*", "*") => Encoding::Json,
             ("application", "yaml") => Encoding::Yaml,
             ("application", "vnd.kubernetes.protobuf") => Encoding::Protobuf,
+            ("application", "cbor") if crate::cbor::enabled() => Encoding::Cbor,
             _ => return None,
         };
         // `stream=watch` needs a streaming serializer, which YAML has not.
@@ -200,6 +206,8 @@ pub fn request_body_kind(content_type: Option<&str>) -> ApiResult<BodyKind> {
         "" | "application/json" => Ok(BodyKind::Json),
         "application/yaml" => Ok(BodyKind::Yaml),
         crate::protobuf::MEDIA_TYPE => Ok(BodyKind::Protobuf),
+        crate::cbor::MEDIA_TYPE if crate::cbor::enabled() => Ok(BodyKind::Cbor),
+        crate::cbor::APPLY_MEDIA_TYPE if crate::cbor::enabled() => Ok(BodyKind::ApplyCbor),
         other => PatchKind::from_media_type(other).map(BodyKind::Patch).ok_or_else(unsupported_body),
     }
 }
@@ -229,6 +237,8 @@ impl Output {
             (Encoding::Yaml, _) => "application/yaml",
             (Encoding::Protobuf, false) => crate::protobuf::MEDIA_TYPE,
             (Encoding::Protobuf, true) => crate::protobuf::STREAM_MEDIA_TYPE,
+            (Encoding::Cbor, false) => crate::cbor::MEDIA_TYPE,
+            (Encoding::Cbor, true) => crate::cbor::STREAM_MEDIA_TYPE,
         }
     }
 
@@ -241,6 +251,7 @@ impl Output {
         let value: Value = serde_json::from_slice(&json).map_err(ApiError::internal)?;
         match self.encoding {
             Encoding::Yaml => serde_yaml::to_string(&value).map(String::into_bytes).map_err(ApiError::internal),
+            Encoding::Cbor => crate::cbor::encode(&value),
             _ => crate::protobuf::encode_object(&value),
         }
     }

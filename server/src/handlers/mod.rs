@@ -91,6 +91,12 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
                 let manager = request_manager(req, params, headers, "PatchOptions", Some(kind))?;
                 mutate::patch(ctx, req, params, kind, &body, manager, &mut warnings).await?
             }
+            BodyKind::ApplyCbor => {
+                let manager = request_manager(req, params, headers, "PatchOptions", Some(PatchKind::Apply))?;
+                // JSON is YAML: the apply reads the configuration as it reads YAML.
+                let json = serde_json::to_vec(&crate::cbor::decode(&body)?).map_err(ApiError::internal)?;
+                mutate::patch(ctx, req, params, PatchKind::Apply, &json, manager, &mut warnings).await?
+            }
             _ => {
                 return Err(ApiError::UnsupportedMediaType(format!(
                     "the body of the request was in an unknown format - accepted media types include: {}",
@@ -144,7 +150,8 @@ fn decode_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
         BodyKind::Json => serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}")))?,
         BodyKind::Yaml => serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't decode the request body as YAML: {e}")))?,
         BodyKind::Protobuf => crate::protobuf::decode_body(body)?,
-        BodyKind::Patch(_) => return Err(negotiate::unsupported_body()),
+        BodyKind::Cbor => crate::cbor::decode(body)?,
+        BodyKind::Patch(_) | BodyKind::ApplyCbor => return Err(negotiate::unsupported_body()),
     };
     if !value.is_object() {
         return Err(ApiError::bad_request("the request body must be a JSON or YAML object"));
@@ -238,6 +245,10 @@ async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, outpu
                     Bytes::from(crate::protobuf::watch_frame("ERROR", &e.status()).unwrap_or_default())
                 }
             }
+        }),
+        Encoding::Cbor => Arc::new(move |kind: &str, data: &[u8]| {
+            let obj: Value = serde_json::from_slice(&form(kind, data)).unwrap_or(Value::Null);
+            Bytes::from(crate::cbor::watch_frame(kind, &obj).unwrap_or_default())
         }),
         _ => Arc::new(move |kind: &str, data: &[u8]| frame(kind, &form(kind, data))),
     };

@@ -84,7 +84,7 @@ pub struct ResourceInfo {
 
 /// Feature gates that are not about serving a resource, with their defaults as in
 /// Kubernetes 1.34.
-const OTHER_GATES: &[(&str, bool)] = &[("APIResponseCompression", true)];
+const OTHER_GATES: &[(&str, bool)] = &[("APIResponseCompression", true), ("CBORServingAndStorage", false)];
 
 /// The feature gates set by `--feature-gates`, set once at start.
 static GATES: OnceLock<Vec<(String, bool)>> = OnceLock::new();
