@@ -180,3 +180,20 @@ async fn kubectl_diff_and_edit() {
     assert_eq!(now["data"]["a"], "9");
     assert_eq!(owners_of(&now, "a"), ["kubectl-edit/Update"]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn applying_ports_without_their_protocol_twice_changes_nothing() {
+    let s = TestServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "app", "image": "nginx", "ports": [{"containerPort": 80}]}]}}}});
+    let file = write(dir.path(), "web.yaml", &deployment);
+    s.kubectl_ok(&["apply", "--server-side", "-f", &file]);
+    let first = s.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.metadata.resourceVersion} {.spec.template.spec.containers[0].ports}"]);
+    let out = s.kubectl_ok(&["apply", "--server-side", "-f", &file]);
+    assert!(out.contains("serverside-applied"), "{out}");
+    let second = s.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.metadata.resourceVersion} {.spec.template.spec.containers[0].ports}"]);
+    assert_eq!(first, second, "the second apply changed the deployment");
+    assert!(first.contains(r#""protocol":"TCP""#), "{first}");
+}

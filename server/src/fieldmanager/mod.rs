@@ -229,6 +229,9 @@ fn conflict_error(conflicts: &[(String, Path)]) -> ApiError {
 /// the merged object with its `managedFields`, or the conflicts (unless `force`, which takes
 /// the fields over).
 pub fn apply(live: Option<&Value>, applied: &Value, m: &Manager, force: bool, def: &str, now: &str) -> Result<Value, ApiError> {
+    let mut applied = applied.clone();
+    walk::default_keys(&mut applied, Some(def));
+    let applied = &applied;
     let mut list = live.map(entries).unwrap_or_default();
     let sub = m.subresource.as_deref();
     let wanted = managed_fields(applied, def, sub);

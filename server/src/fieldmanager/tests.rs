@@ -132,3 +132,18 @@ fn managers_come_from_the_field_manager_or_the_user_agent() {
     assert_eq!(Manager::of(None, Some("kubectl/v1.33.0 (linux/amd64)"), "v1", None).name, "kubectl");
     assert_eq!(Manager::of(None, Some(&"x".repeat(300)), "v1", None).name.len(), MAX_MANAGER_LEN);
 }
+
+#[test]
+fn map_keys_left_out_take_their_defaults() {
+    let d = |ports: Value| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+               "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i", "ports": ports}]}}}})
+    };
+    // The stored object has the port's protocol (defaulted); applying again without it names
+    // the same item, and nothing is duplicated or conflicts.
+    let live = apply(None, &d(json!([{"containerPort": 80}])), &mgr("a"), false, DEPLOYMENT, NOW).unwrap();
+    let ports = &live["spec"]["template"]["spec"]["containers"][0]["ports"];
+    assert_eq!(ports, &json!([{"containerPort": 80, "protocol": "TCP"}]));
+    let again = apply(Some(&live), &d(json!([{"containerPort": 80, "name": "http"}])), &mgr("b"), false, DEPLOYMENT, NOW).unwrap();
+    assert_eq!(again["spec"]["template"]["spec"]["containers"][0]["ports"], json!([{"containerPort": 80, "protocol": "TCP", "name": "http"}]));
+}

@@ -59,6 +59,29 @@ fn walk_value(v: &Value, field: &Field, node: &mut FieldSet) {
     }
 }
 
+/// Fills in the keys of map-list items that `obj` (of definition `def`) leaves out and the
+/// schema defaults (a container port's `protocol`), as the stored object will have them.
+pub fn default_keys(obj: &mut Value, def: Option<&str>) {
+    let Some(m) = obj.as_object_mut() else { return };
+    for (k, v) in m.iter_mut() {
+        let field = field_of(def, k);
+        match v {
+            Value::Array(items) => {
+                for item in items.iter_mut() {
+                    if let Some(o) = item.as_object_mut() {
+                        for (key, default) in &field.key_defaults {
+                            o.entry(key.clone()).or_insert_with(|| default.clone());
+                        }
+                    }
+                    default_keys(item, field.def.as_deref());
+                }
+            }
+            Value::Object(_) if field.def.is_some() => default_keys(v, field.def.as_deref()),
+            _ => {}
+        }
+    }
+}
+
 /// The value at `path` in `obj`.
 pub fn get<'a>(obj: &'a Value, path: &[String]) -> Option<&'a Value> {
     let mut cur = obj;

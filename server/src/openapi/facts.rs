@@ -35,9 +35,12 @@ fn fact<'a>(facts: Option<&'a Facts>, key: &str) -> Option<&'a str> {
     facts?.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
 }
 
+/// Facts that are Kubernetes' own OpenAPI extensions (the others are this server's notes).
+const PUBLISHED: &[&str] = &["list-type", "list-map-keys", "map-type", "patch-strategy", "patch-merge-key"];
+
 /// The extensions as the OpenAPI document carries them.
 fn extensions(facts: &Facts) -> impl Iterator<Item = (String, Value)> + '_ {
-    facts.iter().map(|(k, v)| {
+    facts.iter().filter(|(k, _)| PUBLISHED.contains(&k.as_str())).map(|(k, v)| {
         let value = if k == "list-map-keys" { Value::Array(v.split(',').map(|s| Value::String(s.to_string())).collect()) } else { Value::String(v.clone()) };
         (format!("x-kubernetes-{k}"), value)
     })
@@ -77,6 +80,8 @@ pub struct Field {
     pub patch_merge_key: Option<String>,
     /// A map or struct replaced whole.
     pub atomic: bool,
+    /// For a map-typed list: the defaults of its keys, which items may leave out.
+    pub key_defaults: Vec<(String, Value)>,
 }
 
 /// The published schemas, walked by definition name and field.
@@ -116,9 +121,16 @@ impl Schemas {
             _ => ListType::Atomic,
         });
         let atomic = fact(f, "map-type") == Some("atomic") || value_def.as_deref().is_some_and(|d| !is_list && fact(facts(d, "."), "map-type") == Some("atomic"));
+        let key_defaults = fact(f, "list-map-key-defaults")
+            .into_iter()
+            .flat_map(|d| d.split(','))
+            .filter_map(|pair| pair.split_once(':'))
+            .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+            .collect();
         Field {
             def: value_def,
             list,
+            key_defaults,
             patch_strategy: fact(f, "patch-strategy").map(str::to_string),
             patch_merge_key: fact(f, "patch-merge-key").map(str::to_string),
             atomic,
