@@ -23,29 +23,25 @@ async fn main() {
     creates(&api, "obj", OBJECTS, 8).await;
     let names: Vec<String> = (0..OBJECTS).map(|i| format!("obj-{}-{}", i % 8, i / 8)).collect();
     for round in 0..2 {
-        let (api2, names2) = (api.clone(), names.clone());
-        let (lat, el) = concurrently(WRITES, CLIENTS, move |c, i| {
-            let (api, name) = (api2.clone(), names2[(c * 7919 + i) % names2.len()].clone());
-            async move {
-                let mut cm = common::configmap(&name);
-                cm.data.get_or_insert_default().insert("counter".into(), format!("{round}-{c}-{i}"));
-                api.replace(&name, &PostParams::default(), &cm).await.expect("update");
-            }
-        })
-        .await;
-        report(&format!("round {round}: update, {CLIENTS} clients"), lat, el);
-        let (api2, names2) = (api.clone(), names.clone());
-        let (lat, el) = concurrently(WRITES, CLIENTS, move |c, i| {
-            let (api, name) = (api2.clone(), names2[(c * 7919 + i) % names2.len()].clone());
-            async move {
-                let mut cm = common::configmap(&name);
-                cm.data.get_or_insert_default().insert("counter".into(), format!("{round}-{c}-{i}"));
-                let body = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": cm.data});
-                api.patch(&name, &PatchParams::apply("bench").force(), &Patch::Apply(body)).await.expect("apply");
-            }
-        })
-        .await;
-        report(&format!("round {round}: server-side apply, {CLIENTS} clients"), lat, el);
+        for apply in [false, true] {
+            let (api2, names2) = (api.clone(), names.clone());
+            let (lat, el) = concurrently(WRITES, CLIENTS, move |c, i| {
+                let (api, name) = (api2.clone(), names2[(c * 7919 + i) % names2.len()].clone());
+                async move {
+                    let mut cm = common::configmap(&name);
+                    cm.data.get_or_insert_default().insert("counter".into(), format!("{round}-{c}-{i}"));
+                    if apply {
+                        let body = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": cm.data});
+                        api.patch(&name, &PatchParams::apply("bench").force(), &Patch::Apply(body)).await.expect("apply");
+                    } else {
+                        api.replace(&name, &PostParams::default(), &cm).await.expect("update");
+                    }
+                }
+            })
+            .await;
+            let what = if apply { "server-side apply" } else { "update" };
+            report(&format!("round {round}: {what}, {CLIENTS} clients"), lat, el);
+        }
     }
     let stored = api.get(&names[0]).await.expect("get");
     let with = serde_json::to_vec(&stored).expect("json").len();

@@ -1,5 +1,18 @@
 //! Field errors of a configuration file, collected and printed as Kubernetes aggregates them
-//! (`path: Invalid value: "x": detail`; one alone, several in brackets).
+//! (`path: Invalid value: "x": detail`; one alone, several in brackets), and the check of a
+//! file's `apiVersion` and `kind`.
+
+/// The versions of `apiserver.config.k8s.io` configuration files.
+const API_VERSIONS: &[&str] = &["apiserver.config.k8s.io/v1", "apiserver.config.k8s.io/v1beta1", "apiserver.config.k8s.io/v1alpha1"];
+
+/// Checks that a file is a `kind` of `apiserver.config.k8s.io`, as Kubernetes words a refusal.
+pub fn check_type(kind: &str, api_version: Option<&str>, found_kind: Option<&str>) -> Result<(), String> {
+    match (api_version, found_kind) {
+        (Some(v), Some(k)) if k == kind && API_VERSIONS.contains(&v) => Ok(()),
+        (None, _) | (_, None) => Err(format!("failed to load {kind} from file: apiVersion and kind must be set")),
+        (Some(v), Some(k)) => Err(format!("failed to load {kind} from file: no kind {k:?} is registered for version {v:?}")),
+    }
+}
 
 #[derive(Default)]
 pub struct FieldErrors(pub Vec<String>);

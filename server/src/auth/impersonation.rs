@@ -96,8 +96,9 @@ pub fn requested(headers: &HeaderMap) -> Result<Vec<Requested>, ApiError> {
     Ok(out)
 }
 
-/// `%XX` decoding of an extra key; `None` when malformed.
-fn percent_decode(s: &str) -> Option<String> {
+/// `%XX` decoding of an extra key (impersonation and the authenticating proxy); `None` when
+/// malformed.
+pub(crate) fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -164,6 +165,13 @@ mod tests {
             h.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap());
         }
         h
+    }
+
+    #[test]
+    fn extra_keys_are_percent_decoded() {
+        assert_eq!(percent_decode("a%2Fb"), Some("a/b".into()));
+        assert_eq!(percent_decode("a%2"), None);
+        assert_eq!(percent_decode("%zz"), None);
     }
 
     #[test]

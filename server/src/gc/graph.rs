@@ -97,6 +97,11 @@ impl Graph {
         self.by_owner.contains_key(owner_uid)
     }
 
+    /// Whether no object has owners.
+    pub fn is_empty(&self) -> bool {
+        self.dependents.is_empty()
+    }
+
     /// Every object with owners.
     pub fn keys(&self) -> Vec<String> {
         self.dependents.keys().cloned().collect()

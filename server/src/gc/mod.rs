@@ -248,6 +248,17 @@ impl crate::leading::LeaderController for GarbageCollector {
     }
 
     async fn changed(&self, ctx: &Ctx, event: &Event) -> ApiResult<bool> {
+        // Most writes neither name owners nor concern one: no need to parse them. A deletion
+        // matters when anything has owners; a write when it names owners, is being deleted, or
+        // was a dependent.
+        let data: &[u8] = &event.object.data;
+        let relevant = match event.kind {
+            EventType::Deleted => !self.graph().is_empty(),
+            _ => mentions(data, b"\"ownerReferences\"") || mentions(data, b"\"deletionTimestamp\"") || self.graph().get(&event.key).is_some(),
+        };
+        if !relevant {
+            return Ok(false);
+        }
         let Ok(obj) = handlers::parse(&event.object) else { return Ok(false) };
         let namespace = obj["metadata"]["namespace"].as_str().map(str::to_string);
         if event.kind == EventType::Deleted {
@@ -270,6 +281,11 @@ impl crate::leading::LeaderController for GarbageCollector {
         }
         Ok(false)
     }
+}
+
+/// Whether the stored bytes contain `needle` (a JSON key with its quotes).
+fn mentions(data: &[u8], needle: &[u8]) -> bool {
+    data.windows(needle.len()).any(|w| w == needle)
 }
 
 /// The storage key of a listed object (the cache's list gives objects, not keys).

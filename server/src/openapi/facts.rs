@@ -15,20 +15,20 @@ const DATA: &str = include_str!("schema-facts.txt");
 /// the `x-kubernetes-` prefix dropped.
 type Facts = Vec<(String, String)>;
 
-static FACTS: LazyLock<HashMap<(String, String), Facts>> = LazyLock::new(|| {
-    DATA.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .filter_map(|l| {
-            let mut parts = l.split_whitespace();
-            let (def, prop) = (parts.next()?, parts.next()?);
-            let facts = parts.filter_map(|p| p.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect();
-            Some(((def.to_string(), prop.to_string()), facts))
-        })
-        .collect()
+/// Facts by definition, then property.
+static FACTS: LazyLock<HashMap<&'static str, HashMap<&'static str, Facts>>> = LazyLock::new(|| {
+    let mut out: HashMap<&str, HashMap<&str, Facts>> = HashMap::new();
+    for l in DATA.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let mut parts = l.split_whitespace();
+        let (Some(def), Some(prop)) = (parts.next(), parts.next()) else { continue };
+        let facts = parts.filter_map(|p| p.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        out.entry(def).or_default().insert(prop, facts);
+    }
+    out
 });
 
 fn facts(def: &str, prop: &str) -> Option<&'static Facts> {
-    FACTS.get(&(def.to_string(), prop.to_string()))
+    FACTS.get(def)?.get(prop)
 }
 
 fn fact<'a>(facts: Option<&'a Facts>, key: &str) -> Option<&'a str> {
@@ -48,11 +48,13 @@ fn extensions(facts: &Facts) -> impl Iterator<Item = (String, Value)> + '_ {
 
 /// Puts the facts into generated schemas (keyed by definition name).
 pub fn annotate(definitions: &mut Map<String, Value>) {
-    for ((def, prop), facts) in FACTS.iter() {
-        let Some(schema) = definitions.get_mut(def) else { continue };
-        let target = if prop == "." { Some(schema) } else { schema.get_mut("properties").and_then(|p| p.get_mut(prop)) };
-        if let Some(Value::Object(target)) = target {
-            target.extend(extensions(facts));
+    for (def, props) in FACTS.iter() {
+        for (prop, facts) in props {
+            let Some(schema) = definitions.get_mut(*def) else { continue };
+            let target = if *prop == "." { Some(schema) } else { schema.get_mut("properties").and_then(|p| p.get_mut(*prop)) };
+            if let Some(Value::Object(target)) = target {
+                target.extend(extensions(facts));
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::jwt::claims::{self, ClaimRule, Mapping, Source};
 use super::jwt::Settings;
-use crate::auth::field_errors::FieldErrors;
+use crate::auth::field_errors::{self, FieldErrors};
 use crate::cli::Args;
 
 /// At most this many JWT authenticators.
@@ -15,8 +15,6 @@ const MAX_JWT: usize = 64;
 
 /// Algorithms a configuration file's authenticators accept (Kubernetes' list).
 const FILE_ALGORITHMS: &[&str] = &["RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512"];
-
-const API_VERSIONS: &[&str] = &["apiserver.config.k8s.io/v1", "apiserver.config.k8s.io/v1beta1", "apiserver.config.k8s.io/v1alpha1"];
 
 /// Anonymous access as the file's `anonymous` section says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,11 +150,7 @@ struct FileCondition {
 /// are the service-account issuers, which no JWT authenticator may claim.
 pub fn parse(data: &[u8], disallowed_issuers: &[String]) -> Result<Config, String> {
     let file: File = serde_yaml::from_slice(data).map_err(|e| format!("failed to load AuthenticationConfiguration from file: {e}"))?;
-    match (file.api_version.as_deref(), file.kind.as_deref()) {
-        (Some(v), Some("AuthenticationConfiguration")) if API_VERSIONS.contains(&v) => {}
-        (None, _) | (_, None) => return Err("failed to load AuthenticationConfiguration from file: apiVersion and kind must be set".into()),
-        (Some(v), Some(k)) => return Err(format!("failed to load AuthenticationConfiguration from file: no kind {k:?} is registered for version {v:?}")),
-    }
+    field_errors::check_type("AuthenticationConfiguration", file.api_version.as_deref(), file.kind.as_deref())?;
     let mut errs = FieldErrors::default();
     if file.jwt.len() > MAX_JWT {
         errs.too_many("jwt", file.jwt.len(), MAX_JWT);

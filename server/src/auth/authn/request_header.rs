@@ -7,6 +7,7 @@
 
 use http::{HeaderMap, HeaderName};
 
+use crate::auth::impersonation::percent_decode;
 use crate::auth::UserInfo;
 use crate::cli::Args;
 use crate::tls::ProxyIdentity;
@@ -93,24 +94,6 @@ impl RequestHeader {
     }
 }
 
-/// `%XX` sequences decoded; `None` when one is malformed or the result is not UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,7 +136,5 @@ mod tests {
         let lone = Args::parse_from(["apiserver", "--requestheader-username-headers=X-Remote-User"]);
         assert!(RequestHeader::from_args(&lone).is_err());
         assert!(RequestHeader::from_args(&Args::parse_from(["apiserver"])).unwrap().is_none());
-        assert_eq!(percent_decode("a%2Fb"), Some("a/b".into()));
-        assert_eq!(percent_decode("a%2"), None);
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::match_conditions::MatchConditions;
-use crate::auth::field_errors::FieldErrors;
+use crate::auth::field_errors::{self, FieldErrors};
 use crate::cli::Args;
 use crate::go_duration::parse_duration;
 
@@ -161,16 +161,10 @@ struct FileMatchCondition {
     expression: String,
 }
 
-const API_VERSIONS: &[&str] = &["apiserver.config.k8s.io/v1", "apiserver.config.k8s.io/v1beta1", "apiserver.config.k8s.io/v1alpha1"];
-
 /// Parses and validates an `AuthorizationConfiguration` (YAML or JSON).
 pub fn parse(data: &[u8]) -> Result<Config, String> {
     let file: File = serde_yaml::from_slice(data).map_err(|e| format!("failed to load AuthorizationConfiguration from file: {e}"))?;
-    match (file.api_version.as_deref(), file.kind.as_deref()) {
-        (Some(v), Some("AuthorizationConfiguration")) if API_VERSIONS.contains(&v) => {}
-        (None, _) | (_, None) => return Err("failed to load AuthorizationConfiguration from file: apiVersion and kind must be set".into()),
-        (Some(v), Some(k)) => return Err(format!("failed to load AuthorizationConfiguration from file: no kind {k:?} is registered for version {v:?}")),
-    }
+    field_errors::check_type("AuthorizationConfiguration", file.api_version.as_deref(), file.kind.as_deref())?;
     let mut errs = FieldErrors::default();
     if file.authorizers.is_empty() {
         errs.required("authorizers", "at least one authorization mode must be defined");
