@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, watch};
 
 use crate::dedupe::{Outcome, Outcomes};
-use crate::error::StoreError;
+use crate::error::{CorruptObject, StoreError, MAX_CORRUPT};
 use crate::observer::Observers;
-use crate::stamp::stamp;
+use crate::stamp::{stamp, undecodable};
 use crate::types::{Action, Cond, Object, Txn, TxnResult};
 
 /// How a watch event changed its key.
@@ -36,6 +36,8 @@ pub struct Event {
     pub object: Object,
     /// The object before this change (as stored, with its own revision).
     pub prev: Option<Object>,
+    /// Why `object` cannot be decoded, when it cannot.
+    pub undecodable: Option<String>,
     at: Instant,
 }
 
@@ -69,6 +71,18 @@ pub(crate) struct State {
     compacted: u64,
     /// Outcomes of recent proposals, so that a retried one applies once.
     txns: Outcomes,
+    /// Current objects whose bytes cannot be decoded: key to (revision, why).
+    undecodable: BTreeMap<String, (u64, String)>,
+}
+
+impl State {
+    /// `obj` (at `key`) as a read may return it: an error when its bytes cannot be decoded.
+    fn readable(&self, key: &str, obj: &Object) -> Result<(), CorruptObject> {
+        match self.undecodable.get(key) {
+            Some((rev, reason)) if *rev == obj.rev => Err(CorruptObject { key: key.to_string(), rev: *rev, reason: reason.clone() }),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// A page of a list: the items, the revision they were read at, and whether more follow.
@@ -152,6 +166,9 @@ impl Cache {
                 }
             }
         }
+        if let Some(o) = &obj {
+            st.readable(key, o).map_err(|c| StoreError::Corrupt(vec![c]))?;
+        }
         Ok(obj)
     }
 
@@ -174,7 +191,7 @@ impl Cache {
         };
         if rev == st.applied {
             let range = st.objects.range((lower, Bound::Unbounded)).take_while(|(k, _)| k.starts_with(prefix));
-            return Ok(page(rev, range, limit, keep));
+            return page(&st, rev, range, limit, keep);
         }
         // An older revision: the current range with newer events undone.
         let mut view: BTreeMap<String, Object> = st
@@ -197,7 +214,7 @@ impl Cache {
                 None => view.remove(&ev.key),
             };
         }
-        Ok(page(rev, view.iter(), limit, keep))
+        page(&st, rev, view.iter(), limit, keep)
     }
 
     /// Starts a watch on keys under `prefix` for events after revision `after`.
@@ -223,7 +240,15 @@ impl Cache {
     pub(crate) fn reset(&self, applied: u64, objects: BTreeMap<String, Object>, txns: Vec<(u64, u64, Outcome)>) {
         let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
         self.observers.reset(&objects);
-        *st = State { applied, objects, history: VecDeque::new(), compacted: applied, txns: Outcomes::from_entries(txns) };
+        let undecodable = objects.iter().filter_map(|(k, o)| Some((k.clone(), (o.rev, undecodable(&o.data)?)))).collect();
+        *st = State {
+            applied,
+            objects,
+            history: VecDeque::new(),
+            compacted: applied,
+            txns: Outcomes::from_entries(txns),
+            undecodable,
+        };
         self.applied.send_replace(applied);
     }
 
@@ -243,21 +268,34 @@ impl Cache {
     }
 }
 
+/// The page of `range` a list returns; an error naming the objects in it that cannot be decoded
+/// (up to [`MAX_CORRUPT`]), if any.
 fn page<'a>(
+    st: &State,
     rev: u64,
     range: impl Iterator<Item = (&'a String, &'a Object)>,
     limit: Option<usize>,
     keep: &dyn Fn(&Object) -> bool,
-) -> ListResult {
+) -> Result<ListResult, StoreError> {
     let limit = limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
     let mut items = Vec::new();
     let mut last_key = None;
     let mut remaining = 0u64;
     let mut full = false;
+    let mut corrupt = Vec::new();
+    let check = !st.undecodable.is_empty();
     for (k, v) in range {
         if full {
             remaining += 1;
             continue;
+        }
+        if check {
+            if let Err(c) = st.readable(k, v) {
+                if corrupt.len() < MAX_CORRUPT + 1 {
+                    corrupt.push(c);
+                }
+                continue;
+            }
         }
         if keep(v) {
             items.push(v.clone());
@@ -267,8 +305,11 @@ fn page<'a>(
             }
         }
     }
+    if !corrupt.is_empty() {
+        return Err(StoreError::Corrupt(corrupt));
+    }
     let continue_after = if remaining > 0 { last_key } else { None };
-    ListResult { rev, items, continue_after, remaining }
+    Ok(ListResult { rev, items, continue_after, remaining })
 }
 
 /// Write access used by the apply loop: applies transactions, records events, and publishes
@@ -336,21 +377,32 @@ impl Applier<'_> {
         let mut objects = Vec::with_capacity(txn.ops.len());
         for op in &txn.ops {
             let prev = self.state.objects.get(&op.key).cloned();
-            let (kind, object) = match &op.action {
+            let (kind, object, undecodable) = match &op.action {
                 Action::Check => {
                     objects.push(prev);
                     continue;
                 }
                 Action::Put(data) => {
-                    let obj = Object { rev, data: stamp(data, rev) };
+                    let (obj, bad) = match stamp(data, rev) {
+                        Ok(stamped) => (Object { rev, data: stamped }, None),
+                        Err(why) => (Object { rev, data: data.clone() }, Some(why)),
+                    };
+                    match &bad {
+                        None => self.state.undecodable.remove(&op.key),
+                        Some(why) => self.state.undecodable.insert(op.key.clone(), (rev, why.clone())),
+                    };
                     self.cache.observers.applied(&op.key, Some(&obj));
                     self.state.objects.insert(op.key.clone(), obj.clone());
-                    (if prev.is_some() { EventType::Modified } else { EventType::Added }, obj)
+                    (if prev.is_some() { EventType::Modified } else { EventType::Added }, obj, bad)
                 }
                 Action::Delete => match self.state.objects.remove(&op.key) {
                     Some(old) => {
+                        self.state.undecodable.remove(&op.key);
                         self.cache.observers.applied(&op.key, None);
-                        (EventType::Deleted, Object { rev, data: stamp(&old.data, rev) })
+                        match stamp(&old.data, rev) {
+                            Ok(stamped) => (EventType::Deleted, Object { rev, data: stamped }, None),
+                            Err(why) => (EventType::Deleted, Object { rev, data: old.data }, Some(why)),
+                        }
                     }
                     None => {
                         objects.push(None);
@@ -359,7 +411,7 @@ impl Applier<'_> {
                 },
             };
             objects.push(Some(object.clone()));
-            let ev = Arc::new(Event { rev, key: op.key.clone(), kind, object, prev, at: now });
+            let ev = Arc::new(Event { rev, key: op.key.clone(), kind, object, prev, undecodable, at: now });
             self.state.history.push_back(ev.clone());
             self.pending.push(ev);
         }

@@ -15,9 +15,23 @@ pub enum StoreError {
     /// Consensus is not available (no leader, shutting down).
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// Stored objects that cannot be decoded (at most [`MAX_CORRUPT`] of them, in key order).
+    #[error("unable to transform or decode {} objects", .0.len())]
+    Corrupt(Vec<CorruptObject>),
     /// An I/O or encoding failure.
     #[error("storage error: {0}")]
     Internal(String),
+}
+
+/// How many undecodable objects one read names at most.
+pub const MAX_CORRUPT: usize = 100;
+
+/// A stored object whose bytes cannot be decoded: its key, the revision that wrote it, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CorruptObject {
+    pub key: String,
+    pub rev: u64,
+    pub reason: String,
 }
 
 impl StoreError {

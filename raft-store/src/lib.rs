@@ -21,7 +21,7 @@ mod types;
 
 pub use admin::{membership, Member, MembershipChange};
 pub use cache::{Cache, CacheOptions, Event, EventType, ListResult, WatchError, Watcher};
-pub use error::StoreError;
+pub use error::{CorruptObject, StoreError, MAX_CORRUPT};
 pub use observer::{ApplyObserver, Observers};
 pub use peer::PeerTls;
 pub use log_store::FlushStats;

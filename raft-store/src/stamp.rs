@@ -8,6 +8,10 @@
 //! (without `float_roundtrip`) can move a float with many digits by one step, and stamping
 //! must not change a value a client stored. The output is a function of the input alone, so
 //! every replica stores the same bytes.
+//!
+//! Bytes that are not a JSON object (or whose `metadata` is not one) cannot be stamped: they are
+//! stored as they are and known as undecodable, as Kubernetes treats an object its storage cannot
+//! decode.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -23,18 +27,13 @@ const RESOURCE_VERSION: &str = "resourceVersion";
 /// Bytes a stamp may add: the `resourceVersion` member, and `metadata` when absent.
 const STAMP_ROOM: usize = 48;
 
-/// `data` (a JSON object) with `metadata.resourceVersion` set to `rev`; `data` unchanged when it
-/// is not a JSON object, or its `metadata` is not one.
-pub(crate) fn stamp(data: &Bytes, rev: u64) -> Bytes {
-    let Ok(Members(top)) = serde_json::from_slice::<Members>(data) else {
-        return data.clone();
-    };
+/// `data` (a JSON object) with `metadata.resourceVersion` set to `rev`; why it cannot be decoded
+/// when it is not a JSON object, or its `metadata` is not one.
+pub(crate) fn stamp(data: &Bytes, rev: u64) -> Result<Bytes, String> {
+    let Members(top) = serde_json::from_slice::<Members>(data).map_err(|e| e.to_string())?;
     let meta = match top.iter().rfind(|(k, _)| k == METADATA) {
         None => Vec::new(),
-        Some((_, raw)) => match serde_json::from_str::<Members>(raw.get()) {
-            Ok(Members(meta)) => meta,
-            Err(_) => return data.clone(),
-        },
+        Some((_, raw)) => serde_json::from_str::<Members>(raw.get()).map_err(|e| format!("metadata: {e}"))?.0,
     };
     // Metadata is part of the object, so it fits in what the object takes (plus the stamp).
     let mut metadata = Vec::with_capacity(data.len() + STAMP_ROOM);
@@ -43,10 +42,20 @@ pub(crate) fn stamp(data: &Bytes, rev: u64) -> Bytes {
     write_object(&mut out, pairs(&top), METADATA, &metadata);
     // The stored bytes live as long as the object: give back what the estimate left unused.
     if out.capacity() == out.len() {
-        Bytes::from(out)
+        Ok(Bytes::from(out))
     } else {
-        Bytes::from(out.into_boxed_slice())
+        Ok(Bytes::from(out.into_boxed_slice()))
     }
+}
+
+/// Why `data` cannot be decoded as a stored object, if it cannot (the check [`stamp`] makes).
+pub(crate) fn undecodable(data: &[u8]) -> Option<String> {
+    let Members(top) = match serde_json::from_slice::<Members>(data) {
+        Ok(m) => m,
+        Err(e) => return Some(e.to_string()),
+    };
+    let (_, meta) = top.iter().rfind(|(k, _)| k == METADATA)?;
+    serde_json::from_str::<Members>(meta.get()).err().map(|e| format!("metadata: {e}"))
 }
 
 /// Writes an object of `members` with `key` set to `value`: in place of the members named `key`,
@@ -124,14 +133,15 @@ mod tests {
 
     /// What stamping means: parse, set the field, serialize (for objects whose numbers survive
     /// serde_json's parser unchanged).
-    fn reference(data: &[u8], rev: u64) -> Vec<u8> {
+    fn reference(data: &[u8], rev: u64) -> Option<Vec<u8>> {
         let Ok(Value::Object(mut obj)) = serde_json::from_slice::<Value>(data) else {
-            return data.to_vec();
+            return None;
         };
-        if let Value::Object(m) = obj.entry(METADATA).or_insert_with(|| json!({})) {
-            m.insert(RESOURCE_VERSION.into(), Value::String(rev.to_string()));
-        }
-        serde_json::to_vec(&obj).unwrap()
+        match obj.entry(METADATA).or_insert_with(|| json!({})) {
+            Value::Object(m) => m.insert(RESOURCE_VERSION.into(), Value::String(rev.to_string())),
+            _ => return None,
+        };
+        Some(serde_json::to_vec(&obj).unwrap())
     }
 
     #[test]
@@ -155,8 +165,9 @@ mod tests {
         for object in objects {
             let data = Bytes::from(serde_json::to_vec(&object).unwrap());
             for rev in [0, 1, 123_456_789, u64::MAX] {
-                let stamped = stamp(&data, rev);
-                assert_eq!(String::from_utf8_lossy(&stamped), String::from_utf8_lossy(&reference(&data, rev)), "stamping {object} at {rev}");
+                let stamped = stamp(&data, rev).ok();
+                assert_eq!(stamped.as_deref(), reference(&data, rev).as_deref(), "stamping {object} at {rev}");
+                assert_eq!(undecodable(&data).is_some(), stamped.is_none(), "{object}");
             }
         }
     }
@@ -166,14 +177,15 @@ mod tests {
         // serde_json without `float_roundtrip` reads this as the next float up; parsing and
         // serializing again would store a different number than the client's.
         let data = Bytes::from_static(b"{\"metadata\":{},\"x\":1.315382074720124e-149}");
-        assert_eq!(&stamp(&data, 9)[..], &b"{\"metadata\":{\"resourceVersion\":\"9\"},\"x\":1.315382074720124e-149}"[..]);
+        assert_eq!(&stamp(&data, 9).unwrap()[..], &b"{\"metadata\":{\"resourceVersion\":\"9\"},\"x\":1.315382074720124e-149}"[..]);
     }
 
     #[test]
-    fn what_is_not_a_json_object_is_kept_as_it_is() {
-        for data in [&b""[..], b"{", b"{\"metadata\":{\"a\":}}", b"not json", b"{\"a\":1}trailing", b"\xff\xfe"] {
+    fn what_is_not_a_json_object_is_undecodable() {
+        for data in [&b""[..], b"{", b"{\"metadata\":{\"a\":}}", b"not json", b"{\"a\":1}trailing", b"\xff\xfe", b"{\"metadata\":7}"] {
             let data = Bytes::copy_from_slice(data);
-            assert_eq!(stamp(&data, 5), data);
+            assert!(stamp(&data, 5).is_err(), "{data:?}");
+            assert!(undecodable(&data).is_some(), "{data:?}");
         }
     }
 }

@@ -120,7 +120,7 @@ const CATCH_UP: Duration = Duration::from_secs(2);
 /// Asks the authorizer chain. A request it refuses is decided again once this replica has
 /// applied everything the leader had committed when it was refused: a binding the client created
 /// through another replica a moment ago is then in the index, as it would be on the leader.
-async fn authorize(ctx: &Ctx, attrs: &Attributes) -> Result<(), ApiError> {
+pub(crate) async fn authorize(ctx: &Ctx, attrs: &Attributes) -> Result<(), ApiError> {
     let chain = &ctx.auth.chain;
     let applied = ctx.store.cache().applied();
     let mut outcome = chain.authorize(attrs).await;

@@ -95,6 +95,23 @@ pub enum ApiError {
     Unavailable(String),
     #[error("{0}")]
     Internal(String),
+    /// 500 of a list that met objects storage cannot decode: one cause per object (with
+    /// `AllowUnsafeMalformedObjectDeletion`, so that a client can find and delete them).
+    #[error("failed to read one or more {} from the storage", qualified(.group, .resource))]
+    StoreRead { group: String, resource: String, causes: Vec<Cause> },
+}
+
+/// `resource.group`, or `resource` in the core group.
+fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
+}
+
+/// A stored object that cannot be decoded, in the words of Kubernetes' storage error.
+pub fn corrupt_object(c: &raft_store::CorruptObject) -> String {
+    format!(
+        "StorageError: corrupt object, Code: 6, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: object not decodable revision={}: {}",
+        c.key, c.rev, c.reason
+    )
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -106,7 +123,7 @@ impl ApiError {
     /// A 403 as Kubernetes' `NewForbidden` words it: `resource.group "name" is forbidden: ...`,
     /// or `forbidden: ...` without a resource.
     pub fn forbidden(group: &str, resource: &str, name: &str, detail: impl std::fmt::Display) -> Self {
-        let qualified = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
+        let qualified = qualified(group, resource);
         let message = match (resource.is_empty(), name.is_empty()) {
             (true, _) => format!("forbidden: {detail}"),
             (false, true) => format!("{qualified} is forbidden: {detail}"),
@@ -142,7 +159,7 @@ impl ApiError {
             TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             TooLargeResourceVersion { .. } | Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Internal(_) | StoreRead { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -167,6 +184,7 @@ impl ApiError {
             TooLargeResourceVersion { .. } | Timeout(_) => "Timeout",
             Unavailable(_) => "ServiceUnavailable",
             Internal(_) => "InternalError",
+            StoreRead { .. } => "StorageReadError",
         }
     }
 
@@ -235,6 +253,24 @@ impl ApiError {
             TooManyRequests(_) => {
                 details.insert("retryAfterSeconds".into(), json!(1));
             }
+            StoreRead { group, resource, causes } => {
+                if !group.is_empty() {
+                    details.insert("group".into(), json!(group));
+                }
+                details.insert("kind".into(), json!(resource));
+                details.insert("name".into(), json!("list"));
+                let causes: Vec<Value> = causes
+                    .iter()
+                    .map(|c| {
+                        let mut cause = json!({"reason": c.reason, "message": c.message});
+                        if !c.field.is_empty() {
+                            cause["field"] = json!(c.field);
+                        }
+                        cause
+                    })
+                    .collect();
+                details.insert("causes".into(), Value::Array(causes));
+            }
             _ => {}
         }
         let message = match self {
@@ -299,6 +335,10 @@ impl From<raft_store::StoreError> for ApiError {
             }
             S::NotLeader(m) | S::Unavailable(m) => ApiError::Unavailable(m),
             S::Internal(m) => ApiError::Internal(m),
+            S::Corrupt(objects) => ApiError::Internal(format!(
+                "Internal error occurred: {}",
+                objects.first().map(corrupt_object).unwrap_or_default()
+            )),
         }
     }
 }

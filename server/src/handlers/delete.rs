@@ -1,12 +1,15 @@
 //! The delete verbs: one object, or every object of a collection that the selectors match.
 
+use raft_store::{Action, Cond, Op, StoreError, Txn, TxnResult};
 use serde_json::Value;
 
 use super::reply::{ListReply, Reply};
 use super::write::{self, DeleteOptions, Propagation};
+use crate::auth::Attributes;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::query::Params;
+use crate::registry;
 use crate::request::ResourceRequest;
 use crate::selector::Filter;
 
@@ -21,23 +24,15 @@ pub fn options(params: &Params, body: Option<&Value>) -> ApiResult<DeleteOptions
         (None, Some(q)) => Some(q.parse::<bool>().map_err(|_| ApiError::bad_request(format!("invalid orphanDependents {q:?}")))?),
         (None, None) => None,
     };
-    let invalid = |value: &str, detail: &str| ApiError::Invalid {
-        group: "meta.k8s.io".into(),
-        kind: "DeleteOptions".into(),
-        name: String::new(),
-        causes: vec![Cause::invalid("propagationPolicy", value, detail)],
-    };
+    let invalid = |value: &str, detail: &str| delete_options_invalid(vec![Cause::invalid("propagationPolicy", value, detail)]);
     opts.propagation = match (policy.as_deref(), orphan) {
         (Some(p), Some(_)) => return Err(invalid(p, "orphanDependents and deletionPropagation cannot be both set")),
-        (Some(p), None) => Some(Propagation::parse(p).ok_or_else(|| ApiError::Invalid {
-            group: "meta.k8s.io".into(),
-            kind: "DeleteOptions".into(),
-            name: String::new(),
-            causes: vec![Cause::new(
+        (Some(p), None) => Some(Propagation::parse(p).ok_or_else(|| {
+            delete_options_invalid(vec![Cause::new(
                 "FieldValueNotSupported",
                 "propagationPolicy",
                 format!("Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""),
-            )],
+            )])
         })?),
         (None, Some(true)) => Some(Propagation::Orphan),
         (None, Some(false)) => Some(Propagation::Background),
@@ -50,6 +45,7 @@ pub fn options(params: &Params, body: Option<&Value>) -> ApiResult<DeleteOptions
     };
     if let Some(body) = body {
         let pre = &body["preconditions"];
+        opts.preconditions = pre.is_object();
         opts.uid = pre["uid"].as_str().map(str::to_string);
         if let Some(rv) = pre["resourceVersion"].as_str() {
             opts.resource_version = Some(rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion precondition {rv:?}")))?);
@@ -58,11 +54,101 @@ pub fn options(params: &Params, body: Option<&Value>) -> ApiResult<DeleteOptions
             opts.dry_run = true;
         }
     }
+    // Without its gate, the option is dropped as Kubernetes drops it.
+    if registry::gate_enabled(registry::UNSAFE_DELETION_GATE) {
+        opts.unsafe_delete = match (b[UNSAFE].as_bool(), params.get(UNSAFE)) {
+            (Some(u), _) => u,
+            (None, Some(q)) => q.parse::<bool>().map_err(|_| ApiError::bad_request(format!("invalid {UNSAFE} {q:?}")))?,
+            (None, None) => false,
+        };
+    }
+    if opts.unsafe_delete {
+        let set = [
+            (opts.dry_run, ".dryRun"),
+            (policy.is_some(), ".propagationPolicy"),
+            (orphan.is_some(), ".orphanDependents"),
+            (opts.grace_period.is_some(), ".gracePeriodSeconds"),
+            (opts.preconditions, ".preconditions"),
+        ];
+        let causes: Vec<Cause> = set
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, other)| unsafe_invalid(&format!("cannot be set together with {other}")))
+            .collect();
+        if !causes.is_empty() {
+            return Err(delete_options_invalid(causes));
+        }
+    }
     Ok(opts)
 }
 
+/// The delete option that removes an object storage cannot decode, skipping every check.
+const UNSAFE: &str = "ignoreStoreReadErrorWithClusterBreakingPotential";
+
+fn unsafe_invalid(detail: &str) -> Cause {
+    Cause::new("FieldValueInvalid", UNSAFE, format!("Invalid value: true: {detail}"))
+}
+
+fn delete_options_invalid(causes: Vec<Cause>) -> ApiError {
+    ApiError::Invalid { group: "meta.k8s.io".into(), kind: "DeleteOptions".into(), name: String::new(), causes }
+}
+
 pub async fn delete(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: Option<&Value>) -> ApiResult<Reply> {
-    write::delete(ctx, req, &options(params, body)?).await
+    let opts = options(params, body)?;
+    if opts.unsafe_delete {
+        return unsafe_delete(ctx, req).await;
+    }
+    write::delete(ctx, req, &opts).await
+}
+
+/// Removes an object whose stored bytes cannot be decoded, without preconditions, finalizers or
+/// admission (nothing can be known of it), for a user allowed the
+/// `unsafe-delete-ignore-read-errors` verb on it. An object that can be read is refused: the
+/// option is for corrupt objects only.
+async fn unsafe_delete(ctx: &Ctx, req: &ResourceRequest) -> ApiResult<Reply> {
+    let info = req.info;
+    if req.subresource.is_some() {
+        return Err(ApiError::forbidden(
+            info.group,
+            info.resource,
+            req.name(),
+            format!("{UNSAFE} delete option is not allowed on a subresource or non-resource request"),
+        ));
+    }
+    let attrs = Attributes {
+        user: (*req.user).clone(),
+        verb: "unsafe-delete-ignore-read-errors".into(),
+        resource_request: true,
+        api_group: info.group.into(),
+        api_version: info.version.into(),
+        resource: info.resource.into(),
+        namespace: req.namespace.clone().unwrap_or_default(),
+        name: req.name().into(),
+        ..Default::default()
+    };
+    crate::app::authorize(ctx, &attrs).await?;
+    let key = req.key();
+    ctx.store.linearizable_rev().await?;
+    let corrupt = match ctx.store.cache().get(&key, None) {
+        Err(StoreError::Corrupt(objects)) => objects.into_iter().next(),
+        Err(e) => return Err(e.into()),
+        Ok(_) => None,
+    };
+    let Some(corrupt) = corrupt else {
+        return Err(ApiError::Invalid {
+            group: info.group.into(),
+            kind: info.resource.into(),
+            name: req.name().into(),
+            causes: vec![unsafe_invalid("is exclusively used to delete corrupt object(s), try again by removing this option")],
+        });
+    };
+    tracing::warn!(key = %key, rev = corrupt.rev, user = %req.user.name, "unsafe deletion of an object that cannot be decoded");
+    let op = Op { key, cond: Cond::Rev(corrupt.rev), action: Action::Delete };
+    match ctx.store.write(Txn::new(vec![op])).await? {
+        TxnResult::Ok { .. } => Ok(Reply::deleted(info, req.name(), None)),
+        // Replaced or deleted meanwhile: what is there now is not the corrupt object.
+        _ => Err(req.not_found()),
+    }
 }
 
 /// Deletes every matching object, one transaction each (so each delete is its own event),
@@ -70,6 +156,9 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: Opt
 pub async fn delete_collection(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: Option<&Value>) -> ApiResult<Reply> {
     let info = req.info;
     let opts = options(params, body)?;
+    if opts.unsafe_delete {
+        return Err(delete_options_invalid(vec![unsafe_invalid("is not allowed with DELETECOLLECTION, try again after removing the option")]));
+    }
     let filter = Filter::new(info, params.get("labelSelector"), params.get("fieldSelector"))?;
     let prefix = info.list_prefix(req.namespace.as_deref());
     let rev = ctx.store.linearizable_rev().await?;

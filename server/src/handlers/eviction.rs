@@ -75,6 +75,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, eviction: Value, dry_run: 
         dry_run,
         propagation: None,
         grace_period: eviction["deleteOptions"]["gracePeriodSeconds"].as_i64(),
+        ..Default::default()
     };
     write::delete(ctx, &pod_req(Verb::Delete), &opts).await?;
     Ok(Reply::Document {

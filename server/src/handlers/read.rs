@@ -6,8 +6,9 @@ use raft_store::StoreError;
 use super::reply::{ListReply, Reply};
 use super::scale;
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::query::{self, Params, ReadAt};
+use crate::registry::{self, ResourceInfo};
 use crate::request::ResourceRequest;
 use crate::selector::Filter;
 
@@ -42,6 +43,7 @@ pub async fn list(ctx: &Ctx, req: &ResourceRequest, params: &Params) -> ApiResul
             ApiError::ContinueExpired { message: CONTINUE_EXPIRED.into(), continue_token: query::encode_continue(None, &prefix, after) }
         }
         (StoreError::Compacted { .. }, _) => ApiError::Gone("The resourceVersion for the provided list is too old.".to_string()),
+        (StoreError::Corrupt(objects), _) if registry::gate_enabled(registry::UNSAFE_DELETION_GATE) => store_read(info, &objects),
         (e, _) => e.into(),
     })?;
     let continue_token = page.continue_after.as_deref().map(|k| query::encode_continue(Some(page.rev), &prefix, k));
@@ -52,4 +54,18 @@ pub async fn list(ctx: &Ctx, req: &ResourceRequest, params: &Params) -> ApiResul
         remaining,
         items: page.items.into_iter().map(|o| o.data).collect(),
     }))
+}
+
+/// The 500 naming every object of a list that cannot be decoded, so that each can be found and
+/// deleted; a last cause says when there were more than storage names.
+fn store_read(info: &ResourceInfo, objects: &[raft_store::CorruptObject]) -> ApiError {
+    let mut causes: Vec<Cause> = objects
+        .iter()
+        .take(raft_store::MAX_CORRUPT)
+        .map(|c| Cause::new("UnexpectedServerResponse", c.key.clone(), crate::error::corrupt_object(c)))
+        .collect();
+    if objects.len() > raft_store::MAX_CORRUPT {
+        causes.push(Cause::new("TooMany", "", "too many errors, the list is truncated"));
+    }
+    ApiError::StoreRead { group: info.group.to_string(), resource: info.resource.to_string(), causes }
 }

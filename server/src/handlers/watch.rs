@@ -121,6 +121,20 @@ pub async fn watch(ctx: &Ctx, req: &ResourceRequest, params: &Params, encode: En
     Ok(rx)
 }
 
+/// The ERROR event's Status for an event whose object cannot be decoded.
+fn undecodable_event(ev: &raft_store::Event, why: &str) -> Vec<u8> {
+    let storage = crate::error::corrupt_object(&raft_store::CorruptObject { key: ev.key.clone(), rev: ev.rev, reason: why.to_string() });
+    let error = match ev.kind {
+        EventType::Deleted => ApiError::Passed {
+            code: 500,
+            reason: "StorageReadError".into(),
+            message: format!("saw a DELETED event, but object data is corrupt - {storage}"),
+        },
+        _ => ApiError::Internal(format!("Internal error occurred: {storage}")),
+    };
+    serde_json::to_vec(&error.status()).unwrap_or_default()
+}
+
 /// How long before a watch times out its last bookmark is sent.
 const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -175,6 +189,12 @@ impl Stream {
                         Ok(ev) => ev,
                         Err(WatchError::Lagged) | Err(WatchError::Closed) => return,
                     };
+                    if let Some(why) = &ev.undecodable {
+                        // The event cannot be decoded: the watch ends with an error, as
+                        // Kubernetes' does, and the client lists again.
+                        let _ = self.send("ERROR", &undecodable_event(&ev, why)).await;
+                        return;
+                    }
                     // A change moving an object into or out of the selection is an ADDED or
                     // DELETED event for this watcher.
                     let now = ev.kind != EventType::Deleted && self.matches(&ev.object.data);

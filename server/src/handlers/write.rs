@@ -155,7 +155,17 @@ pub async fn create(
         if dry_run {
             return Ok(Reply::value(StatusCode::CREATED, &obj));
         }
-        ops.insert(0, Op { key: key.clone(), cond: Cond::Absent, action: Action::Put(to_bytes(&obj)?) });
+        let data = to_bytes(&obj)?;
+        // Fault injection: `create-corrupt=return(NAME)` stores the object named NAME as bytes
+        // that cannot be decoded, as a damaged disk or a lost encryption key would leave it.
+        #[cfg(feature = "failpoints")]
+        if fail::eval("create-corrupt", |arg| arg.is_some_and(|n| n == name)).unwrap_or(false) {
+            let corrupt = Bytes::copy_from_slice(&data[..data.len() / 2]);
+            ops.insert(0, Op { key: key.clone(), cond: Cond::Absent, action: Action::Put(corrupt) });
+            ctx.store.write(Txn::new(ops)).await?;
+            return Ok(Reply::value(StatusCode::CREATED, &obj));
+        }
+        ops.insert(0, Op { key: key.clone(), cond: Cond::Absent, action: Action::Put(data) });
         match ctx.store.write(Txn::new(ops)).await? {
             TxnResult::Ok { objects, .. } => {
                 let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
@@ -315,6 +325,11 @@ pub struct DeleteOptions {
     pub propagation: Option<Propagation>,
     /// `gracePeriodSeconds` (pods only; `None`: the pod's own).
     pub grace_period: Option<i64>,
+    /// The body carries `preconditions`.
+    pub preconditions: bool,
+    /// `ignoreStoreReadErrorWithClusterBreakingPotential` (with its feature gate): remove an
+    /// object that cannot be decoded.
+    pub unsafe_delete: bool,
 }
 
 /// What happens to an object's dependents when it is deleted.

@@ -84,7 +84,11 @@ pub struct ResourceInfo {
 
 /// Feature gates that are not about serving a resource, with their defaults as in
 /// Kubernetes 1.34.
-const OTHER_GATES: &[(&str, bool)] = &[("APIResponseCompression", true), ("CBORServingAndStorage", false)];
+const OTHER_GATES: &[(&str, bool)] =
+    &[("APIResponseCompression", true), ("CBORServingAndStorage", false), (UNSAFE_DELETION_GATE, false)];
+
+/// The gate of the unsafe deletion of objects storage cannot decode.
+pub const UNSAFE_DELETION_GATE: &str = "AllowUnsafeMalformedObjectDeletion";
 
 /// The feature gates set by `--feature-gates`, set once at start.
 static GATES: OnceLock<Vec<(String, bool)>> = OnceLock::new();
