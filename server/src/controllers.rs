@@ -48,6 +48,7 @@ pub async fn run(ctx: Ctx) {
         leading::run(ctx.clone(), ServiceAccountController),
         leading::run(ctx.clone(), GarbageCollector::default()),
         leading::run(ctx.clone(), PodGc::default()),
+        leading::run(ctx.clone(), crate::crd::controller::CrdController),
         bootstrap_token_controllers(ctx.clone()),
         bootstrap_then_namespaces(ctx)
     );

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod compression;
 pub mod context;
 pub mod controllers;
+pub mod crd;
 pub mod discovery;
 pub mod error;
 pub mod expr;

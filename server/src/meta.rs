@@ -31,7 +31,7 @@ pub fn name_suffix() -> String {
     (0..5).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
 }
 
-fn is_dns_label(s: &str, max: usize, alpha_first: bool) -> bool {
+pub fn is_dns_label(s: &str, max: usize, alpha_first: bool) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= max

@@ -187,7 +187,7 @@ const PRIORITIES: &[(&str, i64, i64)] = &[
 /// An APIService for every group/version this server serves itself (`v1.`, `v1.apps`, ...),
 /// available because local.
 async fn api_services(ctx: &Ctx) -> ApiResult<()> {
-    let versions: BTreeSet<(&str, &str)> = registry::served().map(|r| (r.group, r.version)).collect();
+    let versions: BTreeSet<(&str, &str)> = registry::built_in().map(|r| (r.group, r.version)).collect();
     for (group, version) in versions {
         let (group_priority, version_priority) =
             PRIORITIES.iter().find(|(g, _, _)| *g == group).map(|(_, g, v)| (*g, *v)).unwrap_or((1000, 15));

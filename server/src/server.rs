@@ -80,7 +80,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             snapshot_every: args.snapshot_count,
             peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
-            observers: Observers(vec![rbac.clone(), nodes.clone(), flowcontrol.clone()]),
+            observers: Observers(vec![rbac.clone(), nodes.clone(), flowcontrol.clone(), Arc::new(crate::crd::served::ServedDefinitions::default())]),
         },
     )
     .await

@@ -208,10 +208,10 @@ mod tests {
 
     fn ops(columns: &'static [Column]) -> &'static KindOps {
         Box::leak(Box::new(KindOps {
-            decode: |_| Err(String::new()),
-            default: |_| {},
+            decode: |_, _| Err(String::new()),
+            default: |_, _| {},
             update: |_, _| Vec::new(),
-            validate: |_| Vec::new(),
+            validate: |_, _| Vec::new(),
             columns,
             cells,
             schema: |g| g.subschema_for::<String>(),

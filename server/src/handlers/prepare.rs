@@ -67,7 +67,7 @@ pub fn check_type_meta(info: &ResourceInfo, obj: &mut Value, expect_kind: &str, 
 /// all, unknown ones first, as Kubernetes words it), applies defaults and validates. Returns
 /// the object to store.
 pub fn admit(info: &ResourceInfo, obj: Value, validation: FieldValidation, duplicates: &[String], warnings: &mut Vec<String>) -> ApiResult<Value> {
-    let decoded = (info.ops.decode)(obj).map_err(ApiError::BadRequest)?;
+    let decoded = (info.ops.decode)(info, obj).map_err(ApiError::BadRequest)?;
     let problems: Vec<String> = decoded
         .unknown_fields
         .iter()
@@ -84,9 +84,9 @@ pub fn admit(info: &ResourceInfo, obj: Value, validation: FieldValidation, dupli
         }
     }
     let mut obj = decoded.object;
-    (info.ops.default)(&mut obj);
+    (info.ops.default)(info, &mut obj);
     let mut causes = meta::validate(info, &obj);
-    causes.extend((info.ops.validate)(&obj));
+    causes.extend((info.ops.validate)(info, &obj));
     if !causes.is_empty() {
         return Err(ApiError::Invalid {
             group: info.group.to_string(),

@@ -16,7 +16,7 @@ use crate::request::ResourceRequest;
 /// Answers a review: the object as sent, with its `status` filled in.
 pub async fn create(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<Reply> {
     let info = req.info;
-    let mut obj = (info.ops.decode)(obj).map_err(ApiError::BadRequest)?.object;
+    let mut obj = (info.ops.decode)(info, obj).map_err(ApiError::BadRequest)?.object;
     let invalid = |causes: Vec<Cause>| ApiError::Invalid { group: info.group.into(), kind: info.kind.into(), name: String::new(), causes };
     let status = match info.kind {
         "SelfSubjectReview" => json!({"userInfo": user_info(&req.user)}),

@@ -386,6 +386,21 @@ impl Propagation {
     }
 }
 
+fn is_definition(info: &ResourceInfo) -> bool {
+    info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions"
+}
+
+/// Adds `finalizer` to `obj` unless there; returns whether it was added.
+fn add_finalizer(obj: &mut Value, finalizer: &str) -> bool {
+    let mut list: Vec<Value> = obj["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
+    if list.iter().any(|f| f == finalizer) {
+        return false;
+    }
+    list.push(json!(finalizer));
+    meta_mut(obj).insert("finalizers".into(), Value::Array(list));
+    true
+}
+
 /// Namespaces the server needs and never deletes.
 const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 
@@ -420,7 +435,11 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
         }
         // An explicit policy on an object already being deleted may still change its
         // finalizers; the default leaves them as they are.
-        let finalizers_changed = opts.propagation.is_some_and(|p| p.apply_finalizers(&mut obj));
+        let mut finalizers_changed = opts.propagation.is_some_and(|p| p.apply_finalizers(&mut obj));
+        if is_definition(info) && obj["metadata"].get("deletionTimestamp").is_none() {
+            // A definition goes once its custom resources are gone.
+            finalizers_changed |= add_finalizer(&mut obj, crate::crd::controller::CLEANUP_FINALIZER);
+        }
         let period = super::grace::period(info, &obj, opts.grace_period);
         let graceful = !finalizers_empty(&obj) || info.resource == "namespaces" && info.group.is_empty() || period > 0;
         if graceful {

@@ -15,7 +15,7 @@ pub mod facts;
 pub mod gnostic;
 
 use crate::negotiate::PATCH_TYPES;
-use crate::registry::{served, ResourceInfo};
+use crate::registry::{built_in, ResourceInfo};
 
 /// The Swagger 2.0 definitions of every kind and what it refers to, keyed by definition name.
 pub fn definitions() -> Map<String, Value> {
@@ -28,7 +28,7 @@ fn schemas(ref_prefix: &str, openapi3: bool) -> Map<String, Value> {
     settings.definitions_path = ref_prefix.trim_start_matches('#').to_string().into();
     let mut generator = settings.into_generator();
     let mut out = Map::new();
-    for r in served() {
+    for r in built_in() {
         let schema = (r.ops.schema)(&mut generator);
         let mut v = schema.to_value();
         if let Some(o) = v.as_object_mut() {
@@ -110,7 +110,7 @@ fn paths(r: &ResourceInfo, openapi3: bool) -> Vec<(String, Value)> {
 pub fn v2() -> &'static [u8] {
     static DOC: OnceLock<Vec<u8>> = OnceLock::new();
     DOC.get_or_init(|| {
-        let all_paths: Map<String, Value> = served().flat_map(|r| paths(r, false)).collect();
+        let all_paths: Map<String, Value> = built_in().flat_map(|r| paths(r, false)).collect();
         let doc = json!({
             "swagger": "2.0",
             "info": {"title": "Kubernetes", "version": "v1.34.0"},
@@ -141,10 +141,10 @@ fn v3_docs() -> &'static BTreeMap<String, Vec<u8>> {
     DOCS.get_or_init(|| {
         let all = schemas("#/components/schemas/", true);
         let mut docs = BTreeMap::new();
-        let mut gvs: Vec<String> = served().map(gv_path).collect();
+        let mut gvs: Vec<String> = built_in().map(gv_path).collect();
         gvs.dedup();
         for gv in gvs {
-            let res: Vec<&ResourceInfo> = served().filter(|r| gv_path(r) == gv).collect();
+            let res: Vec<&ResourceInfo> = built_in().filter(|r| gv_path(r) == gv).collect();
             let paths: Map<String, Value> = res.iter().flat_map(|r| paths(r, true)).collect();
             let doc = json!({
                 "openapi": "3.0.0",

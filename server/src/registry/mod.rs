@@ -5,6 +5,7 @@
 //! table's resources less those behind a feature gate that is off (`--feature-gates`).
 
 mod table;
+pub mod custom;
 pub mod kinds;
 
 use std::sync::OnceLock;
@@ -39,11 +40,11 @@ pub struct Decoded {
 pub struct KindOps {
     /// Decode through the typed schema: type errors are `Err(message)` (400), unknown fields
     /// are reported, not fatal.
-    pub decode: fn(Value) -> Result<Decoded, String>,
+    pub decode: fn(&ResourceInfo, Value) -> Result<Decoded, String>,
     /// Fill server-side defaults (pod restartPolicy, deployment strategy, ...).
-    pub default: fn(&mut Value),
+    pub default: fn(&ResourceInfo, &mut Value),
     /// Field validation beyond types: required fields, formats. Empty means valid.
-    pub validate: fn(&Value) -> Vec<Cause>,
+    pub validate: fn(&ResourceInfo, &Value) -> Vec<Cause>,
     /// Rules of an update, given the stored object and the new one: fields kept when the new
     /// object leaves them out, and fields that may not change. Empty means allowed.
     pub update: fn(&Value, &mut Value) -> Vec<Cause>,
@@ -117,8 +118,14 @@ pub fn gate_enabled(name: &str) -> bool {
     }
 }
 
-/// Every resource this server serves.
+/// Every resource this server serves: the built-in table, then the custom resources.
 pub fn served() -> impl Iterator<Item = &'static ResourceInfo> {
+    let custom: Vec<&'static ResourceInfo> = custom::current().entries.iter().map(|(info, _)| *info).collect();
+    built_in().chain(custom)
+}
+
+/// The built-in resources served.
+pub fn built_in() -> impl Iterator<Item = &'static ResourceInfo> {
     ALL.iter().filter(|r| r.gate.is_none_or(gate_enabled))
 }
 
@@ -174,7 +181,8 @@ impl ResourceInfo {
 
 /// Finds the resource served at `group`/`version`/`resource`.
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static ResourceInfo> {
-    served().find(|r| r.group == group && r.version == version && r.resource == resource)
+    let matches = |r: &&'static ResourceInfo| r.group == group && r.version == version && r.resource == resource;
+    built_in().find(matches).or_else(|| custom::current().entries.iter().map(|(info, _)| *info).find(matches))
 }
 
 /// Finds a resource by its kind within a group/version.

@@ -5,6 +5,7 @@ use k8s_openapi::api::{
     admissionregistration, apps, authentication, authorization, autoscaling, batch, certificates, coordination, core, discovery, events, flowcontrol, networking, node,
     policy, rbac, resource, scheduling, storage,
 };
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
 use k8s_openapi::Resource;
 
@@ -25,9 +26,9 @@ macro_rules! ops {
     };
     ($t:ty, $def:literal, $default:expr, $validate:expr, $columns:expr, $cells:expr, update = $update:expr) => {
         &KindOps {
-            decode: kinds::decode::<$t>,
-            default: $default,
-            validate: $validate,
+            decode: |_, v| kinds::decode::<$t>(v),
+            default: |_, v| $default(v),
+            validate: |_, v| $validate(v),
             update: $update,
             columns: $columns,
             cells: $cells,
@@ -187,6 +188,9 @@ pub static ALL: &[ResourceInfo] = &[
     gated(res!(admissionregistration::v1beta1::MutatingAdmissionPolicyBinding, CLUSTER, "mutatingadmissionpolicybinding", [], ["api-extensions"], [], true,
         ops!(admissionregistration::v1beta1::MutatingAdmissionPolicyBinding, "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicyBinding", no_defaults, no_validation, POLICY_BINDING_COLUMNS, policy_binding_cells)),
         "MutatingAdmissionPolicy"),
+    res!(apiextensions::v1::CustomResourceDefinition, CLUSTER, "customresourcedefinition", ["crd", "crds"], ["api-extensions"], ["status"], false,
+        ops!(apiextensions::v1::CustomResourceDefinition, "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+            crate::crd::definition::defaults, crate::crd::definition::validate)),
     res!(apiregistration::v1::APIService, CLUSTER, "apiservice", [], ["api-extensions"], ["status"], false,
         ops!(apiregistration::v1::APIService, "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService", no_defaults, no_validation, APISERVICE_COLUMNS, apiservice_cells)),
 ];

@@ -1,0 +1,181 @@
+//! The definitions' controller, on the Raft leader: accepts a definition's names unless another
+//! definition of the group holds one of them (`NamesAccepted`), then establishes it
+//! (`Established`, the storage version recorded in `storedVersions`); a definition being deleted
+//! is `Terminating` while its custom resources are deleted, and loses the
+//! `customresourcecleanup.apiextensions.k8s.io` finalizer once none is left.
+
+use serde_json::{json, Value};
+
+use super::served::{condition, PREFIX};
+use crate::context::Ctx;
+use crate::controllers::request;
+use crate::error::{ApiError, ApiResult};
+use crate::handlers::{self, FieldValidation};
+use crate::registry::{self, ResourceInfo};
+use crate::request::{ResourceRequest, Verb};
+
+/// The finalizer that holds a definition until its custom resources are gone.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+fn definitions() -> &'static ResourceInfo {
+    registry::lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions").expect("definitions are served")
+}
+
+pub struct CrdController;
+
+#[async_trait::async_trait]
+impl crate::leading::LeaderController for CrdController {
+    fn name(&self) -> &'static str {
+        "crd"
+    }
+
+    fn watches(&self) -> String {
+        PREFIX.to_string()
+    }
+
+    /// Custom resources of a deleted definition go away under other keys: look again.
+    fn recheck(&self) -> Option<std::time::Duration> {
+        Some(std::time::Duration::from_secs(1))
+    }
+
+    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
+        let all = ctx.store.cache().list(PREFIX, None, None, None, &|_| true)?;
+        let crds: Vec<Value> = all.items.iter().filter_map(|o| handlers::parse(o).ok()).collect();
+        for crd in &crds {
+            let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+            let result = if crd["metadata"].get("deletionTimestamp").is_some() {
+                clean_up(ctx, crd).await
+            } else {
+                let status = status(crd, &crds);
+                if status == crd["status"] {
+                    continue;
+                }
+                write_status(ctx, name, status).await
+            };
+            match result {
+                Ok(()) | Err(ApiError::NotFound { .. }) | Err(ApiError::Conflict { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The names a definition asks for, in the order Kubernetes checks them for conflicts.
+fn names_of(names: &Value) -> Vec<String> {
+    let one = |k: &str| names[k].as_str().filter(|s| !s.is_empty()).map(str::to_string);
+    let short = names["shortNames"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string);
+    one("plural").into_iter().chain(one("singular")).chain(short).chain(one("kind")).chain(one("listKind")).collect()
+}
+
+/// The status the controller wants for `crd`, given every definition.
+fn status(crd: &Value, all: &[Value]) -> Value {
+    let group = &crd["spec"]["group"];
+    let wanted = &crd["spec"]["names"];
+    let taken: Vec<String> = all
+        .iter()
+        .filter(|o| o["metadata"]["name"] != crd["metadata"]["name"] && &o["spec"]["group"] == group)
+        .flat_map(|o| names_of(&o["status"]["acceptedNames"]))
+        .collect();
+    let conflict = names_of(wanted).into_iter().find(|n| taken.contains(n));
+    let mut status = crd["status"].clone();
+    if !status.is_object() {
+        status = json!({});
+    }
+    let accepted = match &conflict {
+        None => {
+            status["acceptedNames"] = wanted.clone();
+            set_condition(&mut status, "NamesAccepted", true, "NoConflicts", "no conflicts found");
+            true
+        }
+        Some(n) => {
+            if status.get("acceptedNames").is_none() {
+                status["acceptedNames"] = json!({"plural": "", "kind": ""});
+            }
+            set_condition(&mut status, "NamesAccepted", false, "NameConflict", &format!("\"{n}\" is already in use"));
+            false
+        }
+    };
+    if accepted && !condition(crd, "Established") {
+        set_condition(&mut status, "Established", true, "InitialNamesAccepted", "the initial names have been accepted");
+    } else if !accepted && !condition(crd, "Established") {
+        set_condition(&mut status, "Established", false, "NotAccepted", "not all names are accepted");
+    }
+    let storage = crd["spec"]["versions"].as_array().into_iter().flatten().find(|v| v["storage"] == true).and_then(|v| v["name"].as_str());
+    let mut stored: Vec<Value> = status["storedVersions"].as_array().cloned().unwrap_or_default();
+    if let Some(v) = storage {
+        if !stored.iter().any(|s| s == v) {
+            stored.push(json!(v));
+        }
+    }
+    status["storedVersions"] = json!(stored);
+    status
+}
+
+/// Sets condition `kind`, keeping its transition time while its status stays.
+fn set_condition(status: &mut Value, kind: &str, on: bool, reason: &str, message: &str) {
+    let value = if on { "True" } else { "False" };
+    let mut conditions: Vec<Value> = status["conditions"].as_array().cloned().unwrap_or_default();
+    let since = conditions
+        .iter()
+        .find(|c| c["type"] == kind && c["status"] == value)
+        .map(|c| c["lastTransitionTime"].clone())
+        .unwrap_or_else(|| json!(crate::meta::now()));
+    conditions.retain(|c| c["type"] != kind);
+    conditions.push(json!({"type": kind, "status": value, "reason": reason, "message": message, "lastTransitionTime": since}));
+    status["conditions"] = json!(conditions);
+}
+
+async fn write_status(ctx: &Ctx, name: &str, status: Value) -> ApiResult<()> {
+    let req = ResourceRequest { subresource: Some("status".into()), ..request(definitions(), None, name, Verb::Update) };
+    handlers::update_object(ctx, &req, FieldValidation::Ignore, |old| {
+        let mut new = old.clone();
+        new["status"] = status.clone();
+        Ok(new)
+    })
+    .await
+}
+
+/// Deletes the definition's custom resources; once none is left, lets the definition go.
+async fn clean_up(ctx: &Ctx, crd: &Value) -> ApiResult<()> {
+    let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+    let finalizers = crd["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
+    if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
+        return Ok(());
+    }
+    let group = crd["spec"]["group"].as_str().unwrap_or_default();
+    let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or_default();
+    let prefix = format!("/registry/{group}/{plural}/");
+    let left = ctx.store.cache().list(&prefix, None, None, None, &|_| true)?;
+    let served = registry::served().find(|r| r.group == group && r.resource == plural);
+    for item in &left.items {
+        let (Ok(obj), Some(info)) = (handlers::parse(item), served) else { continue };
+        if obj["metadata"].get("deletionTimestamp").is_some() {
+            continue;
+        }
+        let meta = &obj["metadata"];
+        let req = request(info, meta["namespace"].as_str(), meta["name"].as_str().unwrap_or_default(), Verb::Delete);
+        match handlers::delete_object(ctx, &req, &Default::default()).await {
+            Ok(()) | Err(ApiError::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let remaining = ctx.store.cache().list(&prefix, None, None, None, &|_| true)?.items.len();
+    let mut status = crd["status"].clone();
+    let message = if remaining == 0 { "CustomResource deletion is complete".to_string() } else { format!("CustomResource deletion is in progress: {remaining} remaining") };
+    set_condition(&mut status, "Terminating", true, if remaining == 0 { "InstanceDeletionCompleted" } else { "InstanceDeletionInProgress" }, &message);
+    if status != crd["status"] {
+        write_status(ctx, name, status).await?;
+    }
+    if remaining > 0 {
+        return Ok(());
+    }
+    let req = request(definitions(), None, name, Verb::Update);
+    handlers::update_object(ctx, &req, FieldValidation::Ignore, |old| {
+        let mut new = old.clone();
+        let kept: Vec<Value> = new["metadata"]["finalizers"].as_array().cloned().unwrap_or_default().into_iter().filter(|f| f != CLEANUP_FINALIZER).collect();
+        new["metadata"]["finalizers"] = json!(kept);
+        Ok(new)
+    })
+    .await
+}

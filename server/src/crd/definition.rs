@@ -1,0 +1,235 @@
+//! A CustomResourceDefinition as Kubernetes defaults and validates it: its name is
+//! `plural.group`, the group a domain, names DNS labels, one storage version among unique
+//! versions, and each version's `openAPIV3Schema` structural (a type on every node, an object at
+//! the root, `metadata` limited to `name` and `generateName`, patterns that compile).
+
+use serde_json::{json, Value};
+
+use super::schema::Structural;
+use crate::error::Cause;
+use crate::meta::is_dns_label;
+
+const DNS1035: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+/// Kubernetes' defaults: singular and listKind from the kind, the `None` conversion.
+pub fn defaults(crd: &mut Value) {
+    let names = &mut crd["spec"]["names"];
+    if let Some(kind) = names["kind"].as_str().map(str::to_string) {
+        if names["singular"].as_str().is_none_or(str::is_empty) {
+            names["singular"] = json!(kind.to_lowercase());
+        }
+        if names["listKind"].as_str().is_none_or(str::is_empty) {
+            names["listKind"] = json!(format!("{kind}List"));
+        }
+    }
+    if crd["spec"]["conversion"]["strategy"].as_str().is_none() {
+        crd["spec"]["conversion"] = json!({"strategy": "None"});
+    }
+}
+
+/// Every problem of the definition, as 422 causes.
+pub fn validate(crd: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let spec = &crd["spec"];
+    let group = spec["group"].as_str().unwrap_or_default();
+    let names = &spec["names"];
+    let plural = names["plural"].as_str().unwrap_or_default();
+    let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+    if name != format!("{plural}.{group}") {
+        causes.push(Cause::invalid("metadata.name", name, "must be spec.names.plural+\".\"+spec.group"));
+    }
+    if group.is_empty() {
+        causes.push(Cause::required("spec.group"));
+    } else if !group.contains('.') {
+        causes.push(Cause::invalid("spec.group", group, "should be a domain with at least one dot"));
+    } else if !crate::meta::is_dns_subdomain(group) {
+        causes.push(Cause::invalid("spec.group", group, "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"));
+    }
+    for field in ["plural", "singular"] {
+        match names[field].as_str().unwrap_or_default() {
+            "" => causes.push(Cause::required(format!("spec.names.{field}"))),
+            v if !is_dns_label(v, 63, true) => causes.push(Cause::invalid(format!("spec.names.{field}"), v, DNS1035)),
+            _ => {}
+        }
+    }
+    for field in ["kind", "listKind"] {
+        match names[field].as_str().unwrap_or_default() {
+            "" => causes.push(Cause::required(format!("spec.names.{field}"))),
+            v if !is_dns_label(&v.to_lowercase(), 63, true) => causes.push(Cause::invalid(
+                format!("spec.names.{field}"),
+                v,
+                "may have mixed case, but should otherwise match: [a-z]([-a-z0-9]*[a-z0-9])?",
+            )),
+            _ => {}
+        }
+    }
+    if names["kind"].as_str().is_some_and(|k| !k.is_empty() && names["listKind"].as_str() == Some(k)) {
+        causes.push(Cause::invalid("spec.names.listKind", names["listKind"].as_str().unwrap_or_default(), "kind and listKind may not be the same"));
+    }
+    for (i, short) in names["shortNames"].as_array().into_iter().flatten().enumerate() {
+        let s = short.as_str().unwrap_or_default();
+        if !is_dns_label(s, 63, true) {
+            causes.push(Cause::invalid(format!("spec.names.shortNames[{i}]"), s, DNS1035));
+        }
+    }
+    match spec["scope"].as_str().unwrap_or_default() {
+        "Namespaced" | "Cluster" => {}
+        "" => causes.push(Cause::required("spec.scope")),
+        other => causes.push(Cause::new(
+            "FieldValueNotSupported",
+            "spec.scope",
+            format!("Unsupported value: \"{other}\": supported values: \"Cluster\", \"Namespaced\""),
+        )),
+    }
+    versions(spec, &mut causes);
+    causes
+}
+
+fn versions(spec: &Value, causes: &mut Vec<Cause>) {
+    let versions = spec["versions"].as_array().cloned().unwrap_or_default();
+    if versions.is_empty() {
+        causes.push(Cause::invalid("spec.versions", "null", "must have exactly one version marked as storage version"));
+        return;
+    }
+    let storage = versions.iter().filter(|v| v["storage"].as_bool() == Some(true)).count();
+    if storage != 1 {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            "spec.versions",
+            format!("Invalid value: \"{}\": must have exactly one version marked as storage version", serde_json::to_string(&versions).unwrap_or_default().replace('"', "\\\"")),
+        ));
+    }
+    let mut seen = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        let path = format!("spec.versions[{i}]");
+        let name = v["name"].as_str().unwrap_or_default();
+        if name.is_empty() {
+            causes.push(Cause::required(format!("{path}.name")));
+        } else if !is_dns_label(name, 63, true) {
+            causes.push(Cause::invalid(format!("{path}.name"), name, DNS1035));
+        } else if seen.contains(&name) {
+            causes.push(Cause::new("FieldValueDuplicate", format!("{path}.name"), format!("Duplicate value: \"{name}\"")));
+        }
+        seen.push(name);
+        let schema_path = format!("{path}.schema.openAPIV3Schema");
+        match v["schema"].get("openAPIV3Schema") {
+            None | Some(Value::Null) => causes.push(Cause::new("FieldValueRequired", schema_path, "Required value: schemas are required")),
+            Some(schema) => structural(schema, &schema_path, causes),
+        }
+    }
+}
+
+/// The structural-schema rules this server enforces, with Kubernetes' paths and words.
+fn structural(schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    match schema["type"].as_str().unwrap_or_default() {
+        "object" => {}
+        "" => causes.push(Cause::new("FieldValueRequired", format!("{path}.type"), "Required value: must not be empty at the root")),
+        other => causes.push(Cause::new(
+            "FieldValueInvalid",
+            format!("{path}.type"),
+            format!("Invalid value: \"{other}\": must be object at the root"),
+        )),
+    }
+    if let Some(meta) = schema["properties"].get("metadata") {
+        let allowed = meta["properties"].as_object().is_none_or(|p| p.keys().all(|k| k == "name" || k == "generateName"));
+        let other_keys = meta.as_object().is_some_and(|m| m.keys().any(|k| !["type", "properties", "description"].contains(&k.as_str())));
+        if !allowed || other_keys {
+            causes.push(Cause::new(
+                "FieldValueForbidden",
+                format!("{path}.properties[metadata]"),
+                "Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified",
+            ));
+        }
+    }
+    node(schema, path, true, causes);
+    if let Err(e) = Structural::compile(schema) {
+        causes.push(Cause::new("FieldValueInvalid", path.to_string(), format!("Invalid value: \"\": must be a valid schema: {e}")));
+    }
+}
+
+/// One node: a type unless it is int-or-string or preserves unknown fields; properties and
+/// additionalProperties not both; patterns that compile; children alike.
+fn node(schema: &Value, path: &str, root: bool, causes: &mut Vec<Cause>) {
+    let t = schema["type"].as_str().unwrap_or_default();
+    let exempt = schema["x-kubernetes-int-or-string"] == true || schema["x-kubernetes-preserve-unknown-fields"] == true;
+    if !root && t.is_empty() && !exempt {
+        causes.push(Cause::new("FieldValueRequired", format!("{path}.type"), "Required value: must not be empty for specified object fields"));
+    }
+    if !["", "object", "array", "string", "integer", "number", "boolean"].contains(&t) {
+        causes.push(Cause::new(
+            "FieldValueNotSupported",
+            format!("{path}.type"),
+            format!("Unsupported value: \"{t}\": supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\""),
+        ));
+    }
+    if schema.get("properties").is_some_and(|p| p.as_object().is_some_and(|m| !m.is_empty())) && schema["additionalProperties"].is_object() {
+        causes.push(Cause::new("FieldValueForbidden", format!("{path}.additionalProperties"), "Forbidden: additionalProperties and properties are mutual exclusive"));
+    }
+    if let Some(p) = schema["pattern"].as_str() {
+        if let Err(e) = regex::Regex::new(p) {
+            causes.push(Cause::invalid(format!("{path}.pattern"), p, &format!("must be a valid regular expression, but isn't: {e}")));
+        }
+    }
+    if t == "array" && schema.get("items").is_none() {
+        causes.push(Cause::new("FieldValueRequired", format!("{path}.items"), "Required value: must be specified"));
+    }
+    for (k, child) in schema["properties"].as_object().into_iter().flatten() {
+        node(child, &format!("{path}.properties[{k}]"), false, causes);
+    }
+    if schema["additionalProperties"].is_object() {
+        node(&schema["additionalProperties"], &format!("{path}.additionalProperties"), false, causes);
+    }
+    if schema["items"].is_object() {
+        node(&schema["items"], &format!("{path}.items"), false, causes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crd() -> Value {
+        json!({
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                    "type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}
+                }}}]
+            }
+        })
+    }
+
+    #[test]
+    fn a_good_definition_passes_after_defaults() {
+        let mut c = crd();
+        defaults(&mut c);
+        assert_eq!(c["spec"]["names"]["singular"], "widget");
+        assert_eq!(c["spec"]["names"]["listKind"], "WidgetList");
+        assert!(validate(&c).is_empty(), "{:?}", validate(&c));
+    }
+
+    #[test]
+    fn each_problem_is_a_cause() {
+        let mut c = crd();
+        defaults(&mut c);
+        c["metadata"]["name"] = json!("gadgets.example.com");
+        c["spec"]["scope"] = json!("Global");
+        c["spec"]["versions"][0]["storage"] = json!(false);
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"] = json!({"pattern": "("});
+        let fields: Vec<String> = validate(&c).into_iter().map(|c| c.field).collect();
+        assert_eq!(
+            fields,
+            vec![
+                "metadata.name",
+                "spec.scope",
+                "spec.versions",
+                "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].type",
+                "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].pattern",
+                "spec.versions[0].schema.openAPIV3Schema",
+            ]
+        );
+    }
+}

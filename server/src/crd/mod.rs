@@ -1,0 +1,10 @@
+//! CustomResourceDefinitions (`apiextensions.k8s.io/v1`): the definition's own defaults and
+//! validation, the structural schemas its versions carry, which custom resources each replica
+//! serves (from the replicated definitions), and the leader's controller that establishes
+//! definitions and cleans up after deleted ones. Custom resources themselves go through the same
+//! handlers, storage, watch cache and authorization as built-in kinds.
+
+pub mod controller;
+pub mod definition;
+pub mod schema;
+pub mod served;

@@ -1,0 +1,552 @@
+//! A version's structural schema (`openAPIV3Schema`), compiled once per definition: decoding a
+//! custom resource prunes the fields the schema does not know (reported as unknown fields, for
+//! `fieldValidation`), defaulting fills `default`s, and validation checks types, formats,
+//! enums, patterns, bounds, `required`, `nullable` and the `allOf`/`anyOf`/`oneOf`/`not`
+//! constraints, with the messages and field paths Kubernetes gives.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::error::Cause;
+use crate::registry::{kinds, Decoded};
+
+/// One node of a structural schema, as the definition gives it (the fields this server acts on).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Structural {
+    #[serde(rename = "type", default)]
+    pub type_: String,
+    #[serde(default)]
+    pub format: String,
+    #[serde(default)]
+    pub properties: BTreeMap<String, Structural>,
+    #[serde(default)]
+    pub additional_properties: Option<Additional>,
+    #[serde(default)]
+    pub items: Option<Box<Structural>>,
+    #[serde(default)]
+    pub required: Vec<String>,
+    #[serde(default)]
+    pub nullable: bool,
+    #[serde(rename = "enum", default)]
+    pub enum_: Option<Vec<Value>>,
+    #[serde(default)]
+    pub default: Option<Value>,
+    #[serde(default)]
+    pub pattern: Option<String>,
+    #[serde(skip)]
+    pub regex: Option<regex::Regex>,
+    #[serde(default)]
+    pub maximum: Option<f64>,
+    #[serde(default)]
+    pub exclusive_maximum: bool,
+    #[serde(default)]
+    pub minimum: Option<f64>,
+    #[serde(default)]
+    pub exclusive_minimum: bool,
+    #[serde(default)]
+    pub multiple_of: Option<f64>,
+    #[serde(default)]
+    pub max_length: Option<u64>,
+    #[serde(default)]
+    pub min_length: Option<u64>,
+    #[serde(default)]
+    pub max_items: Option<u64>,
+    #[serde(default)]
+    pub min_items: Option<u64>,
+    #[serde(default)]
+    pub unique_items: bool,
+    #[serde(default)]
+    pub max_properties: Option<u64>,
+    #[serde(default)]
+    pub min_properties: Option<u64>,
+    #[serde(default)]
+    pub all_of: Vec<Structural>,
+    #[serde(default)]
+    pub any_of: Vec<Structural>,
+    #[serde(default)]
+    pub one_of: Vec<Structural>,
+    #[serde(default)]
+    pub not: Option<Box<Structural>>,
+    #[serde(rename = "x-kubernetes-preserve-unknown-fields", default)]
+    pub preserve_unknown_fields: bool,
+    #[serde(rename = "x-kubernetes-int-or-string", default)]
+    pub int_or_string: bool,
+    #[serde(rename = "x-kubernetes-embedded-resource", default)]
+    pub embedded_resource: bool,
+}
+
+/// `additionalProperties`: a schema for every other key, or `true`/`false`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Additional {
+    Allowed(bool),
+    Schema(Box<Structural>),
+}
+
+impl Structural {
+    /// Reads a schema and compiles its patterns; the error names the first bad pattern.
+    pub fn compile(schema: &Value) -> Result<Structural, String> {
+        let mut s: Structural = serde_json::from_value(schema.clone()).map_err(|e| e.to_string())?;
+        s.compile_patterns()?;
+        Ok(s)
+    }
+
+    fn compile_patterns(&mut self) -> Result<(), String> {
+        if let Some(p) = &self.pattern {
+            self.regex = Some(regex::Regex::new(p).map_err(|e| e.to_string())?);
+        }
+        for child in self.children_mut() {
+            child.compile_patterns()?;
+        }
+        Ok(())
+    }
+
+    fn children_mut(&mut self) -> impl Iterator<Item = &mut Structural> {
+        let additional = match &mut self.additional_properties {
+            Some(Additional::Schema(s)) => Some(s.as_mut()),
+            _ => None,
+        };
+        self.properties
+            .values_mut()
+            .chain(additional)
+            .chain(self.items.as_deref_mut())
+            .chain(self.all_of.iter_mut())
+            .chain(self.any_of.iter_mut())
+            .chain(self.one_of.iter_mut())
+            .chain(self.not.as_deref_mut())
+    }
+
+    fn additional(&self) -> Option<&Structural> {
+        match &self.additional_properties {
+            Some(Additional::Schema(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Whether keys the schema does not name are kept.
+    fn keeps_unknown(&self) -> bool {
+        self.preserve_unknown_fields || matches!(self.additional_properties, Some(Additional::Allowed(true)))
+    }
+
+    /// Prunes what the schema does not know (each reported as unknown); `metadata` is decoded as
+    /// an `ObjectMeta`. A body that is not an object is refused.
+    pub fn decode(&self, mut obj: Value) -> Result<Decoded, String> {
+        if !obj.is_object() {
+            return Err("the request body must be an object".into());
+        }
+        let mut unknown_fields = Vec::new();
+        self.prune(&mut obj, "", true, &mut unknown_fields);
+        Ok(Decoded { object: obj, unknown_fields })
+    }
+
+    fn prune(&self, value: &mut Value, path: &str, resource: bool, unknown: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if resource {
+                    prune_metadata(map, path, unknown);
+                }
+                let keep_unknown = self.keeps_unknown();
+                let additional = self.additional();
+                let keys: Vec<String> = map.keys().cloned().collect();
+                for key in keys {
+                    let child_path = join(path, &key);
+                    if resource && ["apiVersion", "kind", "metadata"].contains(&key.as_str()) {
+                        continue;
+                    }
+                    let child = self.properties.get(&key).or(additional);
+                    match child {
+                        Some(schema) => {
+                            let v = map.get_mut(&key).expect("key listed");
+                            schema.prune(v, &child_path, schema.embedded_resource, unknown);
+                        }
+                        None if keep_unknown => {}
+                        None => {
+                            map.remove(&key);
+                            unknown.push(child_path);
+                        }
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(schema) = &self.items {
+                    for (i, item) in items.iter_mut().enumerate() {
+                        schema.prune(item, &format!("{path}[{i}]"), schema.embedded_resource, unknown);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Fills `default`s where a property is missing (or null and not nullable), top down.
+    pub fn default(&self, value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                for (key, schema) in &self.properties {
+                    let missing = match map.get(key) {
+                        None => true,
+                        Some(Value::Null) => !schema.nullable,
+                        Some(_) => false,
+                    };
+                    if missing {
+                        match &schema.default {
+                            Some(d) => {
+                                map.insert(key.clone(), d.clone());
+                            }
+                            // A null the schema does not allow and nothing replaces is dropped.
+                            None if map.get(key).is_some_and(Value::is_null) => {
+                                map.remove(key);
+                            }
+                            None => {}
+                        }
+                    }
+                    if let Some(v) = map.get_mut(key) {
+                        schema.default(v);
+                    }
+                }
+                if let Some(schema) = self.additional() {
+                    for (key, v) in map.iter_mut() {
+                        if !self.properties.contains_key(key) {
+                            schema.default(v);
+                        }
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(schema) = &self.items {
+                    for item in items {
+                        schema.default(item);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Every way `obj` breaks the schema (the root's `apiVersion`, `kind` and `metadata` are the
+    /// server's to check).
+    pub fn validate(&self, obj: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        let mut root = obj.clone();
+        if let Some(map) = root.as_object_mut() {
+            for k in ["apiVersion", "kind", "metadata"] {
+                map.remove(k);
+            }
+        }
+        self.check(&root, "", &mut causes);
+        causes
+    }
+
+    fn check(&self, value: &Value, path: &str, causes: &mut Vec<Cause>) {
+        if value.is_null() && (self.nullable || path.is_empty()) {
+            return;
+        }
+        if !self.type_matches(value) {
+            let name = if path.is_empty() { "body" } else { path };
+            let expected = if self.int_or_string { "integer,string" } else { self.type_.as_str() };
+            causes.push(Cause::new(
+                "FieldValueTypeInvalid",
+                path,
+                format!("Invalid value: {}: {name} in body must be of type {expected}: {:?}", show(value), type_name(value)),
+            ));
+            return;
+        }
+        if let Some(allowed) = &self.enum_ {
+            if !allowed.contains(value) {
+                let list: Vec<String> = allowed.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), |s| format!("{s:?}"))).collect();
+                causes.push(Cause::new(
+                    "FieldValueNotSupported",
+                    path,
+                    format!("Unsupported value: {}: supported values: {}", show(value), list.join(", ")),
+                ));
+            }
+        }
+        match value {
+            Value::String(s) => self.check_string(s, path, causes),
+            Value::Number(n) => self.check_number(n.as_f64().unwrap_or_default(), value, path, causes),
+            Value::Array(items) => self.check_array(items, path, causes),
+            Value::Object(map) => self.check_object(map, path, causes),
+            _ => {}
+        }
+        for schema in &self.all_of {
+            schema.check(value, path, causes);
+        }
+        let passes = |s: &Structural| {
+            let mut c = Vec::new();
+            s.check(value, path, &mut c);
+            c.is_empty()
+        };
+        if !self.any_of.is_empty() && !self.any_of.iter().any(passes) {
+            causes.push(invalid(path, value, &format!("{} in body must validate at least one schema (anyOf)", name_of(path))));
+        }
+        if !self.one_of.is_empty() && self.one_of.iter().filter(|s| passes(s)).count() != 1 {
+            causes.push(invalid(path, value, &format!("{} in body must validate one and only one schema (oneOf)", name_of(path))));
+        }
+        if self.not.as_deref().is_some_and(passes) {
+            causes.push(invalid(path, value, &format!("{} in body must not validate the schema (not)", name_of(path))));
+        }
+    }
+
+    fn type_matches(&self, value: &Value) -> bool {
+        if self.int_or_string {
+            return value.is_string() || is_integer(value);
+        }
+        match self.type_.as_str() {
+            "object" => value.is_object(),
+            "array" => value.is_array(),
+            "string" => value.is_string(),
+            "integer" => is_integer(value),
+            "number" => value.is_number(),
+            "boolean" => value.is_boolean(),
+            _ => true,
+        }
+    }
+
+    fn check_string(&self, s: &str, path: &str, causes: &mut Vec<Cause>) {
+        let name = name_of(path);
+        let value = Value::String(s.to_string());
+        let chars = s.chars().count() as u64;
+        if let Some(max) = self.max_length.filter(|m| chars > *m) {
+            let unit = if max == 1 { "byte" } else { "bytes" };
+            causes.push(Cause::new("FieldValueTooLong", path, format!("Too long: may not be more than {max} {unit}")));
+        }
+        if let Some(min) = self.min_length.filter(|m| chars < *m) {
+            causes.push(invalid(path, &value, &format!("{name} in body should be at least {min} chars long")));
+        }
+        if let (Some(re), Some(p)) = (&self.regex, &self.pattern) {
+            if !re.is_match(s) {
+                causes.push(invalid(path, &value, &format!("{name} in body should match '{p}'")));
+            }
+        }
+        if let Some(problem) = format_problem(&self.format, s) {
+            causes.push(invalid(path, &value, &format!("{name} in body must be of type {}: {s:?}", problem)));
+        }
+    }
+
+    fn check_number(&self, n: f64, value: &Value, path: &str, causes: &mut Vec<Cause>) {
+        let name = name_of(path);
+        if let Some(max) = self.maximum {
+            if self.exclusive_maximum && n >= max {
+                causes.push(invalid(path, value, &format!("{name} in body should be less than {}", num(max))));
+            } else if n > max {
+                causes.push(invalid(path, value, &format!("{name} in body should be less than or equal to {}", num(max))));
+            }
+        }
+        if let Some(min) = self.minimum {
+            if self.exclusive_minimum && n <= min {
+                causes.push(invalid(path, value, &format!("{name} in body should be greater than {}", num(min))));
+            } else if n < min {
+                causes.push(invalid(path, value, &format!("{name} in body should be greater than or equal to {}", num(min))));
+            }
+        }
+        if let Some(m) = self.multiple_of.filter(|m| *m > 0.0) {
+            let q = n / m;
+            if (q - q.round()).abs() > 1e-9 {
+                causes.push(invalid(path, value, &format!("{name} in body should be a multiple of {}", num(m))));
+            }
+        }
+    }
+
+    fn check_array(&self, items: &[Value], path: &str, causes: &mut Vec<Cause>) {
+        let name = name_of(path);
+        let len = items.len() as u64;
+        if let Some(max) = self.max_items.filter(|m| len > *m) {
+            let unit = if max == 1 { "item" } else { "items" };
+            causes.push(Cause::new("FieldValueTooMany", path, format!("Too many: {len}: must have at most {max} {unit}")));
+        }
+        if let Some(min) = self.min_items.filter(|m| len < *m) {
+            causes.push(invalid(path, &Value::Array(items.to_vec()), &format!("{name} in body should have at least {min} items")));
+        }
+        if self.unique_items && items.iter().enumerate().any(|(i, a)| items[..i].contains(a)) {
+            causes.push(Cause::new("FieldValueDuplicate", path, format!("Duplicate value: {}", show(&Value::Array(items.to_vec())))));
+        }
+        if let Some(schema) = &self.items {
+            for (i, item) in items.iter().enumerate() {
+                schema.check(item, &format!("{path}[{i}]"), causes);
+            }
+        }
+    }
+
+    fn check_object(&self, map: &Map<String, Value>, path: &str, causes: &mut Vec<Cause>) {
+        for key in &self.required {
+            if map.get(key).is_none_or(Value::is_null) && !(self.properties.get(key).is_some_and(|p| p.nullable) && map.contains_key(key)) {
+                causes.push(Cause::new("FieldValueRequired", join(path, key), "Required value"));
+            }
+        }
+        let len = map.len() as u64;
+        if let Some(max) = self.max_properties.filter(|m| len > *m) {
+            let unit = if max == 1 { "item" } else { "items" };
+            causes.push(Cause::new("FieldValueTooMany", path, format!("Too many: {len}: must have at most {max} {unit}")));
+        }
+        if let Some(min) = self.min_properties.filter(|m| len < *m) {
+            causes.push(invalid(path, &Value::Object(map.clone()), &format!("{} in body should have at least {min} properties", name_of(path))));
+        }
+        for (key, v) in map {
+            let child = join(path, key);
+            if self.embedded_resource && ["apiVersion", "kind", "metadata"].contains(&key.as_str()) {
+                continue;
+            }
+            match (self.properties.get(key), self.additional()) {
+                (Some(schema), _) | (None, Some(schema)) => schema.check(v, &child, causes),
+                (None, None) => {}
+            }
+        }
+        if self.embedded_resource {
+            for key in ["apiVersion", "kind"] {
+                if map.get(key).and_then(Value::as_str).is_none_or(str::is_empty) {
+                    causes.push(Cause::new("FieldValueRequired", join(path, key), "Required value: must not be empty"));
+                }
+            }
+        }
+    }
+}
+
+/// Keeps only what `ObjectMeta` knows of `metadata` (unknown fields reported).
+fn prune_metadata(map: &mut Map<String, Value>, path: &str, unknown: &mut Vec<String>) {
+    let Some(meta) = map.get_mut("metadata") else { return };
+    if !meta.is_object() {
+        return;
+    }
+    if let Ok(decoded) = kinds::decode::<ObjectMeta>(meta.clone()) {
+        unknown.extend(decoded.unknown_fields.into_iter().map(|f| join(&join(path, "metadata"), &f)));
+        *meta = decoded.object;
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+}
+
+fn name_of(path: &str) -> &str {
+    if path.is_empty() { "body" } else { path }
+}
+
+fn is_integer(v: &Value) -> bool {
+    v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0 && f.is_finite())
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A value as Kubernetes prints it in a field error: strings quoted, others as JSON.
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("{s:?}"),
+        Value::Object(_) | Value::Array(_) => format!("{:?}", v.to_string()),
+        other => other.to_string(),
+    }
+}
+
+fn num(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e15 { format!("{}", f as i64) } else { f.to_string() }
+}
+
+fn invalid(path: &str, value: &Value, detail: &str) -> Cause {
+    Cause::new("FieldValueInvalid", path, format!("Invalid value: {}: {detail}", show(value)))
+}
+
+/// Why `s` is not of string format `format`, for the formats Kubernetes checks.
+fn format_problem(format: &str, s: &str) -> Option<&'static str> {
+    let ok = match format {
+        "date-time" | "datetime" => chrono::DateTime::parse_from_rfc3339(s).is_ok(),
+        "date" => chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok(),
+        "byte" => base64::Engine::decode(&base64::engine::general_purpose::STANDARD, s).is_ok(),
+        "uuid" => s.len() == 36 && s.chars().enumerate().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() }),
+        "ipv4" => s.parse::<std::net::Ipv4Addr>().is_ok(),
+        "ipv6" => s.parse::<std::net::Ipv6Addr>().is_ok(),
+        _ => return None,
+    };
+    if ok {
+        None
+    } else {
+        Some(match format {
+            "datetime" => "date-time",
+            "date-time" => "date-time",
+            "date" => "date",
+            "byte" => "byte",
+            "uuid" => "uuid",
+            "ipv4" => "ipv4",
+            _ => "ipv6",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn schema() -> Structural {
+        Structural::compile(&json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "required": ["image"],
+                    "properties": {
+                        "image": {"type": "string", "pattern": "^[a-z]+$"},
+                        "replicas": {"type": "integer", "minimum": 1, "maximum": 10, "default": 1},
+                        "mode": {"type": "string", "enum": ["a", "b"]},
+                        "tags": {"type": "array", "maxItems": 2, "items": {"type": "string"}},
+                        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "port": {"x-kubernetes-int-or-string": true},
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+                    }
+                }
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn unknown_fields_are_pruned_and_reported() {
+        let obj = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "a", "bogus": 1}, "spec": {"image": "x", "extra": 1, "free": {"any": {"thing": 1}}}, "top": 2});
+        let d = schema().decode(obj).unwrap();
+        assert_eq!(d.unknown_fields, vec!["metadata.bogus", "spec.extra", "top"]);
+        assert_eq!(d.object["spec"], json!({"image": "x", "free": {"any": {"thing": 1}}}));
+        assert_eq!(d.object["metadata"], json!({"name": "a"}));
+    }
+
+    #[test]
+    fn defaults_fill_missing_and_null_fields() {
+        let mut obj = json!({"spec": {"image": "x"}});
+        schema().default(&mut obj);
+        assert_eq!(obj["spec"]["replicas"], 1);
+        let mut obj = json!({"spec": {"image": "x", "replicas": null, "mode": null}});
+        schema().default(&mut obj);
+        assert_eq!(obj["spec"], json!({"image": "x", "replicas": 1}));
+    }
+
+    #[test]
+    fn violations_are_reported_as_kubernetes_words_them() {
+        let obj = json!({"spec": {"image": "X1", "replicas": 11, "mode": "c", "tags": ["a", "b", "c"], "port": true, "labels": {"k": 1}}});
+        let causes: Vec<String> = schema().validate(&obj).iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        assert_eq!(
+            causes,
+            vec![
+                "spec.image: Invalid value: \"X1\": spec.image in body should match '^[a-z]+$'",
+                "spec.labels.k: Invalid value: 1: spec.labels.k in body must be of type string: \"integer\"",
+                "spec.mode: Unsupported value: \"c\": supported values: \"a\", \"b\"",
+                "spec.port: Invalid value: true: spec.port in body must be of type integer,string: \"boolean\"",
+                "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10",
+                "spec.tags: Too many: 3: must have at most 2 items",
+            ]
+        );
+        let causes = schema().validate(&json!({"spec": {}}));
+        assert_eq!((causes[0].field.as_str(), causes[0].message.as_str()), ("spec.image", "Required value"));
+    }
+}

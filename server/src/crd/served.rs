@@ -1,0 +1,103 @@
+//! Which custom resources this replica serves: an apply observer of the definitions that
+//! compiles each established definition's versions once (when it changes) and publishes the
+//! registry's custom snapshot, so every replica serves a definition as soon as it applies the
+//! write that established it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use raft_store::{ApplyObserver, Object};
+use serde_json::Value;
+
+use super::schema::Structural;
+use crate::registry::custom::{self, CustomVersion, Names, Snapshot};
+use crate::registry::ResourceInfo;
+
+/// Where definitions are stored.
+pub const PREFIX: &str = "/registry/apiextensions.k8s.io/customresourcedefinitions/";
+
+type Entries = Vec<(&'static ResourceInfo, Arc<CustomVersion>)>;
+
+/// The served versions of each established definition, by storage key.
+#[derive(Default)]
+pub struct ServedDefinitions {
+    by_key: Mutex<BTreeMap<String, Entries>>,
+}
+
+impl ServedDefinitions {
+    fn publish(&self, by_key: &BTreeMap<String, Entries>) {
+        custom::publish(Snapshot { entries: by_key.values().flatten().cloned().collect() });
+    }
+}
+
+/// Whether a definition's condition `kind` is `True`.
+pub fn condition(crd: &Value, kind: &str) -> bool {
+    crd["status"]["conditions"].as_array().into_iter().flatten().any(|c| c["type"] == kind && c["status"] == "True")
+}
+
+/// The entries one definition serves: none until it is established.
+fn entries(crd: &Value) -> Entries {
+    if !condition(crd, "Established") {
+        return Vec::new();
+    }
+    let spec = &crd["spec"];
+    let names = &crd["status"]["acceptedNames"];
+    let strings = |v: &Value| -> Vec<String> { v.as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect() };
+    let short_names = strings(&names["shortNames"]);
+    let categories = strings(&names["categories"]);
+    let mut out = Vec::new();
+    for version in spec["versions"].as_array().into_iter().flatten().filter(|v| v["served"] == true) {
+        let schema = match Structural::compile(&version["schema"]["openAPIV3Schema"]) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(crd = %crd["metadata"]["name"], error = %e, "custom resource version not served: its schema does not compile");
+                continue;
+            }
+        };
+        let subresources = &version["subresources"];
+        let info = custom::intern(&Names {
+            group: spec["group"].as_str().unwrap_or_default(),
+            version: version["name"].as_str().unwrap_or_default(),
+            plural: names["plural"].as_str().unwrap_or_default(),
+            singular: names["singular"].as_str().unwrap_or_default(),
+            kind: names["kind"].as_str().unwrap_or_default(),
+            namespaced: spec["scope"] == "Namespaced",
+            short_names: short_names.iter().map(String::as_str).collect(),
+            categories: categories.iter().map(String::as_str).collect(),
+            status: subresources.get("status").is_some(),
+            scale: subresources.get("scale").is_some(),
+        });
+        out.push((info, Arc::new(CustomVersion { schema: Arc::new(schema) })));
+    }
+    out
+}
+
+fn parse(object: &Object) -> Option<Value> {
+    serde_json::from_slice(&object.data).ok()
+}
+
+impl ApplyObserver for ServedDefinitions {
+    fn prefixes(&self) -> &[&'static str] {
+        &[PREFIX]
+    }
+
+    fn applied(&self, key: &str, object: Option<&Object>) {
+        let mut by_key = self.by_key.lock().unwrap_or_else(|p| p.into_inner());
+        match object.and_then(parse) {
+            Some(crd) => by_key.insert(key.to_string(), entries(&crd)),
+            None => by_key.remove(key),
+        };
+        self.publish(&by_key);
+    }
+
+    fn reset(&self, objects: &mut dyn Iterator<Item = (&str, &Object)>) {
+        let mut by_key = self.by_key.lock().unwrap_or_else(|p| p.into_inner());
+        by_key.clear();
+        for (key, object) in objects {
+            if let Some(crd) = parse(object) {
+                by_key.insert(key.to_string(), entries(&crd));
+            }
+        }
+        self.publish(&by_key);
+    }
+}

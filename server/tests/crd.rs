@@ -1,0 +1,201 @@
+//! CustomResourceDefinitions against the real binary with kubectl and kube-rs: a definition is
+//! established and served (discovery, short names), its custom resources are pruned, defaulted
+//! and validated against the schema with Kubernetes' messages, have a status subresource, are
+//! watched, and go with the definition; bad definitions and name conflicts are refused or
+//! reported as Kubernetes does.
+
+mod common;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use common::TestServer;
+use futures::StreamExt;
+use kube::api::{ApiResource, DynamicObject, PostParams, WatchEvent, WatchParams};
+use kube::Api;
+use serde_json::{json, Value};
+
+const WIDGETS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names:
+    plural: widgets
+    kind: Widget
+    shortNames: [wd]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [color]
+            properties:
+              color:
+                type: string
+                enum: [red, green, blue]
+              size:
+                type: integer
+                minimum: 1
+                maximum: 10
+                default: 3
+              labels:
+                type: object
+                additionalProperties:
+                  type: string
+              extra:
+                type: object
+                x-kubernetes-preserve-unknown-fields: true
+          status:
+            type: object
+            properties:
+              ready:
+                type: boolean
+"#;
+
+/// Writes `text` to a file in the server's directory and returns its path.
+fn file(server: &TestServer, name: &str, text: &str) -> String {
+    let path = server.dir().join(name);
+    std::fs::File::create(&path).unwrap().write_all(text.as_bytes()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn widgets(server: &TestServer) -> Api<DynamicObject> {
+    let ar = ApiResource { group: "example.com".into(), version: "v1".into(), api_version: "example.com/v1".into(), kind: "Widget".into(), plural: "widgets".into() };
+    Api::namespaced_with(server.client(), "default", &ar)
+}
+
+async fn established(server: &TestServer) {
+    let path = file(server, "widgets.yaml", WIDGETS);
+    server.kubectl_ok(&["apply", "-f", &path]);
+    server.kubectl_ok(&["wait", "--for", "condition=established", "crd/widgets.example.com", "--timeout=20s"]);
+}
+
+#[tokio::test]
+async fn custom_resources_are_served_pruned_defaulted_and_validated() {
+    let server = TestServer::start().await;
+    established(&server).await;
+    let crd: Value = serde_json::from_str(&server.kubectl_ok(&["get", "crd", "widgets.example.com", "-o", "json"])).unwrap();
+    let conditions: Vec<(&str, &str)> =
+        crd["status"]["conditions"].as_array().unwrap().iter().map(|c| (c["type"].as_str().unwrap(), c["status"].as_str().unwrap())).collect();
+    assert!(conditions.contains(&("NamesAccepted", "True")) && conditions.contains(&("Established", "True")), "{conditions:?}");
+    assert_eq!(crd["status"]["acceptedNames"]["listKind"], "WidgetList");
+    assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+    let resources = server.kubectl_ok(&["api-resources", "--api-group=example.com"]);
+    assert!(resources.contains("widgets") && resources.contains("wd") && resources.contains("Widget"), "{resources}");
+
+    // Unknown fields are pruned (with kubectl's warning), defaults filled, preserved fields kept.
+    let w = file(&server, "w.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  color: red\n  bogus: 1\n  extra:\n    any: [1, 2]\n");
+    let out = server.kubectl(&["create", "-f", &w, "--validate=warn"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("unknown field \"spec.bogus\""), "{}", stderr(&out));
+    let got: Value = serde_json::from_str(&server.kubectl_ok(&["get", "wd", "w1", "-o", "json"])).unwrap();
+    assert_eq!(got["spec"], json!({"color": "red", "size": 3, "extra": {"any": [1, 2]}}));
+    assert_eq!(got["metadata"]["generation"], 1);
+
+    // Strict field validation names the unknown field; schema violations are 422 with causes.
+    let w2 = file(&server, "w2.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w2\nspec:\n  color: red\n  bogus: 1\n");
+    let out = server.kubectl(&["apply", "-f", &w2, "--validate=strict"]);
+    assert!(!out.status.success() && stderr(&out).contains("unknown field \"spec.bogus\""), "{}", stderr(&out));
+    let api = widgets(&server);
+    let bad: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "bad"},
+        "spec": {"color": "purple", "size": 11, "labels": {"a": 1}}
+    }))
+    .unwrap();
+    let err = common::api_error(api.create(&PostParams::default(), &bad).await);
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "Widget.example.com \"bad\" is invalid: [spec.color: Unsupported value: \"purple\": supported values: \"red\", \"green\", \"blue\", spec.labels.a: Invalid value: 1: spec.labels.a in body must be of type string: \"integer\", spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10]"
+    );
+    let missing: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "m"}, "spec": {}})).unwrap();
+    let err = common::api_error(api.create(&PostParams::default(), &missing).await);
+    assert!(err.message.contains("spec.color: Required value"), "{}", err.message);
+
+    // The status subresource: the main resource ignores status, status ignores spec; only spec
+    // changes move the generation.
+    let mut w1 = api.get("w1").await.unwrap();
+    w1.data["status"] = json!({"ready": true});
+    w1.data["spec"]["size"] = json!(5);
+    let after = api.replace("w1", &PostParams::default(), &w1).await.unwrap();
+    assert_eq!((after.data["spec"]["size"].clone(), after.data.get("status").cloned()), (json!(5), None));
+    assert_eq!(after.metadata.generation, Some(2));
+    let mut w1 = after;
+    w1.data["status"] = json!({"ready": true});
+    w1.data["spec"]["size"] = json!(7);
+    let status = api.replace_status("w1", &PostParams::default(), &w1).await.unwrap();
+    assert_eq!((status.data["status"]["ready"].clone(), status.data["spec"]["size"].clone()), (json!(true), json!(5)));
+    assert_eq!(status.metadata.generation, Some(2));
+
+    // A watch sees changes to custom resources.
+    let list = api.list(&Default::default()).await.unwrap();
+    let mut events = api.watch(&WatchParams::default(), list.metadata.resource_version.as_deref().unwrap()).await.unwrap().boxed();
+    server.kubectl_ok(&["label", "widget", "w1", "seen=yes"]);
+    match tokio::time::timeout(Duration::from_secs(10), events.next()).await.unwrap().unwrap().unwrap() {
+        WatchEvent::Modified(o) => assert_eq!(o.metadata.labels.unwrap()["seen"], "yes"),
+        other => panic!("expected MODIFIED, got {other:?}"),
+    }
+
+    // Deleting the definition deletes its custom resources first, then stops serving them.
+    server.kubectl_ok(&["delete", "crd", "widgets.example.com", "--wait=true", "--timeout=30s"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.get("/apis/example.com/v1/namespaces/default/widgets").await.status != 404 {
+        assert!(Instant::now() < deadline, "widgets still served");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(server.get("/apis/example.com").await.status, 404);
+    let out = server.kubectl(&["get", "crd", "widgets.example.com"]);
+    assert!(stderr(&out).contains("NotFound"), "{}", stderr(&out));
+    // Recreated, the definition serves an empty collection: nothing of the old one is left.
+    established(&server).await;
+    assert!(api.list(&Default::default()).await.unwrap().items.is_empty());
+}
+
+#[tokio::test]
+async fn bad_definitions_are_refused_and_name_conflicts_reported() {
+    let server = TestServer::start().await;
+    let bad = WIDGETS.replace("name: widgets.example.com", "name: gadgets.example.com").replace("storage: true", "storage: false").replace("type: integer", "type: int");
+    let out = server.kubectl(&["apply", "-f", &file(&server, "bad.yaml", &bad)]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("The CustomResourceDefinition \"gadgets.example.com\" is invalid"), "{err}");
+    assert!(err.contains("metadata.name: Invalid value: \"gadgets.example.com\": must be spec.names.plural+\".\"+spec.group"), "{err}");
+    assert!(err.contains("must have exactly one version marked as storage version"), "{err}");
+    assert!(err.contains("spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].type: Unsupported value: \"int\""), "{err}");
+
+    // A second definition asking for a kind another definition of the group holds is not
+    // established.
+    established(&server).await;
+    let rival = WIDGETS.replace("widgets", "gizmos").replace("shortNames: [wd]", "shortNames: [gz]");
+    server.kubectl_ok(&["apply", "-f", &file(&server, "rival.yaml", &rival)]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let crd: Value = serde_json::from_str(&server.kubectl_ok(&["get", "crd", "gizmos.example.com", "-o", "json"])).unwrap();
+        let names = crd["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "NamesAccepted").cloned();
+        if let Some(c) = names {
+            assert_eq!((c["status"].as_str(), c["reason"].as_str()), (Some("False"), Some("NameConflict")), "{c}");
+            assert_eq!(c["message"], "\"widget\" is already in use");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no NamesAccepted condition: {crd}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(server.get("/apis/example.com/v1/namespaces/default/gizmos").await.status, 404);
+    // Everything else is still served.
+    assert_eq!(server.get("/apis/example.com/v1/namespaces/default/widgets").await.status, 200);
+}
