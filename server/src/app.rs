@@ -65,7 +65,14 @@ async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes) -
     authorize(ctx, &attrs).await.map_err(|e| with_flow(e.into_response(), flow.as_ref()))?;
     let watch = params.flag("watch").map_err(IntoResponse::into_response)?;
     let user = Arc::new(attrs.user);
-    let resource = request::classify(&parts.method, &path, watch, user.clone()).map_err(IntoResponse::into_response)?;
+    let applied = ctx.store.cache().applied();
+    let resource = match request::classify(&parts.method, &path, watch, user.clone()) {
+        // A resource this replica does not serve may be one a definition established a moment
+        // ago through another replica: look again once caught up with the leader.
+        Err(ApiError::NoRoute) if caught_up(ctx, applied).await => request::classify(&parts.method, &path, watch, user.clone()),
+        other => other,
+    }
+    .map_err(IntoResponse::into_response)?;
     let started = std::time::Instant::now();
     let labels = request_labels(&parts.method, resource.as_ref());
     let resp = match resource {
@@ -114,6 +121,11 @@ async fn within(deadline: Duration, handler: impl std::future::Future<Output = R
     }
 }
 
+/// Whether this replica has applied more than `applied` once caught up with the leader's commit.
+async fn caught_up(ctx: &Ctx, applied: u64) -> bool {
+    matches!(tokio::time::timeout(CATCH_UP, ctx.store.linearizable_rev()).await, Ok(Ok(_))) && ctx.store.cache().applied() != applied
+}
+
 /// Longest a refused request waits for this replica to catch up before it is refused.
 const CATCH_UP: Duration = Duration::from_secs(2);
 
@@ -127,10 +139,8 @@ pub(crate) async fn authorize(ctx: &Ctx, attrs: &Attributes) -> Result<(), ApiEr
     if matches!(&outcome, Outcome::Decided(v) if v.allowed()) {
         return Ok(());
     }
-    if let Ok(Ok(_)) = tokio::time::timeout(CATCH_UP, ctx.store.linearizable_rev()).await {
-        if ctx.store.cache().applied() != applied {
-            outcome = chain.authorize(attrs).await;
-        }
+    if caught_up(ctx, applied).await {
+        outcome = chain.authorize(attrs).await;
     }
     match outcome {
         Outcome::Decided(v) if v.allowed() => Ok(()),
@@ -227,17 +237,17 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
         ["openapi", "v2"] => {
             return match openapi_v2_form(headers) {
                 Some(true) => {
-                    let mut resp = openapi::v2_protobuf().to_vec().into_response();
+                    let mut resp = openapi::v2_protobuf().into_response();
                     resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(openapi::gnostic::MEDIA_TYPE));
                     resp
                 }
-                Some(false) => raw_json(openapi::v2().to_vec()),
+                Some(false) => raw_json(openapi::v2()),
                 None => ApiError::NotAcceptable("only application/json and the protobuf form are served for /openapi/v2".into()).into_response(),
             }
         }
-        ["openapi", "v3"] => return raw_json(openapi::v3_index().to_vec()),
+        ["openapi", "v3"] => return raw_json(openapi::v3_index()),
         ["openapi", "v3", rest @ ..] => match openapi::v3_group_version(&rest.join("/")) {
-            Some(b) => return raw_json(b.to_vec()),
+            Some(b) => return raw_json(b),
             None => None,
         },
         _ => None,

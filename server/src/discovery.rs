@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::registry::{served, ResourceInfo};
+use crate::registry::{self, served, ResourceInfo};
 
 /// Content type of an aggregated discovery response.
 pub const AGGREGATED_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -63,13 +63,23 @@ fn subresource(sub: &str, info: &ResourceInfo) -> (Value, Vec<&'static str>) {
     }
 }
 
+/// Kubernetes' digest of the version a resource is stored in (`group/version/kind`, the first
+/// 8 bytes of its SHA-256 in base64), which changes when the stored form does.
+fn storage_version_hash(r: &ResourceInfo) -> String {
+    use base64::Engine;
+    use sha2::{Digest, Sha256};
+    let version = registry::custom::version(r).map_or_else(|| r.version.to_string(), |v| v.storage_version.clone());
+    let digest = Sha256::digest(format!("{}/{version}/{}", r.group, r.kind));
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+}
+
 /// `/api/v1` and `/apis/{group}/{version}`.
 pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
     let mut resources = Vec::new();
     for r in in_version(group, version) {
         let mut entry = json!({
             "name": r.resource, "singularName": r.singular, "namespaced": r.namespaced,
-            "kind": r.kind, "verbs": r.verbs,
+            "kind": r.kind, "verbs": r.verbs, "storageVersionHash": storage_version_hash(r),
         });
         if !r.short_names.is_empty() {
             entry["shortNames"] = json!(r.short_names);

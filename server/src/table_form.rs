@@ -9,12 +9,14 @@
 //! `string`, as the built-in printers declare it), any other `date` column keeps the timestamp.
 //! Kinds without columns of their own get the default `Name`, `Created At` table.
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
 use crate::error::{ApiError, ApiResult};
 use crate::query::Params;
-use crate::registry::{Column, ResourceInfo};
+use crate::registry::{custom, Column, ResourceInfo};
 
 const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
 const CREATED_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
@@ -42,17 +44,21 @@ fn include_object(params: &Params) -> ApiResult<Include> {
     }
 }
 
-/// The kind's columns after `Name`.
-fn columns(info: &ResourceInfo) -> &'static [Column] {
+/// The kind's columns after `Name` (a custom resource's from its definition).
+fn columns(info: &ResourceInfo) -> Cow<'static, [Column]> {
+    if let Some(v) = custom::version(info) {
+        return Cow::Owned(v.columns.iter().map(|c| c.column).collect());
+    }
     match info.ops.columns {
-        [] => DEFAULT_COLUMNS,
-        own => own,
+        [] => Cow::Borrowed(DEFAULT_COLUMNS),
+        own => Cow::Borrowed(own),
     }
 }
 
-/// Columns shown as the time since their timestamp cell (`5m`), as kubectl prints them.
-fn is_age(c: &Column) -> bool {
-    c.type_ == "date" && matches!(c.name, "Age" | "Last Seen" | "First Seen")
+/// Columns shown as the time since their timestamp cell (`5m`), as kubectl prints them (every
+/// `date` column of a custom resource, as Kubernetes' custom resource table does).
+fn is_age(info: &ResourceInfo, c: &Column) -> bool {
+    c.type_ == "date" && (custom::is_custom(info) || matches!(c.name, "Age" | "Last Seen" | "First Seen"))
 }
 
 /// Whether the name comes first (most kinds) or the kind places a `Name` column itself.
@@ -62,8 +68,9 @@ fn name_first(info: &ResourceInfo) -> bool {
 
 fn column_definitions(info: &ResourceInfo) -> Vec<Value> {
     let name = json!({"name": "Name", "type": "string", "format": "name", "description": NAME_DESCRIPTION, "priority": 0});
-    let rest = columns(info).iter().map(|c| {
-        let type_ = if is_age(c) { "string" } else { c.type_ };
+    let cols = columns(info);
+    let rest = cols.iter().map(|c| {
+        let type_ = if is_age(info, c) { "string" } else { c.type_ };
         json!({"name": c.name, "type": type_, "format": c.format, "description": c.description, "priority": c.priority})
     });
     name_first(info).then_some(name).into_iter().chain(rest).collect()
@@ -72,14 +79,17 @@ fn column_definitions(info: &ResourceInfo) -> Vec<Value> {
 fn row(info: &ResourceInfo, obj: &Value, include: Include, now: DateTime<Utc>) -> Value {
     let meta = obj.get("metadata");
     let name = meta.and_then(|m| m.get("name")).cloned().unwrap_or_else(|| json!(""));
-    let cells: Vec<Value> = if info.ops.columns.is_empty() {
+    let cells: Vec<Value> = if let Some(v) = custom::version(info) {
+        v.cells(obj)
+    } else if info.ops.columns.is_empty() {
         vec![meta.and_then(|m| m.get("creationTimestamp")).cloned().unwrap_or(Value::Null)]
     } else {
         (info.ops.cells)(obj)
     };
     let name = name_first(info).then_some(name);
-    let cells = name.into_iter().chain(columns(info).iter().zip(cells).map(|(c, cell)| {
-        if is_age(c) {
+    let cols = columns(info);
+    let cells = name.into_iter().chain(cols.iter().zip(cells).map(|(c, cell)| {
+        if is_age(info, c) {
             json!(age(cell.as_str(), now))
         } else {
             cell

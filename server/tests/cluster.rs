@@ -532,3 +532,33 @@ async fn an_oidc_token_authenticates_on_every_node() {
         assert!(text.contains("oidc:alice"), "node {i}: {text}");
     }
 }
+
+#[tokio::test]
+async fn a_definition_created_through_one_node_is_served_by_every_node() {
+    let nodes = cluster().await;
+    let crd = serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "gadgets", "kind": "Gadget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                     "type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer", "default": 2}}}}}}}]},
+    });
+    let path = nodes[1].dir().join("gadgets.json");
+    std::fs::write(&path, crd.to_string()).unwrap();
+    nodes[1].kubectl_ok(&["create", "-f", path.to_str().unwrap()]);
+    nodes[1].kubectl_ok(&["wait", "--for", "condition=established", "crd/gadgets.example.com", "--timeout=20s"]);
+    // A custom resource created through each node is read, defaulted, through every node.
+    for (i, node) in nodes.iter().enumerate() {
+        let body = serde_json::json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": format!("g{i}")}, "spec": {}});
+        let req = http::Request::post("/apis/example.com/v1/namespaces/default/gadgets").header("content-type", "application/json").body(body.to_string().into_bytes()).unwrap();
+        let created = node.request(req).await;
+        assert_eq!(created.status, 201, "node {i}: {}", created.text());
+    }
+    for (i, node) in nodes.iter().enumerate() {
+        let list = node.get("/apis/example.com/v1/namespaces/default/gadgets").await;
+        assert_eq!(list.status, 200, "node {i}: {}", list.text());
+        let items = list.json()["items"].as_array().cloned().unwrap_or_default();
+        assert_eq!(items.len(), 3, "node {i}");
+        assert!(items.iter().all(|g| g["spec"]["size"] == 2), "node {i}: {items:?}");
+    }
+}

@@ -33,6 +33,7 @@ spec:
     storage: true
     subresources:
       status: {}
+COLUMNS
     schema:
       openAPIV3Schema:
         type: object
@@ -63,6 +64,18 @@ spec:
                 type: boolean
 "#;
 
+/// The printer columns of the widgets' version.
+const COLUMNS: &str = r#"    additionalPrinterColumns:
+    - {name: Color, type: string, jsonPath: .spec.color}
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Ready, type: boolean, jsonPath: .status.ready, priority: 1}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}"#;
+
+/// The widgets' definition, with or without printer columns.
+fn widgets_crd(columns: bool) -> String {
+    WIDGETS.replace("COLUMNS\n", &if columns { format!("{COLUMNS}\n") } else { String::new() })
+}
+
 /// Writes `text` to a file in the server's directory and returns its path.
 fn file(server: &TestServer, name: &str, text: &str) -> String {
     let path = server.dir().join(name);
@@ -79,8 +92,8 @@ fn widgets(server: &TestServer) -> Api<DynamicObject> {
     Api::namespaced_with(server.client(), "default", &ar)
 }
 
-async fn established(server: &TestServer) {
-    let path = file(server, "widgets.yaml", WIDGETS);
+async fn established(server: &TestServer, columns: bool) {
+    let path = file(server, "widgets.yaml", &widgets_crd(columns));
     server.kubectl_ok(&["apply", "-f", &path]);
     server.kubectl_ok(&["wait", "--for", "condition=established", "crd/widgets.example.com", "--timeout=20s"]);
 }
@@ -88,7 +101,7 @@ async fn established(server: &TestServer) {
 #[tokio::test]
 async fn custom_resources_are_served_pruned_defaulted_and_validated() {
     let server = TestServer::start().await;
-    established(&server).await;
+    established(&server, true).await;
     let crd: Value = serde_json::from_str(&server.kubectl_ok(&["get", "crd", "widgets.example.com", "-o", "json"])).unwrap();
     let conditions: Vec<(&str, &str)> =
         crd["status"]["conditions"].as_array().unwrap().iter().map(|c| (c["type"].as_str().unwrap(), c["status"].as_str().unwrap())).collect();
@@ -106,6 +119,14 @@ async fn custom_resources_are_served_pruned_defaulted_and_validated() {
     let got: Value = serde_json::from_str(&server.kubectl_ok(&["get", "wd", "w1", "-o", "json"])).unwrap();
     assert_eq!(got["spec"], json!({"color": "red", "size": 3, "extra": {"any": [1, 2]}}));
     assert_eq!(got["metadata"]["generation"], 1);
+    // The printer columns, in kubectl's table (-o wide adds the column of priority 1).
+    let table = server.kubectl_ok(&["get", "widgets"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "COLOR", "SIZE", "AGE"], "{table}");
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..3], ["w1", "red", "3"], "{table}");
+    let wide = server.kubectl_ok(&["get", "widgets", "-o", "wide"]);
+    assert!(wide.lines().next().unwrap().contains("READY"), "{wide}");
 
     // Strict field validation names the unknown field; schema violations are 422 with causes.
     let w2 = file(&server, "w2.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w2\nspec:\n  color: red\n  bogus: 1\n");
@@ -162,14 +183,14 @@ async fn custom_resources_are_served_pruned_defaulted_and_validated() {
     let out = server.kubectl(&["get", "crd", "widgets.example.com"]);
     assert!(stderr(&out).contains("NotFound"), "{}", stderr(&out));
     // Recreated, the definition serves an empty collection: nothing of the old one is left.
-    established(&server).await;
+    established(&server, true).await;
     assert!(api.list(&Default::default()).await.unwrap().items.is_empty());
 }
 
 #[tokio::test]
 async fn bad_definitions_are_refused_and_name_conflicts_reported() {
     let server = TestServer::start().await;
-    let bad = WIDGETS.replace("name: widgets.example.com", "name: gadgets.example.com").replace("storage: true", "storage: false").replace("type: integer", "type: int");
+    let bad = widgets_crd(false).replace("name: widgets.example.com", "name: gadgets.example.com").replace("storage: true", "storage: false").replace("type: integer", "type: int");
     let out = server.kubectl(&["apply", "-f", &file(&server, "bad.yaml", &bad)]);
     assert!(!out.status.success());
     let err = stderr(&out);
@@ -180,8 +201,8 @@ async fn bad_definitions_are_refused_and_name_conflicts_reported() {
 
     // A second definition asking for a kind another definition of the group holds is not
     // established.
-    established(&server).await;
-    let rival = WIDGETS.replace("widgets", "gizmos").replace("shortNames: [wd]", "shortNames: [gz]");
+    established(&server, false).await;
+    let rival = widgets_crd(false).replace("widgets", "gizmos").replace("shortNames: [wd]", "shortNames: [gz]");
     server.kubectl_ok(&["apply", "-f", &file(&server, "rival.yaml", &rival)]);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -198,4 +219,49 @@ async fn bad_definitions_are_refused_and_name_conflicts_reported() {
     assert_eq!(server.get("/apis/example.com/v1/namespaces/default/gizmos").await.status, 404);
     // Everything else is still served.
     assert_eq!(server.get("/apis/example.com/v1/namespaces/default/widgets").await.status, 200);
+}
+
+#[tokio::test]
+async fn definitions_are_published_and_defaults_reach_stored_objects() {
+    let server = TestServer::start().await;
+    established(&server, false).await;
+    let w = file(&server, "w.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  color: red\n");
+    server.kubectl_ok(&["create", "-f", &w]);
+    // Without printer columns, the table has a name and an age.
+    let table = server.kubectl_ok(&["get", "widgets"]);
+    assert_eq!(table.lines().next().unwrap().split_whitespace().collect::<Vec<_>>(), ["NAME", "AGE"], "{table}");
+
+    // OpenAPI v3 (kubectl explain) and v2 carry the schema; discovery the storage version hash.
+    let explained = server.kubectl_ok(&["explain", "widgets.spec"]);
+    assert!(explained.contains("color") && explained.contains("size") && explained.contains("<integer>"), "{explained}");
+    let index = server.get("/openapi/v3").await.json();
+    let url = index["paths"]["apis/example.com/v1"]["serverRelativeURL"].as_str().expect("custom group version listed").to_string();
+    let doc = server.get(&url).await.json();
+    let schema = &doc["components"]["schemas"]["com.example.v1.Widget"];
+    assert_eq!(schema["properties"]["spec"]["properties"]["size"]["default"], 3);
+    assert_eq!(schema["x-kubernetes-group-version-kind"], json!([{"group": "example.com", "version": "v1", "kind": "Widget"}]));
+    assert!(doc["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"].is_object());
+    let v2 = server.get("/openapi/v2").await.json();
+    assert!(v2["definitions"]["com.example.v1.Widget"].is_object());
+    assert!(v2["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"].is_object());
+    let list = server.get("/apis/example.com/v1").await.json();
+    let hash = list["resources"].as_array().unwrap().iter().find(|r| r["name"] == "widgets").unwrap()["storageVersionHash"].clone();
+    assert_eq!(hash, "gIwvi5rymmg=", "base64 of the first 8 bytes of sha256(\"example.com/v1/Widget\")");
+
+    // A default added to the definition shows on objects stored before it, on every read.
+    let patch = r#"[{"op": "add", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/shape", "value": {"type": "string", "default": "round"}}]"#;
+    server.kubectl_ok(&["patch", "crd", "widgets.example.com", "--type=json", "-p", patch]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got: Value = serde_json::from_str(&server.kubectl_ok(&["get", "widget", "w1", "-o", "json"])).unwrap();
+        if got["spec"]["shape"] == "round" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "default not applied on read: {got}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let listed = server.get("/apis/example.com/v1/namespaces/default/widgets").await.json();
+    assert_eq!(listed["items"][0]["spec"]["shape"], "round");
+    let explained = server.kubectl_ok(&["explain", "widgets.spec.shape"]);
+    assert!(explained.contains("shape") && explained.contains("<string>"), "{explained}");
 }

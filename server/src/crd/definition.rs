@@ -5,6 +5,7 @@
 
 use serde_json::{json, Value};
 
+use super::jsonpath::JsonPath;
 use super::schema::Structural;
 use crate::error::Cause;
 use crate::meta::is_dns_label;
@@ -111,10 +112,35 @@ fn versions(spec: &Value, causes: &mut Vec<Cause>) {
             causes.push(Cause::new("FieldValueDuplicate", format!("{path}.name"), format!("Duplicate value: \"{name}\"")));
         }
         seen.push(name);
+        printer_columns(&v["additionalPrinterColumns"], &path, causes);
         let schema_path = format!("{path}.schema.openAPIV3Schema");
         match v["schema"].get("openAPIV3Schema") {
             None | Some(Value::Null) => causes.push(Cause::new("FieldValueRequired", schema_path, "Required value: schemas are required")),
             Some(schema) => structural(schema, &schema_path, causes),
+        }
+    }
+}
+
+/// Each printer column needs a name, a known type and a JSONPath that parses.
+fn printer_columns(columns: &Value, version_path: &str, causes: &mut Vec<Cause>) {
+    for (j, c) in columns.as_array().into_iter().flatten().enumerate() {
+        let path = format!("{version_path}.additionalPrinterColumns[{j}]");
+        if c["name"].as_str().is_none_or(str::is_empty) {
+            causes.push(Cause::required(format!("{path}.name")));
+        }
+        match c["type"].as_str().unwrap_or_default() {
+            "integer" | "number" | "string" | "boolean" | "date" => {}
+            "" => causes.push(Cause::required(format!("{path}.type"))),
+            other => causes.push(Cause::new(
+                "FieldValueNotSupported",
+                format!("{path}.type"),
+                format!("Unsupported value: \"{other}\": supported values: \"boolean\", \"date\", \"integer\", \"number\", \"string\""),
+            )),
+        }
+        match c["jsonPath"].as_str().unwrap_or_default() {
+            "" => causes.push(Cause::required(format!("{path}.JSONPath"))),
+            p if JsonPath::parse(p).is_err() => causes.push(Cause::invalid(format!("{path}.JSONPath"), p, "must be a simple json path")),
+            _ => {}
         }
     }
 }

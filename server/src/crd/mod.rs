@@ -6,5 +6,6 @@
 
 pub mod controller;
 pub mod definition;
+pub mod jsonpath;
 pub mod schema;
 pub mod served;

@@ -39,6 +39,9 @@ pub struct Structural {
     pub pattern: Option<String>,
     #[serde(skip)]
     pub regex: Option<regex::Regex>,
+    /// Whether this node or one below it has a `default` (reads then fill them too).
+    #[serde(skip)]
+    pub has_defaults: bool,
     #[serde(default)]
     pub maximum: Option<f64>,
     #[serde(default)]
@@ -99,9 +102,12 @@ impl Structural {
         if let Some(p) = &self.pattern {
             self.regex = Some(regex::Regex::new(p).map_err(|e| e.to_string())?);
         }
+        let mut defaults = self.default.is_some();
         for child in self.children_mut() {
             child.compile_patterns()?;
+            defaults |= child.has_defaults;
         }
+        self.has_defaults = defaults;
         Ok(())
     }
 

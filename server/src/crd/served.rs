@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use raft_store::{ApplyObserver, Object};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::schema::Structural;
-use crate::registry::custom::{self, CustomVersion, Names, Snapshot};
-use crate::registry::ResourceInfo;
+use super::jsonpath::JsonPath;
+use crate::registry::custom::{self, CustomVersion, Names, PrinterColumn};
+use crate::registry::{Column, ResourceInfo};
 
 /// Where definitions are stored.
 pub const PREFIX: &str = "/registry/apiextensions.k8s.io/customresourcedefinitions/";
@@ -26,7 +27,7 @@ pub struct ServedDefinitions {
 
 impl ServedDefinitions {
     fn publish(&self, by_key: &BTreeMap<String, Entries>) {
-        custom::publish(Snapshot { entries: by_key.values().flatten().cloned().collect() });
+        custom::publish(by_key.values().flatten().cloned().collect());
     }
 }
 
@@ -45,6 +46,7 @@ fn entries(crd: &Value) -> Entries {
     let strings = |v: &Value| -> Vec<String> { v.as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect() };
     let short_names = strings(&names["shortNames"]);
     let categories = strings(&names["categories"]);
+    let storage_version = spec["versions"].as_array().into_iter().flatten().find(|v| v["storage"] == true).and_then(|v| v["name"].as_str()).unwrap_or_default();
     let mut out = Vec::new();
     for version in spec["versions"].as_array().into_iter().flatten().filter(|v| v["served"] == true) {
         let schema = match Structural::compile(&version["schema"]["openAPIV3Schema"]) {
@@ -67,10 +69,41 @@ fn entries(crd: &Value) -> Entries {
             status: subresources.get("status").is_some(),
             scale: subresources.get("scale").is_some(),
         });
-        out.push((info, Arc::new(CustomVersion { schema: Arc::new(schema) })));
+        let schema_json = version["schema"]["openAPIV3Schema"].clone();
+        let columns = printer_columns(&version["additionalPrinterColumns"]);
+        out.push((info, Arc::new(CustomVersion { schema: Arc::new(schema), schema_json, storage_version: storage_version.to_string(), columns })));
     }
     out
 }
+
+/// A version's printer columns; `Age` (from the creation timestamp) when it names none.
+fn printer_columns(given: &Value) -> Vec<PrinterColumn> {
+    let default = json!([{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp", "description": AGE_DESCRIPTION}]);
+    let given = match given.as_array() {
+        Some(list) if !list.is_empty() => given,
+        _ => &default,
+    };
+    given
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let path_text = c["jsonPath"].as_str()?;
+            let path = JsonPath::parse(path_text).ok()?;
+            let described = format!("Custom resource definition column (in JSONPath format): {path_text}");
+            let column = Column {
+                name: custom::intern_str(c["name"].as_str()?),
+                type_: custom::intern_str(c["type"].as_str()?),
+                format: custom::intern_str(c["format"].as_str().unwrap_or_default()),
+                description: custom::intern_str(c["description"].as_str().unwrap_or(&described)),
+                priority: c["priority"].as_u64().unwrap_or(0) as u32,
+            };
+            Some(PrinterColumn { column, path })
+        })
+        .collect()
+}
+
+const AGE_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
 fn parse(object: &Object) -> Option<Value> {
     serde_json::from_slice(&object.data).ok()

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::query::{invalid_options, Params};
-use crate::registry::ResourceInfo;
+use crate::registry::{self, ResourceInfo};
 use crate::request::ResourceRequest;
 use crate::selector::Filter;
 
@@ -106,7 +106,7 @@ pub async fn watch(ctx: &Ctx, req: &ResourceRequest, params: &Params, encode: En
     let stream = Stream { info, filter, encode, tx, bookmarks, interval: ctx.settings.bookmark_interval };
     tokio::spawn(async move {
         for obj in initial {
-            if stream.matches(&obj.data) && !stream.send("ADDED", &obj.data).await {
+            if stream.matches(&obj.data) && !stream.send("ADDED", &registry::custom::read_form(info, obj.data.clone())).await {
                 return;
             }
         }
@@ -207,7 +207,7 @@ impl Stream {
                         (true, false, _) => "DELETED",
                         (false, false, _) => continue,
                     };
-                    if !self.send(kind, &ev.object.data).await {
+                    if !self.send(kind, &registry::custom::read_form(self.info, ev.object.data.clone())).await {
                         return;
                     }
                 }

@@ -163,7 +163,7 @@ mod tests {
         assert_eq!(s.field("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers").list, Some(ListType::Set));
         assert!(s.field("io.k8s.api.core.v1.PodSpec", "nodeSelector").atomic);
         assert!(!s.field("io.k8s.api.core.v1.PodSpec", "securityContext").atomic);
-        let doc: Value = serde_json::from_slice(super::super::v2()).unwrap();
+        let doc: Value = serde_json::from_slice(&super::super::v2()).unwrap();
         let published = &doc["definitions"]["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"];
         assert_eq!(published["x-kubernetes-patch-strategy"], "merge");
         assert_eq!(published["x-kubernetes-list-map-keys"], serde_json::json!(["name"]));

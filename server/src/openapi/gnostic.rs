@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn the_swagger_document_decodes_as_gnostic() {
-        let json: Value = serde_json::from_slice(super::super::v2()).unwrap();
+        let json: Value = serde_json::from_slice(&super::super::v2()).unwrap();
         let doc = Document::decode(&document(&json)[..]).unwrap();
         assert_eq!(doc.swagger, "2.0");
         let defs = doc.definitions.unwrap().additional_properties;

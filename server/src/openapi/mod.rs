@@ -11,11 +11,12 @@ use std::sync::OnceLock;
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
+pub mod custom;
 pub mod facts;
 pub mod gnostic;
 
 use crate::negotiate::PATCH_TYPES;
-use crate::registry::{built_in, ResourceInfo};
+use crate::registry::{self, built_in, ResourceInfo};
 
 /// The Swagger 2.0 definitions of every kind and what it refers to, keyed by definition name.
 pub fn definitions() -> Map<String, Value> {
@@ -55,11 +56,21 @@ fn params(openapi3: bool) -> Vec<Value> {
     vec![p("dryRun"), p("fieldManager"), p("fieldValidation")]
 }
 
-fn body_ref(r: &ResourceInfo, openapi3: bool) -> Value {
-    if openapi3 {
-        json!({"content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{}", r.ops.definition)}}}})
+/// The definition a resource's objects are published under.
+fn definition(r: &ResourceInfo) -> String {
+    if registry::custom::is_custom(r) {
+        custom::definition_name(r)
     } else {
-        json!({"name": "body", "in": "body", "required": true, "schema": {"$ref": format!("#/definitions/{}", r.ops.definition)}})
+        r.ops.definition.to_string()
+    }
+}
+
+fn body_ref(r: &ResourceInfo, openapi3: bool) -> Value {
+    let def = definition(r);
+    if openapi3 {
+        json!({"content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{def}")}}}})
+    } else {
+        json!({"name": "body", "in": "body", "required": true, "schema": {"$ref": format!("#/definitions/{def}")}})
     }
 }
 
@@ -106,8 +117,24 @@ fn paths(r: &ResourceInfo, openapi3: bool) -> Vec<(String, Value)> {
     ]
 }
 
-/// The Swagger 2.0 document.
-pub fn v2() -> &'static [u8] {
+/// The Swagger 2.0 document: the built-in kinds, and the custom resources served now.
+pub fn v2() -> Vec<u8> {
+    if registry::custom::current().entries.is_empty() {
+        return built_in_v2().to_vec();
+    }
+    custom::docs().v2.clone()
+}
+
+/// The Swagger 2.0 document in gnostic's protobuf form.
+pub fn v2_protobuf() -> Vec<u8> {
+    if registry::custom::current().entries.is_empty() {
+        return built_in_v2_protobuf().to_vec();
+    }
+    custom::docs().v2_protobuf.clone()
+}
+
+/// The Swagger 2.0 document of the built-in kinds.
+fn built_in_v2() -> &'static [u8] {
     static DOC: OnceLock<Vec<u8>> = OnceLock::new();
     DOC.get_or_init(|| {
         let all_paths: Map<String, Value> = built_in().flat_map(|r| paths(r, false)).collect();
@@ -121,10 +148,9 @@ pub fn v2() -> &'static [u8] {
     })
 }
 
-/// The Swagger 2.0 document in gnostic's protobuf form.
-pub fn v2_protobuf() -> &'static [u8] {
+fn built_in_v2_protobuf() -> &'static [u8] {
     static DOC: OnceLock<Vec<u8>> = OnceLock::new();
-    DOC.get_or_init(|| gnostic::document(&serde_json::from_slice(v2()).unwrap_or_default()))
+    DOC.get_or_init(|| gnostic::document(&serde_json::from_slice(built_in_v2()).unwrap_or_default()))
 }
 
 /// `api/v1` or `apis/{group}/{version}` of a resource.
@@ -165,21 +191,23 @@ fn hash(bytes: &[u8]) -> String {
     format!("{:016X}", h.finish())
 }
 
-/// The `/openapi/v3` index.
-pub fn v3_index() -> &'static [u8] {
-    static DOC: OnceLock<Vec<u8>> = OnceLock::new();
-    DOC.get_or_init(|| {
-        let paths: Map<String, Value> = v3_docs()
-            .iter()
-            .map(|(gv, doc)| (gv.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={}", hash(doc))})))
-            .collect();
-        serde_json::to_vec(&json!({"paths": paths})).unwrap_or_default()
-    })
+/// The `/openapi/v3` index: each group version's document with the hash of its content.
+pub fn v3_index() -> Vec<u8> {
+    let entry = |gv: &String, doc: &Vec<u8>| (gv.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={}", hash(doc))}));
+    let mut paths: Map<String, Value> = v3_docs().iter().map(|(gv, doc)| entry(gv, doc)).collect();
+    if !registry::custom::current().entries.is_empty() {
+        paths.extend(custom::docs().v3.iter().map(|(gv, doc)| entry(gv, doc)));
+    }
+    serde_json::to_vec(&json!({"paths": paths})).unwrap_or_default()
 }
 
-/// The OpenAPI 3.0 document of one group version (`api/v1`, `apis/apps/v1`).
-pub fn v3_group_version(path: &str) -> Option<&'static [u8]> {
-    v3_docs().get(path).map(Vec::as_slice)
+/// The OpenAPI 3.0 document of one group version (`api/v1`, `apis/apps/v1`, a custom one).
+pub fn v3_group_version(path: &str) -> Option<Vec<u8>> {
+    match v3_docs().get(path) {
+        Some(doc) => Some(doc.clone()),
+        None if registry::custom::current().entries.is_empty() => None,
+        None => custom::docs().v3.get(path).cloned(),
+    }
 }
 
 #[cfg(test)]
@@ -201,7 +229,7 @@ mod tests {
 
     #[test]
     fn v3_core_has_pod_with_gvk_and_resolvable_refs() {
-        let doc: Value = serde_json::from_slice(v3_group_version("api/v1").unwrap()).unwrap();
+        let doc: Value = serde_json::from_slice(&v3_group_version("api/v1").unwrap()).unwrap();
         let pod = &doc["components"]["schemas"]["io.k8s.api.core.v1.Pod"];
         assert_eq!(pod["x-kubernetes-group-version-kind"][0]["kind"], "Pod");
         let post = &doc["paths"]["/api/v1/namespaces/{namespace}/pods"]["post"];
@@ -215,7 +243,7 @@ mod tests {
             let name = r.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("ref {r}"));
             assert!(doc["components"]["schemas"].get(name).is_some(), "dangling {r}");
         }
-        let index: Value = serde_json::from_slice(v3_index()).unwrap();
+        let index: Value = serde_json::from_slice(&v3_index()).unwrap();
         assert!(index["paths"]["apis/apps/v1"]["serverRelativeURL"].as_str().unwrap().starts_with("/openapi/v3/apis/apps/v1?hash="));
     }
 }

@@ -175,6 +175,9 @@ fn decode(name: &str, bytes: &[u8], depth: usize) -> Result<Option<Value>, Strin
             }
         }
     }
+    if let Some(union) = super::unions::from_message(name, &out) {
+        return Ok(Some(union));
+    }
     Ok(Some(Value::Object(out)))
 }
 

@@ -95,6 +95,8 @@ fn encode(name: &str, value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<
         }
         _ => {}
     }
+    let union = super::unions::to_message(name, value);
+    let value = union.as_ref().unwrap_or(value);
     let schema = messages().get(name).ok_or_else(|| format!("no protobuf schema for {name}"))?;
     let object = value.as_object().ok_or_else(mismatch)?;
     for (&number, field) in &schema.fields {

@@ -15,6 +15,7 @@ pub(crate) mod encode;
 #[cfg(test)]
 mod generate;
 pub mod schema;
+mod unions;
 
 use serde_json::Value;
 

@@ -13,20 +13,58 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::Value;
 
-use super::{Decoded, KindOps, ResourceInfo, ALL_VERBS};
+use super::{Column, Decoded, KindOps, ResourceInfo, ALL_VERBS};
+use crate::crd::jsonpath::JsonPath;
 use crate::crd::schema::Structural;
 use crate::error::Cause;
 
 /// What one served version of a custom resource does.
 #[derive(Debug)]
 pub struct CustomVersion {
-    /// The version's structural schema.
+    /// The version's structural schema, compiled.
     pub schema: Arc<Structural>,
+    /// The schema as the definition gives it, for OpenAPI.
+    pub schema_json: Value,
+    /// The version objects are stored in.
+    pub storage_version: String,
+    /// The table's columns after `Name` (`Age` when the definition names none).
+    pub columns: Vec<PrinterColumn>,
+}
+
+/// One of a version's `additionalPrinterColumns`.
+#[derive(Debug)]
+pub struct PrinterColumn {
+    pub column: Column,
+    pub path: JsonPath,
+}
+
+impl CustomVersion {
+    /// The cells of one object's row, as Kubernetes' custom resource table gives them: a
+    /// `string` column prints what its path reaches, other types keep values of their type.
+    pub fn cells(&self, obj: &Value) -> Vec<Value> {
+        self.columns
+            .iter()
+            .map(|c| {
+                let Some(found) = c.path.find(obj).into_iter().next() else { return Value::Null };
+                match (c.column.type_, found) {
+                    ("string", Value::String(s)) => Value::String(s.clone()),
+                    ("string", other) => Value::String(other.to_string()),
+                    ("integer", Value::Number(n)) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)).map_or(Value::Null, Value::from),
+                    ("number", Value::Number(n)) => n.as_f64().map_or(Value::Null, Value::from),
+                    ("boolean", Value::Bool(b)) => Value::Bool(*b),
+                    ("date", Value::String(s)) => Value::String(s.clone()),
+                    _ => Value::Null,
+                }
+            })
+            .collect()
+    }
 }
 
 /// The custom resources served now.
 #[derive(Default)]
 pub struct Snapshot {
+    /// Counts publications, so that what is derived from a snapshot knows when it is stale.
+    pub generation: u64,
     pub entries: Vec<(&'static ResourceInfo, Arc<CustomVersion>)>,
 }
 
@@ -38,8 +76,10 @@ pub fn current() -> Arc<Snapshot> {
 }
 
 /// Replaces the served custom resources.
-pub fn publish(snapshot: Snapshot) {
-    *CURRENT.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(snapshot));
+pub fn publish(entries: Vec<(&'static ResourceInfo, Arc<CustomVersion>)>) {
+    let mut current = CURRENT.write().unwrap_or_else(|p| p.into_inner());
+    let generation = current.as_ref().map_or(0, |s| s.generation) + 1;
+    *current = Some(Arc::new(Snapshot { generation, entries }));
 }
 
 /// What `info` does, if it is a custom resource served now.
@@ -102,7 +142,8 @@ fn same(a: &ResourceInfo, b: &ResourceInfo) -> bool {
         == (b.group, b.version, b.resource, b.singular, b.kind, b.namespaced, b.short_names, b.categories, b.subresources)
 }
 
-fn intern_str(s: &str) -> &'static str {
+/// `s` for the life of the process, one copy per distinct string.
+pub fn intern_str(s: &str) -> &'static str {
     static STRINGS: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
     let mut strings = STRINGS.lock().unwrap_or_else(|p| p.into_inner());
     let set = strings.get_or_insert_with(HashSet::new);
@@ -127,6 +168,15 @@ fn intern_list(items: &[&str]) -> &'static [&'static str] {
     let leaked: &'static [&'static str] = Box::leak(interned.into_boxed_slice());
     lists.push(leaked);
     leaked
+}
+
+/// A stored object as a read returns it: for a custom resource whose schema has defaults, with
+/// them filled (a default added to the definition after the object was written shows at once).
+pub fn read_form(info: &ResourceInfo, data: bytes::Bytes) -> bytes::Bytes {
+    let Some(v) = version(info).filter(|v| v.schema.has_defaults) else { return data };
+    let Ok(mut obj) = serde_json::from_slice::<Value>(&data) else { return data };
+    v.schema.default(&mut obj);
+    serde_json::to_vec(&obj).map(bytes::Bytes::from).unwrap_or(data)
 }
 
 /// The behaviour every custom resource shares: each step asks the version's schema.
