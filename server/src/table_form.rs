@@ -221,7 +221,7 @@ mod tests {
             decode: |_, _| Err(String::new()),
             default: |_, _| {},
             update: |_, _| Vec::new(),
-            validate: |_, _| Vec::new(),
+            validate: |_, _, _| Vec::new(),
             columns,
             cells,
             schema: |g| g.subschema_for::<String>(),

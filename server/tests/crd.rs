@@ -265,3 +265,80 @@ async fn definitions_are_published_and_defaults_reach_stored_objects() {
     let explained = server.kubectl_ok(&["explain", "widgets.spec.shape"]);
     assert!(explained.contains("shape") && explained.contains("<string>"), "{explained}");
 }
+
+const RULED: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: limits.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: limits, kind: Limit}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: self.min <= self.max
+              message: min must not exceed max
+            - rule: self.max >= oldSelf.max
+              messageExpression: "'max may only grow, not go to ' + string(self.max)"
+              reason: FieldValueForbidden
+            properties:
+              min: {type: integer}
+              max: {type: integer}
+              name:
+                type: string
+                x-kubernetes-validations:
+                - rule: self.startsWith('lim-')
+"#;
+
+#[tokio::test]
+async fn validation_rules_are_compiled_checked_and_ratcheted() {
+    let server = TestServer::start().await;
+    // Rules that do not compile refuse the definition, with Kubernetes' words.
+    for (rule, expected) in [("self = 42", "Syntax error"), ("self.z == 100", "undefined field 'z'")] {
+        let bad = RULED.replace("self.min <= self.max", rule).replace("limits", "badlimits").replace("kind: Limit", "kind: BadLimit");
+        let out = server.kubectl(&["create", "-f", &file(&server, "bad.yaml", &bad)]);
+        assert!(!out.status.success() && stderr(&out).contains(expected), "{rule}: {}", stderr(&out));
+        assert!(stderr(&out).contains("spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"), "{}", stderr(&out));
+    }
+    server.kubectl_ok(&["create", "-f", &file(&server, "limits.yaml", RULED)]);
+    server.kubectl_ok(&["wait", "--for", "condition=established", "crd/limits.example.com", "--timeout=20s"]);
+    let limit = |min: i64, max: i64, name: &str| format!("apiVersion: example.com/v1\nkind: Limit\nmetadata:\n  name: l1\nspec:\n  min: {min}\n  max: {max}\n  name: {name}\n");
+
+    let out = server.kubectl(&["create", "-f", &file(&server, "l.yaml", &limit(5, 1, "x"))]);
+    let err = stderr(&out);
+    assert!(err.contains("spec: Invalid value: \"object\": min must not exceed max"), "{err}");
+    assert!(err.contains("spec.name: Invalid value: \"string\": failed rule: self.startsWith('lim-')"), "{err}");
+    // A transition rule does not run on create; on update it does, with its reason and message.
+    server.kubectl_ok(&["create", "-f", &file(&server, "l.yaml", &limit(1, 5, "lim-a"))]);
+    let out = server.kubectl(&["apply", "-f", &file(&server, "l.yaml", &limit(1, 4, "lim-a")), "--server-side", "--force-conflicts"]);
+    assert!(stderr(&out).contains("spec: Forbidden: max may only grow, not go to 4"), "{}", stderr(&out));
+    server.kubectl_ok(&["apply", "-f", &file(&server, "l.yaml", &limit(1, 6, "lim-a")), "--server-side", "--force-conflicts"]);
+
+    // Ratcheting: a rule added later does not refuse an update that leaves its field as it was.
+    let patch = r#"[{"op": "add", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/name/x-kubernetes-validations/-", "value": {"rule": "self.size() > 8"}}]"#;
+    server.kubectl_ok(&["patch", "crd", "limits.example.com", "--type=json", "-p", patch]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for attempt in 0.. {
+        // Until the new rule is served, a changed name passes; then it fails.
+        let out = server.kubectl(&["label", "limit", "l1", &format!("probe={attempt}"), "--overwrite"]);
+        assert!(out.status.success(), "an unchanged name is ratcheted: {}", stderr(&out));
+        let name = format!("lim-{attempt}");
+        let out = server.kubectl(&["apply", "-f", &file(&server, "l.yaml", &limit(1, 7, &name)), "--server-side", "--force-conflicts"]);
+        if !out.status.success() {
+            assert!(stderr(&out).contains("failed rule: self.size() > 8"), "{}", stderr(&out));
+            break;
+        }
+        assert!(Instant::now() < deadline, "the new rule was never applied");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -7,5 +7,6 @@
 pub mod controller;
 pub mod definition;
 pub mod jsonpath;
+pub mod rules;
 pub mod schema;
 pub mod served;

@@ -1,8 +1,10 @@
 //! A version's structural schema (`openAPIV3Schema`), compiled once per definition: decoding a
 //! custom resource prunes the fields the schema does not know (reported as unknown fields, for
 //! `fieldValidation`), defaulting fills `default`s, and validation checks types, formats,
-//! enums, patterns, bounds, `required`, `nullable` and the `allOf`/`anyOf`/`oneOf`/`not`
-//! constraints, with the messages and field paths Kubernetes gives.
+//! enums, patterns, bounds, `required`, `nullable`, the `allOf`/`anyOf`/`oneOf`/`not`
+//! constraints and the CEL rules ([`super::rules`]), with the messages and field paths
+//! Kubernetes gives. An update ratchets: a value equal to its correlated old value (same
+//! property, map key, or map-list item) is not validated again, but for transition rules.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::rules::{self, Rule, RuleSpec};
 use crate::error::Cause;
 use crate::registry::{kinds, Decoded};
 
@@ -80,6 +83,14 @@ pub struct Structural {
     pub int_or_string: bool,
     #[serde(rename = "x-kubernetes-embedded-resource", default)]
     pub embedded_resource: bool,
+    #[serde(rename = "x-kubernetes-list-type", default)]
+    pub list_type: Option<String>,
+    #[serde(rename = "x-kubernetes-list-map-keys", default)]
+    pub list_map_keys: Vec<String>,
+    #[serde(rename = "x-kubernetes-validations", default)]
+    pub validations: Vec<RuleSpec>,
+    #[serde(skip)]
+    pub rules: Vec<Rule>,
 }
 
 /// `additionalProperties`: a schema for every other key, or `true`/`false`.
@@ -91,39 +102,81 @@ pub enum Additional {
 }
 
 impl Structural {
-    /// Reads a schema and compiles its patterns; the error names the first bad pattern.
-    pub fn compile(schema: &Value) -> Result<Structural, String> {
-        let mut s: Structural = serde_json::from_value(schema.clone()).map_err(|e| e.to_string())?;
-        s.compile_patterns()?;
+    /// Reads a schema and compiles its patterns and rules; the error names where the first bad
+    /// one is (relative to the schema, e.g. `.properties[spec].x-kubernetes-validations[0].rule`)
+    /// and what is wrong with it, as a field error's message.
+    pub fn compile(schema: &Value) -> Result<Structural, (String, String)> {
+        let mut s: Structural = serde_json::from_value(schema.clone()).map_err(|e| (String::new(), e.to_string()))?;
+        s.prepare("")?;
         Ok(s)
     }
 
-    fn compile_patterns(&mut self) -> Result<(), String> {
+    fn prepare(&mut self, path: &str) -> Result<(), (String, String)> {
         if let Some(p) = &self.pattern {
-            self.regex = Some(regex::Regex::new(p).map_err(|e| e.to_string())?);
+            self.regex = Some(
+                regex::Regex::new(p)
+                    .map_err(|e| (format!("{path}.pattern"), format!("Invalid value: {p:?}: must be a valid regular expression, but isn't: {e}")))?,
+            );
         }
         let mut defaults = self.default.is_some();
-        for child in self.children_mut() {
-            child.compile_patterns()?;
+        let mut children: Vec<(String, &mut Structural)> = Vec::new();
+        for (k, child) in self.properties.iter_mut() {
+            children.push((format!("{path}.properties[{k}]"), child));
+        }
+        if let Some(Additional::Schema(s)) = &mut self.additional_properties {
+            children.push((format!("{path}.additionalProperties"), s.as_mut()));
+        }
+        if let Some(items) = self.items.as_deref_mut() {
+            children.push((format!("{path}.items"), items));
+        }
+        for (name, list) in [("allOf", &mut self.all_of), ("anyOf", &mut self.any_of), ("oneOf", &mut self.one_of)] {
+            for (i, s) in list.iter_mut().enumerate() {
+                children.push((format!("{path}.{name}[{i}]"), s));
+            }
+        }
+        if let Some(not) = self.not.as_deref_mut() {
+            children.push((format!("{path}.not"), not));
+        }
+        for (child_path, child) in children {
+            child.prepare(&child_path)?;
             defaults |= child.has_defaults;
         }
         self.has_defaults = defaults;
+        if !self.validations.is_empty() {
+            self.rules = rules::compile(&self.validations, &self.sample(), self.exact()).map_err(|(i, field, e)| {
+                let spec = &self.validations[i];
+                let source = if field == "rule" { &spec.rule } else { spec.message_expression.as_deref().unwrap_or_default() };
+                (format!("{path}.x-kubernetes-validations[{i}].{field}"), format!("Invalid value: {source:?}: {e}"))
+            })?;
+        }
         Ok(())
     }
 
-    fn children_mut(&mut self) -> impl Iterator<Item = &mut Structural> {
-        let additional = match &mut self.additional_properties {
-            Some(Additional::Schema(s)) => Some(s.as_mut()),
-            _ => None,
-        };
-        self.properties
-            .values_mut()
-            .chain(additional)
-            .chain(self.items.as_deref_mut())
-            .chain(self.all_of.iter_mut())
-            .chain(self.any_of.iter_mut())
-            .chain(self.one_of.iter_mut())
-            .chain(self.not.as_deref_mut())
+    /// A value of this node's shape, every property present, for typing rules.
+    fn sample(&self) -> Value {
+        if self.int_or_string {
+            return Value::from(0);
+        }
+        match self.type_.as_str() {
+            "object" if !self.properties.is_empty() => Value::Object(self.properties.iter().map(|(k, s)| (k.clone(), s.sample())).collect()),
+            "object" => Value::Object(Map::new()),
+            "array" => Value::Array(self.items.iter().map(|i| i.sample()).collect()),
+            "string" => Value::from(""),
+            "integer" => Value::from(0),
+            "number" => Value::from(0.5),
+            "boolean" => Value::from(false),
+            _ => Value::Object(Map::new()),
+        }
+    }
+
+    /// Whether every key a rule may read is declared below this node (no maps, no preserved
+    /// fields), so that reading another is an undefined field rather than a missing key.
+    fn exact(&self) -> bool {
+        !self.preserve_unknown_fields
+            && self.additional_properties.is_none()
+            && !self.embedded_resource
+            && self.properties.values().all(Structural::exact)
+            && self.items.as_deref().is_none_or(Structural::exact)
     }
 
     fn additional(&self) -> Option<&Structural> {
@@ -235,20 +288,28 @@ impl Structural {
 
     /// Every way `obj` breaks the schema (the root's `apiVersion`, `kind` and `metadata` are the
     /// server's to check).
-    pub fn validate(&self, obj: &Value) -> Vec<Cause> {
-        let mut causes = Vec::new();
-        let mut root = obj.clone();
-        if let Some(map) = root.as_object_mut() {
-            for k in ["apiVersion", "kind", "metadata"] {
-                map.remove(k);
+    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        let strip = |v: &Value| {
+            let mut v = v.clone();
+            if let Some(map) = v.as_object_mut() {
+                for k in ["apiVersion", "kind", "metadata"] {
+                    map.remove(k);
+                }
             }
-        }
-        self.check(&root, "", &mut causes);
+            v
+        };
+        let mut causes = Vec::new();
+        self.check(&strip(obj), old.map(strip).as_ref(), "", &mut causes);
         causes
     }
 
-    fn check(&self, value: &Value, path: &str, causes: &mut Vec<Cause>) {
+    fn check(&self, value: &Value, old: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
         if value.is_null() && (self.nullable || path.is_empty()) {
+            return;
+        }
+        if old == Some(value) {
+            // Unchanged: valid as it was, but for what transition rules say.
+            self.transitions(value, path, causes);
             return;
         }
         if !self.type_matches(value) {
@@ -274,16 +335,16 @@ impl Structural {
         match value {
             Value::String(s) => self.check_string(s, path, causes),
             Value::Number(n) => self.check_number(n.as_f64().unwrap_or_default(), value, path, causes),
-            Value::Array(items) => self.check_array(items, path, causes),
-            Value::Object(map) => self.check_object(map, path, causes),
+            Value::Array(items) => self.check_array(items, old.and_then(Value::as_array), path, causes),
+            Value::Object(map) => self.check_object(map, old.and_then(Value::as_object), path, causes),
             _ => {}
         }
         for schema in &self.all_of {
-            schema.check(value, path, causes);
+            schema.check(value, old, path, causes);
         }
         let passes = |s: &Structural| {
             let mut c = Vec::new();
-            s.check(value, path, &mut c);
+            s.check(value, None, path, &mut c);
             c.is_empty()
         };
         if !self.any_of.is_empty() && !self.any_of.iter().any(passes) {
@@ -295,6 +356,42 @@ impl Structural {
         if self.not.as_deref().is_some_and(passes) {
             causes.push(invalid(path, value, &format!("{} in body must not validate the schema (not)", name_of(path))));
         }
+        rules::evaluate(&self.rules, path, self.rule_type(), value, old, false, causes);
+    }
+
+    /// The type a rule failure names (`"object"`, `"string"`, ...).
+    fn rule_type(&self) -> &str {
+        if self.type_.is_empty() { "object" } else { &self.type_ }
+    }
+
+    /// The transition rules at and below an unchanged value (each sees `oldSelf` equal to `self`).
+    fn transitions(&self, value: &Value, path: &str, causes: &mut Vec<Cause>) {
+        rules::evaluate(&self.rules, path, self.rule_type(), value, Some(value), true, causes);
+        match value {
+            Value::Object(map) => {
+                for (key, v) in map {
+                    if let Some(schema) = self.properties.get(key).or(self.additional()) {
+                        schema.transitions(v, &join(path, key), causes);
+                    }
+                }
+            }
+            Value::Array(items) if self.list_type.as_deref() == Some("map") => {
+                if let Some(schema) = &self.items {
+                    for (i, item) in items.iter().enumerate() {
+                        schema.transitions(item, &format!("{path}[{i}]"), causes);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The old item a map-list item correlates with: the one with the same keys.
+    fn correlated<'a>(&self, item: &Value, old: Option<&'a [Value]>) -> Option<&'a Value> {
+        if self.list_type.as_deref() != Some("map") || self.list_map_keys.is_empty() {
+            return None;
+        }
+        old?.iter().find(|o| self.list_map_keys.iter().all(|k| o.get(k) == item.get(k)))
     }
 
     fn type_matches(&self, value: &Value) -> bool {
@@ -357,7 +454,7 @@ impl Structural {
         }
     }
 
-    fn check_array(&self, items: &[Value], path: &str, causes: &mut Vec<Cause>) {
+    fn check_array(&self, items: &[Value], old: Option<&Vec<Value>>, path: &str, causes: &mut Vec<Cause>) {
         let name = name_of(path);
         let len = items.len() as u64;
         if let Some(max) = self.max_items.filter(|m| len > *m) {
@@ -372,12 +469,12 @@ impl Structural {
         }
         if let Some(schema) = &self.items {
             for (i, item) in items.iter().enumerate() {
-                schema.check(item, &format!("{path}[{i}]"), causes);
+                schema.check(item, self.correlated(item, old.map(Vec::as_slice)), &format!("{path}[{i}]"), causes);
             }
         }
     }
 
-    fn check_object(&self, map: &Map<String, Value>, path: &str, causes: &mut Vec<Cause>) {
+    fn check_object(&self, map: &Map<String, Value>, old: Option<&Map<String, Value>>, path: &str, causes: &mut Vec<Cause>) {
         for key in &self.required {
             if map.get(key).is_none_or(Value::is_null) && !(self.properties.get(key).is_some_and(|p| p.nullable) && map.contains_key(key)) {
                 causes.push(Cause::new("FieldValueRequired", join(path, key), "Required value"));
@@ -397,7 +494,7 @@ impl Structural {
                 continue;
             }
             match (self.properties.get(key), self.additional()) {
-                (Some(schema), _) | (None, Some(schema)) => schema.check(v, &child, causes),
+                (Some(schema), _) | (None, Some(schema)) => schema.check(v, old.and_then(|o| o.get(key)), &child, causes),
                 (None, None) => {}
             }
         }
@@ -540,7 +637,7 @@ mod tests {
     #[test]
     fn violations_are_reported_as_kubernetes_words_them() {
         let obj = json!({"spec": {"image": "X1", "replicas": 11, "mode": "c", "tags": ["a", "b", "c"], "port": true, "labels": {"k": 1}}});
-        let causes: Vec<String> = schema().validate(&obj).iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        let causes: Vec<String> = schema().validate(&obj, None).iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
         assert_eq!(
             causes,
             vec![
@@ -552,7 +649,7 @@ mod tests {
                 "spec.tags: Too many: 3: must have at most 2 items",
             ]
         );
-        let causes = schema().validate(&json!({"spec": {}}));
+        let causes = schema().validate(&json!({"spec": {}}), None);
         assert_eq!((causes[0].field.as_str(), causes[0].message.as_str()), ("spec.image", "Required value"));
     }
 }

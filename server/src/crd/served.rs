@@ -51,8 +51,8 @@ fn entries(crd: &Value) -> Entries {
     for version in spec["versions"].as_array().into_iter().flatten().filter(|v| v["served"] == true) {
         let schema = match Structural::compile(&version["schema"]["openAPIV3Schema"]) {
             Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(crd = %crd["metadata"]["name"], error = %e, "custom resource version not served: its schema does not compile");
+            Err((at, e)) => {
+                tracing::warn!(crd = %crd["metadata"]["name"], at = %at, error = %e, "custom resource version not served: its schema does not compile");
                 continue;
             }
         };

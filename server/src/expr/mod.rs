@@ -35,11 +35,7 @@ impl Expression {
     /// every optional part present): naming anything else is an error, and so is a result of
     /// another type than `want` when one is given.
     pub fn compile(source: &str, sample: &[(&str, &serde_json::Value)], want: Option<&str>) -> Result<Expression, String> {
-        let program = Program::compile(source).map_err(|e| format!("compilation failed: {e}"))?;
-        let structs = objects::struct_names(source);
-        let env = if structs.is_empty() { ENV.clone() } else { Arc::new(objects::env_with(&structs)?) };
-        let jsonpatch = source.contains("jsonpatch.escapeKey");
-        let expression = Expression { source: source.to_string(), program, env, jsonpatch };
+        let expression = Expression::parse(source)?;
         // A sample that binds `authorizer` brings its functions.
         let authorizer = sample.iter().any(|(name, _)| *name == "authorizer").then(|| Authorizer::new(Default::default()));
         match expression.eval_with(sample, authorizer.as_ref()) {
@@ -53,6 +49,20 @@ impl Expression {
         }
     }
 
+    /// Parses `source`, leaving what it names to the caller to check.
+    pub fn parse(source: &str) -> Result<Expression, String> {
+        let program = Program::compile(source).map_err(|e| format!("compilation failed: {e}"))?;
+        let structs = objects::struct_names(source);
+        let env = if structs.is_empty() { ENV.clone() } else { Arc::new(objects::env_with(&structs)?) };
+        let jsonpatch = source.contains("jsonpatch.escapeKey");
+        Ok(Expression { source: source.to_string(), program, env, jsonpatch })
+    }
+
+    /// Evaluates with CEL values bound (optionals among them).
+    pub fn eval_values(&self, vars: Vec<(&str, Value)>) -> Result<Value, ExecutionError> {
+        self.run(vars, None)
+    }
+
     /// Evaluates with `vars` bound.
     pub fn eval(&self, vars: &[(&str, &serde_json::Value)]) -> Result<Value, ExecutionError> {
         self.eval_with(vars, None)
@@ -60,6 +70,10 @@ impl Expression {
 
     /// Evaluates with `vars` bound and, for admission policies, the `authorizer` library.
     pub fn eval_with(&self, vars: &[(&str, &serde_json::Value)], authorizer: Option<&Authorizer>) -> Result<Value, ExecutionError> {
+        self.run(vars.iter().map(|(name, value)| (*name, to_value(value))).collect(), authorizer)
+    }
+
+    fn run(&self, vars: Vec<(&str, Value)>, authorizer: Option<&Authorizer>) -> Result<Value, ExecutionError> {
         let mut context = Context::with_env(self.env.clone());
         if let Some(a) = authorizer {
             a.install(&mut context);
@@ -68,7 +82,7 @@ impl Expression {
             let _ = context.add_function("jsonpatch.escapeKey", objects::escape_key);
         }
         for (name, value) in vars {
-            context.add_variable_from_value(*name, to_value(value));
+            context.add_variable_from_value(name, value);
         }
         self.program.execute(&context)
     }

@@ -64,9 +64,16 @@ pub fn check_type_meta(info: &ResourceInfo, obj: &mut Value, expect_kind: &str, 
 
 /// Decodes through the kind's typed schema (unknown fields dropped), reports the unknown fields
 /// and the `duplicates` found in the body per `fieldValidation` (Strict: one 400 naming them
-/// all, unknown ones first, as Kubernetes words it), applies defaults and validates. Returns
-/// the object to store.
-pub fn admit(info: &ResourceInfo, obj: Value, validation: FieldValidation, duplicates: &[String], warnings: &mut Vec<String>) -> ApiResult<Value> {
+/// all, unknown ones first, as Kubernetes words it), applies defaults and validates (an update
+/// against the stored object `old`). Returns the object to store.
+pub fn admit(
+    info: &ResourceInfo,
+    obj: Value,
+    old: Option<&Value>,
+    validation: FieldValidation,
+    duplicates: &[String],
+    warnings: &mut Vec<String>,
+) -> ApiResult<Value> {
     let decoded = (info.ops.decode)(info, obj).map_err(ApiError::BadRequest)?;
     let problems: Vec<String> = decoded
         .unknown_fields
@@ -86,7 +93,7 @@ pub fn admit(info: &ResourceInfo, obj: Value, validation: FieldValidation, dupli
     let mut obj = decoded.object;
     (info.ops.default)(info, &mut obj);
     let mut causes = meta::validate(info, &obj);
-    causes.extend((info.ops.validate)(info, &obj));
+    causes.extend((info.ops.validate)(info, &obj, old));
     if !causes.is_empty() {
         return Err(ApiError::Invalid {
             group: info.group.to_string(),

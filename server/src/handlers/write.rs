@@ -118,7 +118,7 @@ pub async fn create(
             o.remove("status");
         }
     }
-    let mut obj = admit(info, obj, validation, duplicates, warnings)?;
+    let mut obj = admit(info, obj, None, validation, duplicates, warnings)?;
     meta::stamp_create(info, &mut obj);
     if (info.group, info.kind) == ("certificates.k8s.io", "CertificateSigningRequest") {
         super::certificates::stamp_requestor(&mut obj, &req.user);
@@ -250,7 +250,7 @@ pub async fn update(
         let old = parse(&current)?;
         let mut new = mutate(&old)?;
         let mut w = Vec::new();
-        new = admit(info, new, opts.validation, &opts.duplicates, &mut w)?;
+        new = admit(info, new, Some(&old), opts.validation, &opts.duplicates, &mut w)?;
         meta::carry_over(info, &old, &mut new);
         // A subresource with its own rules (a pod's binding) changes what a plain update may not.
         let causes = if req.subresource.as_deref() == Some("binding") { Vec::new() } else { (info.ops.update)(&old, &mut new) };

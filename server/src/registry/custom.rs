@@ -204,8 +204,8 @@ fn custom_default(info: &ResourceInfo, obj: &mut Value) {
     }
 }
 
-fn custom_validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
-    version(info).map(|v| v.schema.validate(obj)).unwrap_or_default()
+fn custom_validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    version(info).map(|v| v.schema.validate(obj, old)).unwrap_or_default()
 }
 
 /// Custom resources are published from their own schemas, not from a Rust type.

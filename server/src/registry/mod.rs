@@ -43,8 +43,9 @@ pub struct KindOps {
     pub decode: fn(&ResourceInfo, Value) -> Result<Decoded, String>,
     /// Fill server-side defaults (pod restartPolicy, deployment strategy, ...).
     pub default: fn(&ResourceInfo, &mut Value),
-    /// Field validation beyond types: required fields, formats. Empty means valid.
-    pub validate: fn(&ResourceInfo, &Value) -> Vec<Cause>,
+    /// Field validation beyond types: required fields, formats. Empty means valid. An update
+    /// gives the stored object too (custom resources ratchet: what did not change stays valid).
+    pub validate: fn(&ResourceInfo, &Value, Option<&Value>) -> Vec<Cause>,
     /// Rules of an update, given the stored object and the new one: fields kept when the new
     /// object leaves them out, and fields that may not change. Empty means allowed.
     pub update: fn(&Value, &mut Value) -> Vec<Cause>,

@@ -28,7 +28,7 @@ macro_rules! ops {
         &KindOps {
             decode: |_, v| kinds::decode::<$t>(v),
             default: |_, v| $default(v),
-            validate: |_, v| $validate(v),
+            validate: |_, v, _| $validate(v),
             update: $update,
             columns: $columns,
             cells: $cells,

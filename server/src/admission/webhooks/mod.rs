@@ -148,7 +148,7 @@ impl Mutating for MutatingWebhooks {
         }
         if changed {
             // What the webhooks made is decoded, defaulted and validated like a client's object.
-            *object = crate::handlers::decode_and_validate(r.req.info, object.clone(), crate::handlers::FieldValidation::Ignore, &[], &mut Vec::new())?;
+            *object = crate::handlers::decode_and_validate(r.req.info, object.clone(), r.old, crate::handlers::FieldValidation::Ignore, &[], &mut Vec::new())?;
         }
         Ok(())
     }
