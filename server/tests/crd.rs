@@ -33,6 +33,10 @@ spec:
     storage: true
     subresources:
       status: {}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
+        labelSelectorPath: .status.selector
 COLUMNS
     schema:
       openAPIV3Schema:
@@ -57,11 +61,17 @@ COLUMNS
               extra:
                 type: object
                 x-kubernetes-preserve-unknown-fields: true
+              replicas:
+                type: integer
           status:
             type: object
             properties:
               ready:
                 type: boolean
+              replicas:
+                type: integer
+              selector:
+                type: string
 "#;
 
 /// The printer columns of the widgets' version.
@@ -162,6 +172,18 @@ async fn custom_resources_are_served_pruned_defaulted_and_validated() {
     let status = api.replace_status("w1", &PostParams::default(), &w1).await.unwrap();
     assert_eq!((status.data["status"]["ready"].clone(), status.data["spec"]["size"].clone()), (json!(true), json!(5)));
     assert_eq!(status.metadata.generation, Some(2));
+
+    // The scale subresource reads and writes the definition's paths; kubectl scale uses it.
+    server.kubectl_ok(&["scale", "widget", "w1", "--replicas=4"]);
+    let w1 = api.get("w1").await.unwrap();
+    assert_eq!(w1.data["spec"]["replicas"], 4);
+    let mut w1 = w1;
+    w1.data["status"] = json!({"ready": true, "replicas": 2, "selector": "app=w"});
+    api.replace_status("w1", &PostParams::default(), &w1).await.unwrap();
+    let scale = server.get("/apis/example.com/v1/namespaces/default/widgets/w1/scale").await.json();
+    assert_eq!((scale["kind"].as_str(), scale["apiVersion"].as_str()), (Some("Scale"), Some("autoscaling/v1")));
+    assert_eq!((scale["spec"]["replicas"].as_i64(), scale["status"]["replicas"].as_i64()), (Some(4), Some(2)));
+    assert_eq!(scale["status"]["selector"], "app=w");
 
     // A watch sees changes to custom resources.
     let list = api.list(&Default::default()).await.unwrap();

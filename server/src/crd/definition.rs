@@ -113,10 +113,31 @@ fn versions(spec: &Value, causes: &mut Vec<Cause>) {
         }
         seen.push(name);
         printer_columns(&v["additionalPrinterColumns"], &path, causes);
+        scale(&v["subresources"]["scale"], &path, causes);
         let schema_path = format!("{path}.schema.openAPIV3Schema");
         match v["schema"].get("openAPIV3Schema") {
             None | Some(Value::Null) => causes.push(Cause::new("FieldValueRequired", schema_path, "Required value: schemas are required")),
             Some(schema) => structural(schema, &schema_path, causes),
+        }
+    }
+}
+
+/// The scale subresource's paths: replicas under `.spec` and `.status`, the selector under either.
+fn scale(scale: &Value, version_path: &str, causes: &mut Vec<Cause>) {
+    if !scale.is_object() {
+        return;
+    }
+    let path = format!("{version_path}.subresources.scale");
+    for (field, under) in [("specReplicasPath", &[".spec."][..]), ("statusReplicasPath", &[".status."]), ("labelSelectorPath", &[".spec.", ".status."])] {
+        match scale[field].as_str() {
+            None if field == "labelSelectorPath" => {}
+            None | Some("") => causes.push(Cause::required(format!("{path}.{field}"))),
+            Some(p) if !under.iter().any(|u| p.starts_with(u)) || p.contains('[') => causes.push(Cause::invalid(
+                format!("{path}.{field}"),
+                p,
+                &format!("should be a json path under {}", under.iter().map(|u| u.trim_end_matches('.')).collect::<Vec<_>>().join(" or ")),
+            )),
+            Some(_) => {}
         }
     }
 }

@@ -71,7 +71,8 @@ fn entries(crd: &Value) -> Entries {
         });
         let schema_json = version["schema"]["openAPIV3Schema"].clone();
         let columns = printer_columns(&version["additionalPrinterColumns"]);
-        out.push((info, Arc::new(CustomVersion { schema: Arc::new(schema), schema_json, storage_version: storage_version.to_string(), columns })));
+        let scale = serde_json::from_value(subresources["scale"].clone()).ok();
+        out.push((info, Arc::new(CustomVersion { schema: Arc::new(schema), schema_json, storage_version: storage_version.to_string(), columns, scale })));
     }
     out
 }

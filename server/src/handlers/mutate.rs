@@ -52,7 +52,7 @@ fn merge_view(req: &ResourceRequest, old: &Value, body: &Value) -> ApiResult<Val
             }
             Ok(new)
         }
-        Some("scale") => scale::apply_to(old, body),
+        Some("scale") => scale::apply_to(req.info, old, body),
         Some(other) => Err(ApiError::bad_request(format!("unsupported subresource {other}"))),
     }
 }

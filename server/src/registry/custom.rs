@@ -29,6 +29,18 @@ pub struct CustomVersion {
     pub storage_version: String,
     /// The table's columns after `Name` (`Age` when the definition names none).
     pub columns: Vec<PrinterColumn>,
+    /// Where the `scale` subresource reads and writes, when the version has one.
+    pub scale: Option<ScalePaths>,
+}
+
+/// A version's `subresources.scale`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScalePaths {
+    pub spec_replicas_path: String,
+    pub status_replicas_path: String,
+    #[serde(default)]
+    pub label_selector_path: Option<String>,
 }
 
 /// One of a version's `additionalPrinterColumns`.
