@@ -364,3 +364,67 @@ async fn validation_rules_are_compiled_checked_and_ratcheted() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+const VERSIONED: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gears.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gears, kind: Gear}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: false
+    deprecated: true
+    schema:
+      openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {teeth: {type: integer}}}}}
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {teeth: {type: integer}}}}}
+  - name: v1alpha1
+    served: false
+    storage: false
+    schema:
+      openAPIV3Schema: {type: object}
+"#;
+
+#[tokio::test]
+async fn several_versions_share_one_storage_version() {
+    let server = TestServer::start().await;
+    server.kubectl_ok(&["create", "-f", &file(&server, "gears.yaml", VERSIONED)]);
+    server.kubectl_ok(&["wait", "--for", "condition=established", "crd/gears.example.com", "--timeout=20s"]);
+    // The preferred version is the GA one, whatever the definition's order.
+    let group = server.get("/apis/example.com").await.json();
+    assert_eq!(group["preferredVersion"]["version"], "v1", "{group}");
+    assert_eq!(server.get("/apis/example.com/v1alpha1/namespaces/default/gears").await.status, 404);
+
+    // Written through the deprecated version (with its warning), stored in v1, read in either.
+    let gear = file(&server, "gear.yaml", "apiVersion: example.com/v1beta1\nkind: Gear\nmetadata:\n  name: g1\nspec:\n  teeth: 12\n");
+    let out = server.kubectl(&["create", "-f", &gear]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("Warning: example.com/v1beta1 Gear is deprecated"), "{}", stderr(&out));
+    let v1 = server.get("/apis/example.com/v1/namespaces/default/gears/g1").await.json();
+    assert_eq!((v1["apiVersion"].as_str(), v1["spec"]["teeth"].as_i64()), (Some("example.com/v1"), Some(12)));
+    let beta = server.get("/apis/example.com/v1beta1/namespaces/default/gears/g1").await;
+    assert!(beta.headers.get("warning").is_some_and(|w| w.to_str().unwrap().contains("is deprecated")));
+    assert_eq!(beta.json()["apiVersion"], "example.com/v1beta1");
+    let list = server.get("/apis/example.com/v1beta1/namespaces/default/gears").await.json();
+    assert_eq!(list["items"][0]["apiVersion"], "example.com/v1beta1");
+    // An update through the old version keeps the object in the storage version.
+    let req = http::Request::patch("/apis/example.com/v1beta1/namespaces/default/gears/g1")
+        .header("content-type", "application/merge-patch+json")
+        .body(br#"{"spec": {"teeth": 14}}"#.to_vec())
+        .unwrap();
+    let patched = server.request(req).await;
+    assert_eq!(patched.status, 200, "{}", patched.text());
+    assert_eq!(patched.json()["apiVersion"], "example.com/v1beta1");
+    let v1 = server.get("/apis/example.com/v1/namespaces/default/gears/g1").await.json();
+    assert_eq!((v1["apiVersion"].as_str(), v1["spec"]["teeth"].as_i64()), (Some("example.com/v1"), Some(14)));
+    let crd: Value = serde_json::from_str(&server.kubectl_ok(&["get", "crd", "gears.example.com", "-o", "json"])).unwrap();
+    assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+}

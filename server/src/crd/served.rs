@@ -48,7 +48,10 @@ fn entries(crd: &Value) -> Entries {
     let categories = strings(&names["categories"]);
     let storage_version = spec["versions"].as_array().into_iter().flatten().find(|v| v["storage"] == true).and_then(|v| v["name"].as_str()).unwrap_or_default();
     let mut out = Vec::new();
-    for version in spec["versions"].as_array().into_iter().flatten().filter(|v| v["served"] == true) {
+    let mut served: Vec<&Value> = spec["versions"].as_array().into_iter().flatten().filter(|v| v["served"] == true).collect();
+    // Discovery lists versions by Kubernetes' priority: the first is the preferred one.
+    served.sort_by_key(|v| std::cmp::Reverse(priority(v["name"].as_str().unwrap_or_default())));
+    for version in served {
         let schema = match Structural::compile(&version["schema"]["openAPIV3Schema"]) {
             Ok(s) => s,
             Err((at, e)) => {
@@ -72,9 +75,33 @@ fn entries(crd: &Value) -> Entries {
         let schema_json = version["schema"]["openAPIV3Schema"].clone();
         let columns = printer_columns(&version["additionalPrinterColumns"]);
         let scale = serde_json::from_value(subresources["scale"].clone()).ok();
-        out.push((info, Arc::new(CustomVersion { schema: Arc::new(schema), schema_json, storage_version: storage_version.to_string(), columns, scale })));
+        let deprecation = (version["deprecated"] == true).then(|| match version["deprecationWarning"].as_str() {
+            Some(w) => w.to_string(),
+            None => format!("{}/{} {} is deprecated", info.group, info.version, info.kind),
+        });
+        let version = CustomVersion { schema: Arc::new(schema), schema_json, storage_version: storage_version.to_string(), columns, scale, deprecation };
+        out.push((info, Arc::new(version)));
     }
     out
+}
+
+/// Kubernetes' ordering of version names: GA before beta before alpha, higher numbers first;
+/// names of another form after them all.
+fn priority(name: &str) -> (u8, u32, u32, std::cmp::Reverse<String>) {
+    let parse = || -> Option<(u8, u32, u32)> {
+        let rest = name.strip_prefix('v')?;
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let major: u32 = rest[..digits].parse().ok()?;
+        match &rest[digits..] {
+            "" => Some((3, major, 0)),
+            tail => {
+                let (stage, minor) = tail.strip_prefix("beta").map(|m| (2, m)).or_else(|| tail.strip_prefix("alpha").map(|m| (1, m)))?;
+                Some((stage, major, minor.parse().ok()?))
+            }
+        }
+    };
+    let (stage, major, minor) = parse().unwrap_or((0, 0, 0));
+    (stage, major, minor, std::cmp::Reverse(name.to_string()))
 }
 
 /// A version's printer columns; `Age` (from the creation timestamp) when it names none.

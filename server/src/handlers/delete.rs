@@ -9,7 +9,7 @@ use crate::auth::Attributes;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::query::Params;
-use crate::registry;
+use crate::registry::{self, custom};
 use crate::request::ResourceRequest;
 use crate::selector::Filter;
 
@@ -175,7 +175,7 @@ pub async fn delete_collection(ctx: &Ctx, req: &ResourceRequest, params: &Params
             ..req.clone()
         };
         match write::delete(ctx, &one, &DeleteOptions { uid: None, resource_version: None, ..opts.clone() }).await {
-            Ok(_) => deleted.push(obj.data),
+            Ok(_) => deleted.push(custom::read_form(info, obj.data)),
             Err(ApiError::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }

@@ -42,9 +42,21 @@ pub use write::{parse, DeleteOptions, Propagation, FOREGROUND_FINALIZER, ORPHAN_
 
 /// Serves one resource request.
 pub async fn serve(ctx: &Ctx, req: ResourceRequest, params: Params, headers: &HeaderMap, body: Bytes) -> Response {
-    match run(ctx, &req, &params, headers, body).await {
+    let mut resp = match run(ctx, &req, &params, headers, body).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
+    };
+    // A deprecated version of a custom resource says so on every answer.
+    if let Some(w) = crate::registry::custom::version(req.info).and_then(|v| v.deprecation.clone()) {
+        add_warning(&mut resp, &w);
+    }
+    resp
+}
+
+/// Adds a `Warning` header: a quoted-string, as Kubernetes writes warnings (RFC 7234).
+fn add_warning(resp: &mut Response, warning: &str) {
+    if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{}\"", warning.replace('\\', "\\\\").replace('"', "\\\""))) {
+        resp.headers_mut().append(header::WARNING, v);
     }
 }
 
@@ -109,10 +121,7 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
     };
     let mut resp = encode(req.info, req.subresource.is_some(), reply, output, params)?;
     for w in warnings {
-        // A quoted-string, as Kubernetes writes warnings (RFC 7234).
-        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""))) {
-            resp.headers_mut().append(header::WARNING, v);
-        }
+        add_warning(&mut resp, &w);
     }
     Ok(resp)
 }

@@ -55,9 +55,10 @@ impl Reply {
 }
 
 /// The JSON of a list: `{"kind":"<Kind>List","apiVersion":..,"metadata":{..},"items":[..]}`,
-/// concatenated from the stored item bytes. Items carry no `kind` or `apiVersion`, as in
-/// kube-apiserver's lists of built-in kinds (client-go compares them with the objects its typed
-/// clients decode, which have none either).
+/// concatenated from the stored item bytes. Items of built-in kinds carry no `kind` or
+/// `apiVersion`, as in kube-apiserver's lists (client-go compares them with the objects its typed
+/// clients decode, which have none either); custom resources keep theirs, as Kubernetes'
+/// unstructured lists do.
 pub fn list_json(info: &ResourceInfo, list: &ListReply) -> Vec<u8> {
     let mut meta = json!({"resourceVersion": list.rev.to_string()});
     if let Some(c) = &list.continue_token {
@@ -70,13 +71,18 @@ pub fn list_json(info: &ResourceInfo, list: &ListReply) -> Vec<u8> {
     let mut out = serde_json::to_vec(&head).unwrap_or_default();
     out.pop(); // the closing brace
     let size: usize = list.items.iter().map(|i| i.len() + 1).sum();
+    let custom = crate::registry::custom::is_custom(info);
     out.reserve(size + 12);
     out.extend_from_slice(b",\"items\":[");
     for (i, item) in list.items.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        without_type_meta(item, &mut out);
+        if custom {
+            out.extend_from_slice(item);
+        } else {
+            without_type_meta(item, &mut out);
+        }
     }
     out.extend_from_slice(b"]}");
     out

@@ -14,7 +14,7 @@ use crate::fieldmanager::{self, Manager};
 use crate::error::{ApiError, ApiResult};
 use crate::ipalloc::ServiceIps;
 use crate::meta::{self, meta_mut, meta_str};
-use crate::registry::ResourceInfo;
+use crate::registry::{custom, ResourceInfo};
 use crate::request::ResourceRequest;
 
 /// How many times a write retries after losing a compare-and-set race.
@@ -155,7 +155,9 @@ pub async fn create(
         if dry_run {
             return Ok(Reply::value(StatusCode::CREATED, &obj));
         }
-        let data = to_bytes(&obj)?;
+        let mut stored_form = obj.clone();
+        custom::to_storage(info, &mut stored_form);
+        let data = to_bytes(&stored_form)?;
         // Fault injection: `create-corrupt=return(NAME)` stores the object named NAME as bytes
         // that cannot be decoded, as a damaged disk or a lost encryption key would leave it.
         #[cfg(feature = "failpoints")]
@@ -169,7 +171,7 @@ pub async fn create(
         match ctx.store.write(Txn::new(ops)).await? {
             TxnResult::Ok { objects, .. } => {
                 let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
-                return Ok(Reply::object(StatusCode::CREATED, stored.data));
+                return Ok(Reply::object(StatusCode::CREATED, custom::read_form(info, stored.data)));
             }
             TxnResult::Failed { op: 0, .. } => {
                 return Err(ApiError::AlreadyExists {
@@ -247,7 +249,8 @@ pub async fn update(
         if opts.precondition.is_some_and(|rv| rv != current.rev) {
             return Err(conflict(req, MODIFIED));
         }
-        let old = parse(&current)?;
+        // Custom resources are changed in the version the request names.
+        let old = custom::in_version(info, parse(&current)?);
         let mut new = mutate(&old)?;
         let mut w = Vec::new();
         new = admit(info, new, Some(&old), opts.validation, &opts.duplicates, &mut w)?;
@@ -260,7 +263,7 @@ pub async fn update(
         w.extend(ctx.admission.admit(req, Operation::Update, Some(&mut new), Some(&old), opts.dry_run).await?);
         if meta::without_rv(&new) == meta::without_rv(&old) {
             warnings.extend(w);
-            return Ok(Reply::object(StatusCode::OK, current.data));
+            return Ok(Reply::object(StatusCode::OK, custom::read_form(info, current.data)));
         }
         if let Some(m) = &opts.manager {
             fieldmanager::update(Some(&old), &mut new, m, info.ops.definition, &meta::now());
@@ -271,6 +274,7 @@ pub async fn update(
             warnings.extend(w);
             return Ok(Reply::value(StatusCode::OK, &new));
         }
+        custom::to_storage(info, &mut new);
         let op = if finalized {
             Op { key: key.clone(), cond: Cond::Rev(current.rev), action: Action::Delete }
         } else {
@@ -284,7 +288,7 @@ pub async fn update(
             TxnResult::Ok { objects, .. } => {
                 warnings.extend(w);
                 let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
-                return Ok(Reply::object(StatusCode::OK, stored.data));
+                return Ok(Reply::object(StatusCode::OK, custom::read_form(info, stored.data)));
             }
             TxnResult::Failed { current, .. } if opts.precondition.is_some() => return Err(lost(req, current)),
             TxnResult::Failed { .. } => continue,
@@ -447,7 +451,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
             // A second delete may shorten a pod's grace, never lengthen it.
             let shortened = already && period > 0 && super::grace::sooner(&obj, period);
             if already && !finalizers_changed && !shortened {
-                return Ok(Reply::object(StatusCode::OK, current.data));
+                return Ok(Reply::object(StatusCode::OK, custom::read_form(info, current.data)));
             }
             let m = meta_mut(&mut obj);
             if !already || shortened {
@@ -465,7 +469,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
             match ctx.store.write(Txn::new(vec![op])).await? {
                 TxnResult::Ok { objects, .. } => {
                     let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
-                    return Ok(Reply::object(StatusCode::OK, stored.data));
+                    return Ok(Reply::object(StatusCode::OK, custom::read_form(info, stored.data)));
                 }
                 TxnResult::Failed { current, .. } if opts.resource_version.is_some() => return Err(lost(req, current)),
                 _ => continue,

@@ -31,6 +31,8 @@ pub struct CustomVersion {
     pub columns: Vec<PrinterColumn>,
     /// Where the `scale` subresource reads and writes, when the version has one.
     pub scale: Option<ScalePaths>,
+    /// The warning every request to a `deprecated` version gets.
+    pub deprecation: Option<String>,
 }
 
 /// A version's `subresources.scale`.
@@ -182,13 +184,36 @@ fn intern_list(items: &[&str]) -> &'static [&'static str] {
     leaked
 }
 
-/// A stored object as a read returns it: for a custom resource whose schema has defaults, with
-/// them filled (a default added to the definition after the object was written shows at once).
+/// A stored object as a read returns it: a custom resource in the version asked for (the
+/// `None` conversion: its `apiVersion` rewritten) with its schema's defaults filled (a default
+/// added to the definition after the object was written shows at once).
 pub fn read_form(info: &ResourceInfo, data: bytes::Bytes) -> bytes::Bytes {
-    let Some(v) = version(info).filter(|v| v.schema.has_defaults) else { return data };
+    let Some(v) = version(info).filter(|v| v.schema.has_defaults || v.storage_version != info.version) else { return data };
     let Ok(mut obj) = serde_json::from_slice::<Value>(&data) else { return data };
-    v.schema.default(&mut obj);
+    convert(info, &v, &mut obj);
     serde_json::to_vec(&obj).map(bytes::Bytes::from).unwrap_or(data)
+}
+
+/// A stored object (parsed) in the version `info` serves, with its defaults.
+pub fn in_version(info: &ResourceInfo, mut obj: Value) -> Value {
+    if let Some(v) = version(info) {
+        convert(info, &v, &mut obj);
+    }
+    obj
+}
+
+fn convert(info: &ResourceInfo, v: &CustomVersion, obj: &mut Value) {
+    if v.storage_version != info.version {
+        obj["apiVersion"] = Value::String(info.api_version());
+    }
+    v.schema.default(obj);
+}
+
+/// An object about to be stored, in the definition's storage version.
+pub fn to_storage(info: &ResourceInfo, obj: &mut Value) {
+    if let Some(v) = version(info).filter(|v| v.storage_version != info.version) {
+        obj["apiVersion"] = Value::String(format!("{}/{}", info.group, v.storage_version));
+    }
 }
 
 /// The behaviour every custom resource shares: each step asks the version's schema.
