@@ -12,8 +12,14 @@ use crate::meta::is_dns_label;
 
 const DNS1035: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
-/// Kubernetes' defaults: singular and listKind from the kind, the `None` conversion.
+/// Kubernetes' defaults: singular and listKind from the kind, the `None` conversion; schema
+/// flags that are false left out, as Kubernetes' JSON leaves them (a Protobuf body carries them).
 pub fn defaults(crd: &mut Value) {
+    for version in crd["spec"]["versions"].as_array_mut().into_iter().flatten() {
+        if let Some(schema) = version.get_mut("schema").and_then(|s| s.get_mut("openAPIV3Schema")) {
+            drop_false_flags(schema);
+        }
+    }
     let names = &mut crd["spec"]["names"];
     if let Some(kind) = names["kind"].as_str().map(str::to_string) {
         if names["singular"].as_str().is_none_or(str::is_empty) {
@@ -25,6 +31,32 @@ pub fn defaults(crd: &mut Value) {
     }
     if crd["spec"]["conversion"]["strategy"].as_str().is_none() {
         crd["spec"]["conversion"] = json!({"strategy": "None"});
+    }
+}
+
+/// The schema flags Kubernetes omits when false, in every node.
+const OMITTED_WHEN_FALSE: &[&str] =
+    &["nullable", "uniqueItems", "exclusiveMaximum", "exclusiveMinimum", "x-kubernetes-embedded-resource", "x-kubernetes-int-or-string"];
+
+fn drop_false_flags(node: &mut Value) {
+    let Some(map) = node.as_object_mut() else { return };
+    map.retain(|k, v| !(OMITTED_WHEN_FALSE.contains(&k.as_str()) && *v == Value::Bool(false)));
+    for key in ["properties", "patternProperties", "definitions"] {
+        for child in map.get_mut(key).and_then(Value::as_object_mut).into_iter().flat_map(|m| m.values_mut()) {
+            drop_false_flags(child);
+        }
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        for child in map.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten() {
+            drop_false_flags(child);
+        }
+    }
+    for key in ["items", "additionalProperties", "not"] {
+        match map.get_mut(key) {
+            Some(Value::Array(list)) => list.iter_mut().for_each(drop_false_flags),
+            Some(child) => drop_false_flags(child),
+            None => {}
+        }
     }
 }
 
@@ -254,6 +286,18 @@ mod tests {
         assert_eq!(c["spec"]["names"]["singular"], "widget");
         assert_eq!(c["spec"]["names"]["listKind"], "WidgetList");
         assert!(validate(&c).is_empty(), "{:?}", validate(&c));
+    }
+
+    #[test]
+    fn false_flags_are_left_out_as_kubernetes_leaves_them() {
+        let mut c = crd();
+        let spec = &mut c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        spec["nullable"] = json!(false);
+        spec["properties"]["size"]["x-kubernetes-int-or-string"] = json!(false);
+        spec["properties"]["size"]["uniqueItems"] = json!(true);
+        defaults(&mut c);
+        let spec = &c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        assert_eq!(spec, &json!({"type": "object", "properties": {"size": {"type": "integer", "uniqueItems": true}}}));
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub(super) const INT_OR_STRING: &str = "apimachinery.pkg.util.intstr.IntOrString
 pub(super) const RAW_JSON: &[&str] = &[
     "apimachinery.pkg.runtime.RawExtension",
     "apimachinery.pkg.apis.meta.v1.FieldsV1",
-    "apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
+    "apiextensions-apiserver.pkg.apis.apiextensions.v1.Json",
 ];
 
 /// A field's value as read off the wire.

@@ -37,7 +37,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_alternative_comes_back_as_it_went() {
+    fn schemas_come_back_as_they_went() {
         for (name, value) in [
             (OR_BOOL, json!(true)),
             (OR_BOOL, json!(false)),
@@ -52,5 +52,10 @@ mod tests {
             assert_eq!(crate::protobuf::decode::message(name, &bytes).unwrap(), value, "{name} via {message}");
         }
         assert!(to_message("api.core.v1.Pod", &json!({})).is_none());
+        // Raw JSON values (a schema's `default`, `enum`, `example`) go through as they are.
+        let schema = json!({"type": "string", "default": "54f76737", "enum": ["a", 1, {"b": null}]});
+        let name = "apiextensions-apiserver.pkg.apis.apiextensions.v1.JsonSchemaProps";
+        let bytes = crate::protobuf::encode::message(name, &schema).unwrap();
+        assert_eq!(crate::protobuf::decode::message(name, &bytes).unwrap(), schema);
     }
 }
