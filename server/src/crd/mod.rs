@@ -6,6 +6,8 @@
 
 pub mod controller;
 pub mod definition;
+#[cfg(test)]
+mod fuzz;
 pub mod jsonpath;
 pub mod rules;
 pub mod schema;
