@@ -299,17 +299,18 @@ impl Structural {
             v
         };
         let mut causes = Vec::new();
-        self.check(&strip(obj), old.map(strip).as_ref(), "", &mut causes);
+        self.check(&strip(obj), old.map(strip).as_ref(), &At::default(), &mut causes);
         causes
     }
 
-    fn check(&self, value: &Value, old: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
+    fn check(&self, value: &Value, old: Option<&Value>, at: &At, causes: &mut Vec<Cause>) {
+        let path = at.schema.as_str();
         if value.is_null() && (self.nullable || path.is_empty()) {
             return;
         }
         if old == Some(value) {
             // Unchanged: valid as it was, but for what transition rules say.
-            self.transitions(value, path, causes);
+            self.transitions(value, at, causes);
             return;
         }
         if !self.type_matches(value) {
@@ -335,16 +336,16 @@ impl Structural {
         match value {
             Value::String(s) => self.check_string(s, path, causes),
             Value::Number(n) => self.check_number(n.as_f64().unwrap_or_default(), value, path, causes),
-            Value::Array(items) => self.check_array(items, old.and_then(Value::as_array), path, causes),
-            Value::Object(map) => self.check_object(map, old.and_then(Value::as_object), path, causes),
+            Value::Array(items) => self.check_array(items, old.and_then(Value::as_array), at, causes),
+            Value::Object(map) => self.check_object(map, old.and_then(Value::as_object), at, causes),
             _ => {}
         }
         for schema in &self.all_of {
-            schema.check(value, old, path, causes);
+            schema.check(value, old, at, causes);
         }
         let passes = |s: &Structural| {
             let mut c = Vec::new();
-            s.check(value, None, path, &mut c);
+            s.check(value, None, at, &mut c);
             c.is_empty()
         };
         if !self.any_of.is_empty() && !self.any_of.iter().any(passes) {
@@ -356,7 +357,7 @@ impl Structural {
         if self.not.as_deref().is_some_and(passes) {
             causes.push(invalid(path, value, &format!("{} in body must not validate the schema (not)", name_of(path))));
         }
-        rules::evaluate(&self.rules, path, self.rule_type(), value, old, false, causes);
+        rules::evaluate(&self.rules, &at.rule, self.rule_type(), value, old, false, causes);
     }
 
     /// The type a rule failure names (`"object"`, `"string"`, ...).
@@ -365,20 +366,22 @@ impl Structural {
     }
 
     /// The transition rules at and below an unchanged value (each sees `oldSelf` equal to `self`).
-    fn transitions(&self, value: &Value, path: &str, causes: &mut Vec<Cause>) {
-        rules::evaluate(&self.rules, path, self.rule_type(), value, Some(value), true, causes);
+    fn transitions(&self, value: &Value, at: &At, causes: &mut Vec<Cause>) {
+        rules::evaluate(&self.rules, &at.rule, self.rule_type(), value, Some(value), true, causes);
         match value {
             Value::Object(map) => {
                 for (key, v) in map {
-                    if let Some(schema) = self.properties.get(key).or(self.additional()) {
-                        schema.transitions(v, &join(path, key), causes);
+                    match (self.properties.get(key), self.additional()) {
+                        (Some(schema), _) => schema.transitions(v, &at.field(key), causes),
+                        (None, Some(schema)) => schema.transitions(v, &at.key(key), causes),
+                        (None, None) => {}
                     }
                 }
             }
             Value::Array(items) if self.list_type.as_deref() == Some("map") => {
                 if let Some(schema) = &self.items {
                     for (i, item) in items.iter().enumerate() {
-                        schema.transitions(item, &format!("{path}[{i}]"), causes);
+                        schema.transitions(item, &at.index(i), causes);
                     }
                 }
             }
@@ -454,7 +457,8 @@ impl Structural {
         }
     }
 
-    fn check_array(&self, items: &[Value], old: Option<&Vec<Value>>, path: &str, causes: &mut Vec<Cause>) {
+    fn check_array(&self, items: &[Value], old: Option<&Vec<Value>>, at: &At, causes: &mut Vec<Cause>) {
+        let path = at.schema.as_str();
         let name = name_of(path);
         let len = items.len() as u64;
         if let Some(max) = self.max_items.filter(|m| len > *m) {
@@ -469,12 +473,13 @@ impl Structural {
         }
         if let Some(schema) = &self.items {
             for (i, item) in items.iter().enumerate() {
-                schema.check(item, self.correlated(item, old.map(Vec::as_slice)), &format!("{path}[{i}]"), causes);
+                schema.check(item, self.correlated(item, old.map(Vec::as_slice)), &at.index(i), causes);
             }
         }
     }
 
-    fn check_object(&self, map: &Map<String, Value>, old: Option<&Map<String, Value>>, path: &str, causes: &mut Vec<Cause>) {
+    fn check_object(&self, map: &Map<String, Value>, old: Option<&Map<String, Value>>, at: &At, causes: &mut Vec<Cause>) {
+        let path = at.schema.as_str();
         for key in &self.required {
             if map.get(key).is_none_or(Value::is_null) && !(self.properties.get(key).is_some_and(|p| p.nullable) && map.contains_key(key)) {
                 causes.push(Cause::new("FieldValueRequired", join(path, key), "Required value"));
@@ -489,12 +494,13 @@ impl Structural {
             causes.push(invalid(path, &Value::Object(map.clone()), &format!("{} in body should have at least {min} properties", name_of(path))));
         }
         for (key, v) in map {
-            let child = join(path, key);
             if self.embedded_resource && ["apiVersion", "kind", "metadata"].contains(&key.as_str()) {
                 continue;
             }
+            let old = old.and_then(|o| o.get(key));
             match (self.properties.get(key), self.additional()) {
-                (Some(schema), _) | (None, Some(schema)) => schema.check(v, old.and_then(|o| o.get(key)), &child, causes),
+                (Some(schema), _) => schema.check(v, old, &at.field(key), causes),
+                (None, Some(schema)) => schema.check(v, old, &at.key(key), causes),
                 (None, None) => {}
             }
         }
@@ -505,6 +511,26 @@ impl Structural {
                 }
             }
         }
+    }
+}
+
+/// Where a value is, as schema errors name it (`map.key.field`) and as rule errors name it
+/// (`map[key].field`, Kubernetes' field path).
+#[derive(Default)]
+struct At {
+    schema: String,
+    rule: String,
+}
+
+impl At {
+    fn field(&self, key: &str) -> At {
+        At { schema: join(&self.schema, key), rule: join(&self.rule, key) }
+    }
+    fn key(&self, key: &str) -> At {
+        At { schema: join(&self.schema, key), rule: format!("{}[{key}]", self.rule) }
+    }
+    fn index(&self, i: usize) -> At {
+        At { schema: format!("{}[{i}]", self.schema), rule: format!("{}[{i}]", self.rule) }
     }
 }
 
