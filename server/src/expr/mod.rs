@@ -2,6 +2,7 @@
 //! authorization match conditions: compile once, bind named JSON values, evaluate.
 
 pub mod authorizer;
+pub mod lists;
 pub mod objects;
 
 use std::collections::HashMap;
@@ -22,6 +23,8 @@ pub struct Expression {
     env: Arc<Env>,
     /// Whether it calls `jsonpatch.escapeKey`.
     jsonpatch: bool,
+    /// Whether it calls a function of the list library.
+    lists: bool,
 }
 
 impl std::fmt::Debug for Expression {
@@ -55,7 +58,7 @@ impl Expression {
         let structs = objects::struct_names(source);
         let env = if structs.is_empty() { ENV.clone() } else { Arc::new(objects::env_with(&structs)?) };
         let jsonpatch = source.contains("jsonpatch.escapeKey");
-        Ok(Expression { source: source.to_string(), program, env, jsonpatch })
+        Ok(Expression { source: source.to_string(), program, env, jsonpatch, lists: lists::used_by(source) })
     }
 
     /// Evaluates with CEL values bound (optionals among them).
@@ -80,6 +83,9 @@ impl Expression {
         }
         if self.jsonpatch {
             let _ = context.add_function("jsonpatch.escapeKey", objects::escape_key);
+        }
+        if self.lists {
+            lists::install(&mut context);
         }
         for (name, value) in vars {
             context.add_variable_from_value(name, value);

@@ -182,6 +182,9 @@ async fn apply(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: &[u8], m
     check_type_meta(req.info, &mut applied, req.info.kind, &req.info.api_version())?;
     let force = params.flag("force")?;
     let validation = FieldValidation::from_params(params)?;
+    if validation == FieldValidation::Strict {
+        strict_apply(req, body, &applied)?;
+    }
     let dry_run = params.dry_run()?;
     let def = req.info.ops.definition;
     let now = crate::meta::now();
@@ -204,6 +207,34 @@ async fn apply(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: &[u8], m
         }
         other => scale_reply(req, other?),
     }
+}
+
+/// What Kubernetes refuses in an applied configuration under `fieldValidation=Strict`: a key
+/// the YAML repeats, and (for a custom resource, whose configuration becomes a typed object of
+/// its schema) a field the schema does not declare.
+fn strict_apply(req: &ResourceRequest, body: &[u8], applied: &Value) -> ApiResult<()> {
+    if let Err(e) = serde_yaml::from_slice::<serde_yaml::Value>(body) {
+        let message = e.to_string();
+        if let Some(key) = message.strip_prefix("duplicate entry with key ").and_then(|m| m.split(" at line ").next()) {
+            let line = e.location().map_or(0, |l| l.line());
+            return Err(ApiError::bad_request(format!(
+                "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  line {line}: key {key} already set in map"
+            )));
+        }
+    }
+    if crate::registry::custom::is_custom(req.info) {
+        let unknown = (req.info.ops.decode)(req.info, applied.clone()).map_err(ApiError::BadRequest)?.unknown_fields;
+        if !unknown.is_empty() {
+            let fields: Vec<String> = unknown.iter().map(|f| format!(".{f}: field not declared in schema")).collect();
+            return Err(ApiError::bad_request(format!(
+                "failed to create typed patch object ({}, Kind={}): {}",
+                req.info.api_version(),
+                req.info.kind,
+                fields.join("\n")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Answers with the `Scale` view when the scale subresource was written.

@@ -47,35 +47,112 @@ pub fn definition_name(info: &ResourceInfo) -> String {
     format!("{}.{}.{}", group.join("."), info.version, info.kind)
 }
 
-/// The published schema of one version: the definition's, with the fields every object has.
+const API_VERSION: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
+const KIND: &str = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
+const METADATA: &str = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
+/// The published schema of one version, as Kubernetes' builder makes it: the definition's (for
+/// Swagger 2.0 made into what kubectl copes with), with `apiVersion`, `kind` and `metadata` at
+/// the root and in embedded resources; a root that preserves unknown fields is a bare object in
+/// Swagger 2.0.
 fn schema(info: &ResourceInfo, given: &Value, v2: bool) -> Value {
     let mut s = if given.is_object() { given.clone() } else { json!({"type": "object"}) };
-    if v2 {
-        strip_for_v2(&mut s);
-    }
-    let meta_ref = if v2 { format!("#/definitions/{OBJECT_META}") } else { format!("#/components/schemas/{OBJECT_META}") };
-    let props = s.as_object_mut().expect("object").entry("properties").or_insert_with(|| json!({}));
-    if let Some(p) = props.as_object_mut() {
-        p.insert("apiVersion".into(), json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"}));
-        p.insert("kind".into(), json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"}));
-        let meta = if v2 { json!({"$ref": meta_ref}) } else { json!({"allOf": [{"$ref": meta_ref}], "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"}) };
-        p.insert("metadata".into(), meta);
+    if v2 && s["x-kubernetes-preserve-unknown-fields"] == true {
+        s = json!({"type": "object"});
+    } else {
+        if v2 {
+            to_v2(&mut s);
+        }
+        add_type_meta(&mut s, v2, false);
+        add_embedded(&mut s, v2);
     }
     s["x-kubernetes-group-version-kind"] = json!([{"group": info.group, "version": info.version, "kind": info.kind}]);
     s
 }
 
-/// Swagger 2.0 has no `nullable`, `oneOf`, `anyOf` or `not`: Kubernetes leaves them out there.
-fn strip_for_v2(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            for k in ["nullable", "oneOf", "anyOf", "not"] {
-                m.remove(k);
+/// `apiVersion`, `kind` and `metadata` among a node's properties (required in an embedded one).
+fn add_type_meta(s: &mut Value, v2: bool, embedded: bool) {
+    let meta_ref = if v2 { format!("#/definitions/{OBJECT_META}") } else { format!("#/components/schemas/{OBJECT_META}") };
+    let meta = if v2 { json!({"$ref": meta_ref, "description": METADATA}) } else { json!({"allOf": [{"$ref": meta_ref}], "description": METADATA}) };
+    let Some(map) = s.as_object_mut() else { return };
+    let props = map.entry("properties").or_insert_with(|| json!({}));
+    if let Some(p) = props.as_object_mut() {
+        p.insert("apiVersion".into(), json!({"type": "string", "description": API_VERSION}));
+        p.insert("kind".into(), json!({"type": "string", "description": KIND}));
+        p.insert("metadata".into(), meta);
+    }
+    if embedded {
+        let required = map.entry("required").or_insert_with(|| json!([]));
+        for k in ["kind", "apiVersion"] {
+            if let Some(list) = required.as_array_mut().filter(|l| !l.iter().any(|r| r == k)) {
+                list.push(json!(k));
             }
-            m.values_mut().for_each(strip_for_v2);
         }
-        Value::Array(a) => a.iter_mut().for_each(strip_for_v2),
-        _ => {}
+    }
+}
+
+/// Embedded resources get their type and object metadata (not in Swagger 2.0 when they preserve
+/// unknown fields, which kubectl would then refuse).
+fn add_embedded(s: &mut Value, v2: bool) {
+    for child in children(s) {
+        add_embedded(child, v2);
+    }
+    if v2 && s["x-kubernetes-preserve-unknown-fields"] == true {
+        return;
+    }
+    if s["x-kubernetes-embedded-resource"] == true {
+        add_type_meta(s, v2, true);
+    }
+}
+
+fn children(s: &mut Value) -> Vec<&mut Value> {
+    let Some(map) = s.as_object_mut() else { return Vec::new() };
+    let mut out = Vec::new();
+    for (k, v) in map.iter_mut() {
+        match k.as_str() {
+            "properties" => out.extend(v.as_object_mut().into_iter().flat_map(|m| m.values_mut())),
+            "items" | "additionalProperties" if v.is_object() => out.push(v),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Kubernetes' Swagger 2.0 form of a structural schema: no junctors; a nullable node untyped and
+/// without items or properties (and not required); a node preserving unknown fields without
+/// items or properties, and untyped if an object; an array without items untyped.
+fn to_v2(s: &mut Value) {
+    let Some(map) = s.as_object_mut() else { return };
+    for k in ["allOf", "oneOf", "anyOf", "not"] {
+        map.remove(k);
+    }
+    if map.remove("nullable") == Some(Value::Bool(true)) {
+        map.remove("type");
+        map.remove("items");
+        map.remove("properties");
+    }
+    if map.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
+        map.remove("items");
+        map.remove("properties");
+        if map.get("type").and_then(Value::as_str) == Some("object") {
+            map.remove("type");
+        }
+    }
+    if map.get("type").and_then(Value::as_str) == Some("array") && !map.contains_key("items") {
+        map.remove("type");
+    }
+    let nullable: Vec<String> = map
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.iter().filter(|(_, v)| v["nullable"] == true).map(|(k, _)| k.clone()).collect())
+        .unwrap_or_default();
+    if map.get("additionalProperties").is_some_and(|a| a["nullable"] == true) {
+        map.remove("required");
+    } else if let Some(required) = map.get_mut("required").and_then(Value::as_array_mut) {
+        required.retain(|r| !r.as_str().is_some_and(|r| nullable.iter().any(|n| n == r)));
+    }
+    for child in children(s) {
+        to_v2(child);
     }
 }
 

@@ -140,11 +140,21 @@ impl Schemas {
     }
 }
 
-/// The Swagger 2.0 definitions every resource's schema refers to, with the facts.
+/// The Swagger 2.0 definitions every resource's schema refers to, with the facts; custom
+/// resources are walked as [`CUSTOM_RESOURCE`]: their metadata as `ObjectMeta`, the rest with
+/// Kubernetes' defaults for structural schemas (lists atomic, maps and objects granular).
 pub fn schemas() -> &'static Schemas {
-    static SCHEMAS: LazyLock<Schemas> = LazyLock::new(|| Schemas::new(super::definitions()));
+    static SCHEMAS: LazyLock<Schemas> = LazyLock::new(|| {
+        let mut definitions = super::definitions();
+        let meta = serde_json::json!({"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"});
+        definitions.insert(CUSTOM_RESOURCE.into(), serde_json::json!({"properties": {"metadata": meta}}));
+        Schemas::new(definitions)
+    });
     &SCHEMAS
 }
+
+/// The definition name every custom resource's field management walks.
+pub const CUSTOM_RESOURCE: &str = "custom-resource";
 
 #[cfg(test)]
 mod tests {
@@ -153,6 +163,8 @@ mod tests {
     #[test]
     fn facts_reach_the_schemas_and_the_walk() {
         let s = schemas();
+        let finalizers = s.field(&s.field(CUSTOM_RESOURCE, "metadata").def.unwrap(), "finalizers");
+        assert_eq!(finalizers.list, Some(ListType::Set));
         let containers = s.field("io.k8s.api.core.v1.PodSpec", "containers");
         assert_eq!(containers.def.as_deref(), Some("io.k8s.api.core.v1.Container"));
         assert_eq!(containers.list, Some(ListType::Map(vec!["name".into()])));
