@@ -428,3 +428,75 @@ async fn several_versions_share_one_storage_version() {
     let crd: Value = serde_json::from_str(&server.kubectl_ok(&["get", "crd", "gears.example.com", "-o", "json"])).unwrap();
     assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
 }
+
+const PORTED: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: services.net.example.com
+spec:
+  group: net.example.com
+  scope: Namespaced
+  names: {plural: services, kind: Service}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [port]
+                items:
+                  type: object
+                  required: [port]
+                  properties:
+                    port: {type: integer}
+                    name: {type: string}
+              tags:
+                type: array
+                x-kubernetes-list-type: set
+                items: {type: string}
+              owner: {type: string}
+"#;
+
+#[tokio::test]
+async fn server_side_apply_merges_custom_resources_by_their_schema() {
+    let server = TestServer::start().await;
+    server.kubectl_ok(&["create", "-f", &file(&server, "ported.yaml", PORTED)]);
+    server.kubectl_ok(&["wait", "--for", "condition=established", "crd/services.net.example.com", "--timeout=20s"]);
+    let config = |name: &str, port: i64, tag: &str, finalizer: &str| {
+        format!("apiVersion: net.example.com/v1\nkind: Service\nmetadata:\n  name: s1\n  finalizers: [{finalizer}]\nspec:\n  ports:\n  - port: {port}\n    name: {name}\n  tags: [{tag}]\n")
+    };
+    let apply = |manager: &str, text: String| server.kubectl(&["apply", "--server-side", "--field-manager", manager, "-f", &file(&server, &format!("{manager}.yaml"), &text)]);
+    let out = apply("one", config("http", 80, "a", "example.com/one"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Another manager adds its own item of the map list, its own set member and finalizer: no
+    // conflict, and both remain.
+    let out = apply("two", config("https", 443, "b", "example.com/two"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let got: Value = serde_json::from_str(&server.kubectl_ok(&["get", "services.net.example.com", "s1", "-o", "json", "--show-managed-fields"])).unwrap();
+    let ports: Vec<i64> = got["spec"]["ports"].as_array().unwrap().iter().map(|p| p["port"].as_i64().unwrap()).collect();
+    assert_eq!(ports, [80, 443], "{got}");
+    assert_eq!(got["spec"]["tags"], json!(["a", "b"]));
+    assert_eq!(got["metadata"]["finalizers"], json!(["example.com/one", "example.com/two"]));
+    let managed: Vec<&str> = got["metadata"]["managedFields"].as_array().unwrap().iter().map(|m| m["manager"].as_str().unwrap()).collect();
+    assert_eq!(managed, ["one", "two"]);
+    // Changing the other manager's item conflicts on that item alone.
+    let out = apply("two", config("web", 80, "b", "example.com/two"));
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("conflict with \"one\"") && stderr(&out).contains(".spec.ports[port=80].name"), "{}", stderr(&out));
+    // Dropping its item releases it; the first manager's stays.
+    let out = apply("two", "apiVersion: net.example.com/v1\nkind: Service\nmetadata:\n  name: s1\nspec:\n  owner: two\n".to_string());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let got: Value = serde_json::from_str(&server.kubectl_ok(&["get", "services.net.example.com", "s1", "-o", "json"])).unwrap();
+    assert_eq!(got["spec"]["ports"], json!([{"port": 80, "name": "http"}]));
+    assert_eq!(got["metadata"]["finalizers"], json!(["example.com/one"]));
+    server.kubectl_ok(&["patch", "services.net.example.com", "s1", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+}

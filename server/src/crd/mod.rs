@@ -6,6 +6,7 @@
 
 pub mod controller;
 pub mod definition;
+pub mod fields;
 #[cfg(test)]
 mod fuzz;
 pub mod jsonpath;

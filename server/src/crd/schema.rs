@@ -87,6 +87,8 @@ pub struct Structural {
     pub list_type: Option<String>,
     #[serde(rename = "x-kubernetes-list-map-keys", default)]
     pub list_map_keys: Vec<String>,
+    #[serde(rename = "x-kubernetes-map-type", default)]
+    pub map_type: Option<String>,
     #[serde(rename = "x-kubernetes-validations", default)]
     pub validations: Vec<RuleSpec>,
     #[serde(skip)]
@@ -179,7 +181,7 @@ impl Structural {
             && self.items.as_deref().is_none_or(Structural::exact)
     }
 
-    fn additional(&self) -> Option<&Structural> {
+    pub fn additional(&self) -> Option<&Structural> {
         match &self.additional_properties {
             Some(Additional::Schema(s)) => Some(s),
             _ => None,

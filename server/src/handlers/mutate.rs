@@ -186,7 +186,8 @@ async fn apply(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: &[u8], m
         strict_apply(req, body, &applied)?;
     }
     let dry_run = params.dry_run()?;
-    let def = req.info.ops.definition;
+    let def = req.info.schema_definition();
+    let def = def.as_ref();
     let now = crate::meta::now();
     let opts = Update { precondition: None, validation, duplicates: Vec::new(), dry_run, manager: None };
     let result = write::update(ctx, req, opts, warnings, |old| {
@@ -215,7 +216,7 @@ async fn apply(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: &[u8], m
 fn strict_apply(req: &ResourceRequest, body: &[u8], applied: &Value) -> ApiResult<()> {
     if let Err(e) = serde_yaml::from_slice::<serde_yaml::Value>(body) {
         let message = e.to_string();
-        if let Some(key) = message.strip_prefix("duplicate entry with key ").and_then(|m| m.split(" at line ").next()) {
+        if let Some(key) = message.split_once("duplicate entry with key ").and_then(|(_, m)| m.split(" at line ").next()) {
             let line = e.location().map_or(0, |l| l.line());
             return Err(ApiError::bad_request(format!(
                 "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  line {line}: key {key} already set in map"

@@ -129,7 +129,7 @@ pub async fn create(
     let named = ResourceRequest { name: Some(name.clone()), ..req.clone() };
     warnings.extend(ctx.admission.admit(&named, Operation::Create, Some(&mut obj), None, dry_run).await?);
     if let Some(m) = manager {
-        fieldmanager::update(None, &mut obj, m, info.ops.definition, &meta::now());
+        fieldmanager::update(None, &mut obj, m, &info.schema_definition(), &meta::now());
     }
     let wants_ip = info.resource == "services" && info.group.is_empty() && service_wants_ip(&obj);
     let requested_ip = obj["spec"]["clusterIP"].as_str().filter(|s| !s.is_empty() && *s != "None").map(str::to_string);
@@ -266,7 +266,7 @@ pub async fn update(
             return Ok(Reply::object(StatusCode::OK, custom::read_form(info, current.data)));
         }
         if let Some(m) = &opts.manager {
-            fieldmanager::update(Some(&old), &mut new, m, info.ops.definition, &meta::now());
+            fieldmanager::update(Some(&old), &mut new, m, &info.schema_definition(), &meta::now());
         }
         // An object being deleted goes away once its last finalizer is removed.
         let finalized = new["metadata"].get("deletionTimestamp").is_some() && finalizers_empty(&new);

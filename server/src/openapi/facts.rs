@@ -101,8 +101,12 @@ impl Schemas {
         Schemas { definitions }
     }
 
-    /// What the schema of definition `def` says about its field `prop`.
+    /// What the schema of definition `def` says about its field `prop` (a custom resource's
+    /// schema nodes are definitions too: [`crate::crd::fields`]).
     pub fn field(&self, def: &str, prop: &str) -> Field {
+        if let Some(node) = crate::crd::fields::node_of(def) {
+            return crate::crd::fields::field(node, prop);
+        }
         let schema = self.definitions.get(def).and_then(|d| d.get("properties")).and_then(|p| p.get(prop));
         let f = facts(def, prop);
         let value_def = schema.and_then(|s| {
@@ -140,21 +144,11 @@ impl Schemas {
     }
 }
 
-/// The Swagger 2.0 definitions every resource's schema refers to, with the facts; custom
-/// resources are walked as [`CUSTOM_RESOURCE`]: their metadata as `ObjectMeta`, the rest with
-/// Kubernetes' defaults for structural schemas (lists atomic, maps and objects granular).
+/// The Swagger 2.0 definitions every resource's schema refers to, with the facts.
 pub fn schemas() -> &'static Schemas {
-    static SCHEMAS: LazyLock<Schemas> = LazyLock::new(|| {
-        let mut definitions = super::definitions();
-        let meta = serde_json::json!({"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"});
-        definitions.insert(CUSTOM_RESOURCE.into(), serde_json::json!({"properties": {"metadata": meta}}));
-        Schemas::new(definitions)
-    });
+    static SCHEMAS: LazyLock<Schemas> = LazyLock::new(|| Schemas::new(super::definitions()));
     &SCHEMAS
 }
-
-/// The definition name every custom resource's field management walks.
-pub const CUSTOM_RESOURCE: &str = "custom-resource";
 
 #[cfg(test)]
 mod tests {
@@ -163,8 +157,6 @@ mod tests {
     #[test]
     fn facts_reach_the_schemas_and_the_walk() {
         let s = schemas();
-        let finalizers = s.field(&s.field(CUSTOM_RESOURCE, "metadata").def.unwrap(), "finalizers");
-        assert_eq!(finalizers.list, Some(ListType::Set));
         let containers = s.field("io.k8s.api.core.v1.PodSpec", "containers");
         assert_eq!(containers.def.as_deref(), Some("io.k8s.api.core.v1.Container"));
         assert_eq!(containers.list, Some(ListType::Map(vec!["name".into()])));

@@ -225,7 +225,7 @@ static CUSTOM: KindOps = KindOps {
     columns: &[],
     cells: super::kinds::no_cells,
     schema: custom_schema,
-    definition: crate::openapi::facts::CUSTOM_RESOURCE,
+    definition: "",
 };
 
 fn custom_decode(info: &ResourceInfo, obj: Value) -> Result<Decoded, String> {

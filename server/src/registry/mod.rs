@@ -175,6 +175,16 @@ impl ResourceInfo {
         self.verbs == CREATE_ONLY && self.group.ends_with(".k8s.io")
     }
 
+    /// The definition field management and strategic merge walk objects by: the kind's, or a
+    /// custom resource's schema root.
+    pub fn schema_definition(&self) -> std::borrow::Cow<'static, str> {
+        if custom::is_custom(self) {
+            std::borrow::Cow::Owned(crate::crd::fields::root(self))
+        } else {
+            std::borrow::Cow::Borrowed(self.ops.definition)
+        }
+    }
+
     pub fn has_subresource(&self, sub: &str) -> bool {
         self.subresources.contains(&sub)
     }
