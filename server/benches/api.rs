@@ -29,7 +29,8 @@ fn rss_mib(pid: u32) -> f64 {
 #[tokio::main]
 async fn main() {
     let objects: usize = std::env::var("BENCH_OBJECTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
-    let server = Server::start(&[]);
+    // Without the root CA publisher, a new namespace holds exactly the ConfigMaps created in it.
+    let server = Server::start(&["--controllers=*,-root-ca-cert-publisher"]);
     let client = server.client().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
 

@@ -442,6 +442,8 @@ spec:
   - name: v1
     served: true
     storage: true
+    selectableFields:
+    - jsonPath: .spec.owner
     schema:
       openAPIV3Schema:
         type: object
@@ -498,5 +500,13 @@ async fn server_side_apply_merges_custom_resources_by_their_schema() {
     let got: Value = serde_json::from_str(&server.kubectl_ok(&["get", "services.net.example.com", "s1", "-o", "json"])).unwrap();
     assert_eq!(got["spec"]["ports"], json!([{"port": 80, "name": "http"}]));
     assert_eq!(got["metadata"]["finalizers"], json!(["example.com/one"]));
+
+    // The version's selectable field works in field selectors, beside name and namespace.
+    let selected = server.kubectl_ok(&["get", "services.net.example.com", "--field-selector", "spec.owner=two", "-o", "name"]);
+    assert_eq!(selected.trim(), "service.net.example.com/s1");
+    let none = server.kubectl_ok(&["get", "services.net.example.com", "--field-selector", "spec.owner=one", "-o", "name"]);
+    assert!(none.trim().is_empty(), "{none}");
+    let out = server.kubectl(&["get", "services.net.example.com", "--field-selector", "spec.ports=1"]);
+    assert!(stderr(&out).contains(r#""spec.ports" is not a known field selector: only "metadata.name", "metadata.namespace", "spec.owner""#), "{}", stderr(&out));
     server.kubectl_ok(&["patch", "services.net.example.com", "s1", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
 }

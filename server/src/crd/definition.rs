@@ -146,10 +146,28 @@ fn versions(spec: &Value, causes: &mut Vec<Cause>) {
         seen.push(name);
         printer_columns(&v["additionalPrinterColumns"], &path, causes);
         scale(&v["subresources"]["scale"], &path, causes);
+        selectable_fields(&v["selectableFields"], &path, causes);
         let schema_path = format!("{path}.schema.openAPIV3Schema");
         match v["schema"].get("openAPIV3Schema") {
             None | Some(Value::Null) => causes.push(Cause::new("FieldValueRequired", schema_path, "Required value: schemas are required")),
             Some(schema) => structural(schema, &schema_path, causes),
+        }
+    }
+}
+
+/// At most 8 selectable fields, each a simple path (`.spec.color`).
+fn selectable_fields(fields: &Value, version_path: &str, causes: &mut Vec<Cause>) {
+    let list = fields.as_array().cloned().unwrap_or_default();
+    if list.len() > 8 {
+        causes.push(Cause::new("FieldValueTooMany", format!("{version_path}.selectableFields"), format!("Too many: {}: must have at most 8 items", list.len())));
+    }
+    for (i, f) in list.iter().enumerate() {
+        let path = f["jsonPath"].as_str().unwrap_or_default();
+        let simple = path.strip_prefix('.').is_some_and(|p| p.split('.').all(|s| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-')));
+        if path.is_empty() {
+            causes.push(Cause::required(format!("{version_path}.selectableFields[{i}].jsonPath")));
+        } else if !simple {
+            causes.push(Cause::invalid(format!("{version_path}.selectableFields[{i}].jsonPath"), path, "must be a simple json path to a field, e.g. .spec.color"));
         }
     }
 }

@@ -79,7 +79,14 @@ fn entries(crd: &Value) -> Entries {
             Some(w) => w.to_string(),
             None => format!("{}/{} {} is deprecated", info.group, info.version, info.kind),
         });
-        let version = CustomVersion { schema: Arc::new(schema), schema_json, storage_version: storage_version.to_string(), columns, scale, deprecation };
+        let selectable = version["selectableFields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f["jsonPath"].as_str())
+            .map(|p| p.trim_start_matches('.').to_string())
+            .collect();
+        let version = CustomVersion { schema: Arc::new(schema), schema_json, storage_version: storage_version.to_string(), columns, scale, deprecation, selectable };
         out.push((info, Arc::new(version)));
     }
     out

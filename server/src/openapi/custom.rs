@@ -55,7 +55,7 @@ const METADATA: &str = "Standard object's metadata. More info: https://git.k8s.i
 /// Swagger 2.0 made into what kubectl copes with), with `apiVersion`, `kind` and `metadata` at
 /// the root and in embedded resources; a root that preserves unknown fields is a bare object in
 /// Swagger 2.0.
-fn schema(info: &ResourceInfo, given: &Value, v2: bool) -> Value {
+fn schema(info: &ResourceInfo, given: &Value, selectable: &[String], v2: bool) -> Value {
     let mut s = if given.is_object() { given.clone() } else { json!({"type": "object"}) };
     if v2 && s["x-kubernetes-preserve-unknown-fields"] == true {
         s = json!({"type": "object"});
@@ -67,6 +67,9 @@ fn schema(info: &ResourceInfo, given: &Value, v2: bool) -> Value {
         add_embedded(&mut s, v2);
     }
     s["x-kubernetes-group-version-kind"] = json!([{"group": info.group, "version": info.version, "kind": info.kind}]);
+    if !selectable.is_empty() {
+        s["x-kubernetes-selectable-fields"] = selectable.iter().map(|f| json!({"fieldPath": f})).collect();
+    }
     s
 }
 
@@ -191,7 +194,7 @@ fn build(snapshot: &Snapshot) -> Docs {
         let mut all_paths = Map::new();
         for (info, version) in entries.iter().map(|e| (e.0, &e.1)) {
             let name = definition_name(info);
-            components.insert(name.clone(), schema(info, &version.schema_json, false));
+            components.insert(name.clone(), schema(info, &version.schema_json, &version.selectable, false));
             components.insert(format!("{name}List"), list_schema(info, &name, false));
             all_paths.extend(paths(info, true));
         }
@@ -206,7 +209,7 @@ fn build(snapshot: &Snapshot) -> Docs {
     let mut v2: Value = serde_json::from_slice(super::built_in_v2()).unwrap_or_default();
     for (info, version) in snapshot.entries.iter().map(|e| (e.0, &e.1)) {
         let name = definition_name(info);
-        v2["definitions"][&name] = schema(info, &version.schema_json, true);
+        v2["definitions"][&name] = schema(info, &version.schema_json, &version.selectable, true);
         v2["definitions"][format!("{name}List")] = list_schema(info, &name, true);
         for (path, item) in paths(info, false) {
             v2["paths"][path] = item;

@@ -33,6 +33,8 @@ pub struct CustomVersion {
     pub scale: Option<ScalePaths>,
     /// The warning every request to a `deprecated` version gets.
     pub deprecation: Option<String>,
+    /// The fields a field selector may name besides the name and namespace (`spec.color`).
+    pub selectable: Vec<String>,
 }
 
 /// A version's `subresources.scale`.

@@ -99,20 +99,28 @@ fn fields_of(group: &str, resource: &str) -> (Refusal, &'static [Field]) {
     kind_fields(group, resource).unwrap_or((Refusal::Default, DEFAULT))
 }
 
-fn refuse(refusal: Refusal, name: &str) -> ApiError {
+fn refuse(refusal: Refusal, name: &str, custom: &[String]) -> ApiError {
     ApiError::BadRequest(match refusal {
         Refusal::Core => format!("field label not supported: {name}"),
         Refusal::Job => format!("field label {name:?} not supported for batchv1.Job"),
         Refusal::Default => {
-            format!("{name:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")
+            let known: Vec<String> = ["metadata.name", "metadata.namespace"].iter().map(|s| s.to_string()).chain(custom.iter().cloned()).map(|f| format!("{f:?}")).collect();
+            format!("{name:?} is not a known field selector: only {}", known.join(", "))
         }
     })
+}
+
+/// What a term selects on: a kind's field, or a custom resource's selectable field (its path).
+#[derive(Debug, PartialEq)]
+enum Selected {
+    Known(&'static Field),
+    Custom(Vec<String>),
 }
 
 /// One `field=value` or `field!=value` term.
 #[derive(Debug, PartialEq)]
 struct Term {
-    field: &'static Field,
+    field: Selected,
     value: String,
     negated: bool,
 }
@@ -180,9 +188,10 @@ fn unescape(value: &str) -> ApiResult<String> {
 }
 
 impl FieldSelector {
-    /// Parses a selector for `resource` of `group`; a syntax error or a field the kind does
-    /// not support is a 400 with Kubernetes' message.
-    pub fn parse(group: &str, resource: &str, s: &str) -> ApiResult<FieldSelector> {
+    /// Parses a selector for `resource` of `group` (with a custom resource version's
+    /// `selectableFields`, `spec.color`); a syntax error or a field the kind does not support is
+    /// a 400 with Kubernetes' message.
+    pub fn parse(group: &str, resource: &str, custom: &[String], s: &str) -> ApiResult<FieldSelector> {
         let (refusal, fields) = fields_of(group, resource);
         let mut parts = split_terms(s);
         parts.sort_unstable();
@@ -196,7 +205,11 @@ impl FieldSelector {
         let terms = terms
             .into_iter()
             .map(|(name, negated, value)| {
-                let field = fields.iter().find(|f| f.name == name).ok_or_else(|| refuse(refusal, name))?;
+                let field = match fields.iter().find(|f| f.name == name) {
+                    Some(f) => Selected::Known(f),
+                    None if custom.iter().any(|c| c == name) => Selected::Custom(name.split('.').map(str::to_string).collect()),
+                    None => return Err(refuse(refusal, name, custom)),
+                };
                 Ok(Term { field, value, negated })
             })
             .collect::<ApiResult<_>>()?;
@@ -211,28 +224,30 @@ impl FieldSelector {
     /// Whether `obj` is selected. Values compare as strings; booleans and numbers as Go
     /// formats them, missing fields as the field's zero value.
     pub fn matches(&self, obj: &Value) -> bool {
-        self.terms.iter().all(|t| (field_value(t.field, obj) == t.value) != t.negated)
+        self.terms.iter().all(|t| (field_value(&t.field, obj) == t.value) != t.negated)
     }
 }
 
-fn field_value(field: &Field, obj: &Value) -> String {
-    let lookup = |path: &[&str]| {
-        path.iter().try_fold(obj, |v, seg| match v {
-            Value::Array(items) => seg.parse::<usize>().ok().and_then(|i| items.get(i)),
-            _ => v.get(seg),
-        })
-    };
-    field
-        .paths
-        .iter()
-        .filter_map(|p| match lookup(p)? {
-            Value::String(s) => Some(s.clone()),
-            Value::Bool(b) => Some(b.to_string()),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        })
-        .find(|s| !s.is_empty())
-        .unwrap_or_else(|| field.missing.to_string())
+/// The scalar at `path` as a selector compares it: strings as they are, booleans and numbers as
+/// Go formats them.
+fn scalar_at<S: AsRef<str>>(obj: &Value, path: &[S]) -> Option<String> {
+    let found = path.iter().try_fold(obj, |v, seg| match v {
+        Value::Array(items) => seg.as_ref().parse::<usize>().ok().and_then(|i| items.get(i)),
+        _ => v.get(seg.as_ref()),
+    })?;
+    match found {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn field_value(field: &Selected, obj: &Value) -> String {
+    match field {
+        Selected::Known(f) => f.paths.iter().filter_map(|p| scalar_at(obj, p)).find(|s| !s.is_empty()).unwrap_or_else(|| f.missing.to_string()),
+        Selected::Custom(path) => scalar_at(obj, path).unwrap_or_default(),
+    }
 }
 
 #[cfg(test)]
@@ -249,7 +264,7 @@ mod tests {
     }
 
     fn matches(resource: &str, s: &str, obj: &Value) -> bool {
-        FieldSelector::parse("", resource, s).unwrap_or_else(|e| panic!("{s}: {e}")).matches(obj)
+        FieldSelector::parse("", resource, &[], s).unwrap_or_else(|e| panic!("{s}: {e}")).matches(obj)
     }
 
     #[test]
@@ -273,7 +288,7 @@ mod tests {
         for s in ["metadata.name=p2", "status.phase!=Running", "spec.hostNetwork=true", "spec.nodeName="] {
             assert!(!matches("pods", s, &p), "{s}");
         }
-        assert!(FieldSelector::parse("", "pods", "").unwrap().is_empty());
+        assert!(FieldSelector::parse("", "pods", &[], "").unwrap().is_empty());
     }
 
     #[test]
@@ -284,7 +299,7 @@ mod tests {
         let rc = json!({"status": {"replicas": 3}});
         assert!(matches("replicationcontrollers", "status.replicas=3", &rc));
         assert!(matches("replicationcontrollers", "status.replicas=0", &json!({})));
-        let job = FieldSelector::parse("batch", "jobs", "status.successful=2").unwrap();
+        let job = FieldSelector::parse("batch", "jobs", &[], "status.successful=2").unwrap();
         assert!(job.matches(&json!({"status": {"succeeded": 2}})));
         let ev =
             json!({"involvedObject": {"kind": "Pod", "name": "p"}, "reportingComponent": "kubelet", "type": "Normal"});
@@ -295,7 +310,7 @@ mod tests {
     fn escaping() {
         let obj = json!({"metadata": {"name": "a,b=c\\"}});
         assert!(matches("configmaps", r"metadata.name=a\,b\=c\\", &obj));
-        let err = |s| FieldSelector::parse("", "configmaps", s).unwrap_err().to_string();
+        let err = |s| FieldSelector::parse("", "configmaps", &[], s).unwrap_err().to_string();
         assert_eq!(err(r"metadata.name=a\x"), r"invalid field selector: invalid escape sequence: \x");
         assert_eq!(err(r"metadata.name=a\"), r"invalid field selector: invalid escape sequence: \");
         assert_eq!(err("metadata.name=a=b"), "invalid field selector: unescaped character in value: =");
@@ -303,7 +318,7 @@ mod tests {
 
     #[test]
     fn errors_match_kubernetes() {
-        let err = |g, r, s| FieldSelector::parse(g, r, s).unwrap_err();
+        let err = |g, r, s| FieldSelector::parse(g, r, &[], s).unwrap_err();
         assert_eq!(err("", "pods", "spec.foo=x").to_string(), "field label not supported: spec.foo");
         assert_eq!(err("", "pods", "spec.foo=x").code(), http::StatusCode::BAD_REQUEST);
         assert_eq!(
@@ -320,7 +335,7 @@ mod tests {
         );
         assert_eq!(err("", "pods", "foo").to_string(), "invalid selector: 'foo'; can't understand 'foo'");
         // apps/v1 registers no extra fields.
-        assert!(FieldSelector::parse("apps", "replicasets", "status.replicas=1").is_err());
-        assert!(FieldSelector::parse("apps", "deployments", "metadata.namespace=x,metadata.name=y").is_ok());
+        assert!(FieldSelector::parse("apps", "replicasets", &[], "status.replicas=1").is_err());
+        assert!(FieldSelector::parse("apps", "deployments", &[], "metadata.namespace=x,metadata.name=y").is_ok());
     }
 }

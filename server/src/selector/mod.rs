@@ -22,14 +22,18 @@ pub struct Filter {
 impl Filter {
     /// Parses the selectors of a request on `info`; absent or empty selects everything.
     pub fn new(info: &ResourceInfo, label: Option<&str>, field: Option<&str>) -> ApiResult<Filter> {
-        Filter::for_resource(info.group, info.resource, label, field)
+        let selectable = crate::registry::custom::version(info).map(|v| v.selectable.clone()).unwrap_or_default();
+        Ok(Filter {
+            label: LabelSelector::parse(label.unwrap_or_default())?,
+            field: FieldSelector::parse(info.group, info.resource, &selectable, field.unwrap_or_default())?,
+        })
     }
 
-    /// Parses the selectors of a request on `resource` of `group`.
+    /// Parses the selectors of a request on `resource` of `group` (a built-in kind).
     pub fn for_resource(group: &str, resource: &str, label: Option<&str>, field: Option<&str>) -> ApiResult<Filter> {
         Ok(Filter {
             label: LabelSelector::parse(label.unwrap_or_default())?,
-            field: FieldSelector::parse(group, resource, field.unwrap_or_default())?,
+            field: FieldSelector::parse(group, resource, &[], field.unwrap_or_default())?,
         })
     }
 
