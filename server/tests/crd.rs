@@ -194,6 +194,21 @@ async fn custom_resources_are_served_pruned_defaulted_and_validated() {
         other => panic!("expected MODIFIED, got {other:?}"),
     }
 
+    // While the definition is being deleted (a finalizer of another party holds one of its
+    // custom resources), no new ones are created.
+    server.kubectl_ok(&["patch", "widget", "w1", "--type=merge", "-p", r#"{"metadata":{"finalizers":["example.com/hold"]}}"#]);
+    server.kubectl_ok(&["delete", "crd", "widgets.example.com", "--wait=false"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = server.kubectl(&["create", "-f", &w2, "--validate=false"]);
+        if stderr(&out).contains("create not allowed while custom resource definition is terminating") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "create still allowed: {}", stderr(&out));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server.kubectl_ok(&["patch", "widget", "w1", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+
     // Deleting the definition deletes its custom resources first, then stops serving them.
     server.kubectl_ok(&["delete", "crd", "widgets.example.com", "--wait=true", "--timeout=30s"]);
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -86,7 +86,16 @@ fn entries(crd: &Value) -> Entries {
             .filter_map(|f| f["jsonPath"].as_str())
             .map(|p| p.trim_start_matches('.').to_string())
             .collect();
-        let version = CustomVersion { schema: Arc::new(schema), schema_json, storage_version: storage_version.to_string(), columns, scale, deprecation, selectable };
+        let version = CustomVersion {
+            schema: Arc::new(schema),
+            schema_json,
+            storage_version: storage_version.to_string(),
+            columns,
+            scale,
+            deprecation,
+            selectable,
+            terminating: crd["metadata"].get("deletionTimestamp").is_some(),
+        };
         out.push((info, Arc::new(version)));
     }
     out

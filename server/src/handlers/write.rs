@@ -89,6 +89,10 @@ pub async fn create(
     warnings: &mut Vec<String>,
 ) -> ApiResult<Reply> {
     let info = req.info;
+    if custom::version(info).is_some_and(|v| v.terminating) {
+        let name = meta_str(&obj, "name").unwrap_or_default().to_string();
+        return Err(ApiError::forbidden(info.group, info.resource, &name, "create not allowed while custom resource definition is terminating"));
+    }
     {
         let m = meta_mut(&mut obj);
         if m.get("resourceVersion").and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {

@@ -35,6 +35,8 @@ pub struct CustomVersion {
     pub deprecation: Option<String>,
     /// The fields a field selector may name besides the name and namespace (`spec.color`).
     pub selectable: Vec<String>,
+    /// The definition is being deleted: no new objects.
+    pub terminating: bool,
 }
 
 /// A version's `subresources.scale`.
