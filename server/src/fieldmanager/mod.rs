@@ -273,10 +273,11 @@ pub fn apply(live: Option<&Value>, applied: &Value, m: &Manager, force: bool, de
     }
     let previous = list.iter().find(|e| e.is(m, APPLY)).map(|e| e.set.clone()).unwrap_or_default();
     let released = previous.difference(&wanted);
-    // Parents first: a released list item goes whole (its key fields with it).
+    // Parents first: a released list item goes whole (its key fields with it). A field the
+    // applier owned whole and now owns parts of (its schema became granular) stays.
     for p in released.paths() {
         let owned_elsewhere = list.iter().any(|e| !e.is(m, APPLY) && e.set.touches(&p));
-        if !owned_elsewhere {
+        if !owned_elsewhere && !wanted.touches(&p) {
             walk::remove(&mut merged, &p);
         }
     }

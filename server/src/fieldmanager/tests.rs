@@ -77,6 +77,17 @@ fn fields_no_longer_sent_are_released() {
 }
 
 #[test]
+fn a_field_owned_whole_then_in_parts_stays() {
+    // The applier owned `data` whole (as under a schema where it was atomic); applying it
+    // again item by item keeps it.
+    let mut live = cm(json!({"x": "1"}));
+    live["metadata"]["managedFields"] = json!([{"manager": "a", "operation": "Apply", "apiVersion": "v1", "time": NOW, "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]);
+    let out = apply_as(Some(&live), cm(json!({"x": "2"})), "a", false).unwrap();
+    assert_eq!(out["data"], json!({"x": "2"}));
+    assert_eq!(owners(&out, &["f:data", "f:x"]), ["a/Apply"]);
+}
+
+#[test]
 fn updates_take_the_fields_they_change() {
     let mut created = cm(json!({"x": "1", "y": "1"}));
     update(None, &mut created, &mgr("kubectl-create"), CM, NOW);
