@@ -217,7 +217,7 @@ fn strict_apply(req: &ResourceRequest, body: &[u8], applied: &Value) -> ApiResul
     if let Err(e) = serde_yaml::from_slice::<serde_yaml::Value>(body) {
         let message = e.to_string();
         if let Some(key) = message.split_once("duplicate entry with key ").and_then(|(_, m)| m.split(" at line ").next()) {
-            let line = e.location().map_or(0, |l| l.line());
+            let line = duplicate_line(body, e.location().map_or(1, |l| l.line()), key.trim_matches('"'));
             return Err(ApiError::bad_request(format!(
                 "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  line {line}: key {key} already set in map"
             )));
@@ -238,6 +238,33 @@ fn strict_apply(req: &ResourceRequest, body: &[u8], applied: &Value) -> ApiResul
     Ok(())
 }
 
+/// The line of the second `key:` in the YAML mapping that starts on line `start` (where the YAML
+/// parser reports a duplicate), as Kubernetes names it.
+fn duplicate_line(body: &[u8], start: usize, key: &str) -> usize {
+    let text = String::from_utf8_lossy(body);
+    let lines: Vec<&str> = text.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let Some(first) = lines.get(start.saturating_sub(1)) else { return start };
+    let depth = indent(first);
+    let mut seen = 0;
+    for (i, l) in lines.iter().enumerate().skip(start.saturating_sub(1)) {
+        if l.trim().is_empty() {
+            continue;
+        }
+        if indent(l) < depth {
+            break;
+        }
+        let t = l.trim_start();
+        if indent(l) == depth && (t.starts_with(&format!("{key}:")) || t.starts_with(&format!("\"{key}\":"))) {
+            seen += 1;
+            if seen == 2 {
+                return i + 1;
+            }
+        }
+    }
+    start
+}
+
 /// Answers with the `Scale` view when the scale subresource was written.
 fn scale_reply(req: &ResourceRequest, reply: Reply) -> ApiResult<Reply> {
     match (req.subresource.as_deref(), reply) {
@@ -246,5 +273,15 @@ fn scale_reply(req: &ResourceRequest, reply: Reply) -> ApiResult<Reply> {
             Ok(Reply::value(code, &scale::from_object(req.info, &obj)?))
         }
         (_, reply) => Ok(reply),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_duplicate_key_is_named_by_its_own_line() {
+        let body = b"\napiVersion: v1\nkind: X\nmetadata:\n  name: a\nspec:\n  unknown: uk1\n  foo: foo1\n  foo: foo2\n  bar: 1\n";
+        let e = serde_yaml::from_slice::<serde_yaml::Value>(body).unwrap_err();
+        assert_eq!(super::duplicate_line(body, e.location().unwrap().line(), "foo"), 9);
     }
 }
