@@ -31,6 +31,12 @@ pub fn name_suffix() -> String {
     (0..5).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
 }
 
+/// Kubernetes' words for a name that is not a DNS subdomain.
+pub const DNS1123_SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+/// Kubernetes' words for a name that is not a DNS-1035 label.
+pub const DNS1035_LABEL: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
 pub fn is_dns_label(s: &str, max: usize, alpha_first: bool) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
@@ -51,7 +57,7 @@ fn name_problem(resource: &str, name: &str) -> Option<String> {
             "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into(),
         ),
         "services" if !is_dns_label(name, 63, true) => Some(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".into(),
+            DNS1035_LABEL.into(),
         ),
         "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings" | "apiservices" => {
             if name == "." || name == ".." {
@@ -64,7 +70,7 @@ fn name_problem(resource: &str, name: &str) -> Option<String> {
         }
         "namespaces" | "services" => None,
         _ if !is_dns_subdomain(name) => Some(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into(),
+            DNS1123_SUBDOMAIN.into(),
         ),
         _ => None,
     }
@@ -105,6 +111,13 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
             }
         }
     }
+    causes.extend(validate_labels_and_annotations(obj));
+    causes
+}
+
+/// Validates an object's labels and annotations.
+pub fn validate_labels_and_annotations(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
     let meta = obj.get("metadata");
     if let Some(labels) = meta.and_then(|m| m.get("labels")).and_then(Value::as_object) {
         for (k, v) in labels {

@@ -8,12 +8,11 @@ use serde_json::{json, Value};
 use super::jsonpath::JsonPath;
 use super::schema::Structural;
 use crate::error::Cause;
-use crate::meta::is_dns_label;
+use crate::meta::{is_dns_label, DNS1035_LABEL as DNS1035};
 
-const DNS1035: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
-
-/// Kubernetes' defaults: singular and listKind from the kind, the `None` conversion; schema
-/// flags that are false left out, as Kubernetes' JSON leaves them (a Protobuf body carries them).
+/// Kubernetes' defaults: singular and listKind from the kind, the `None` conversion (a
+/// webhook Service's port 443); schema flags that are false left out, as Kubernetes' JSON
+/// leaves them (a Protobuf body carries them).
 pub fn defaults(crd: &mut Value) {
     for version in crd["spec"]["versions"].as_array_mut().into_iter().flatten() {
         if let Some(schema) = version.get_mut("schema").and_then(|s| s.get_mut("openAPIV3Schema")) {
@@ -31,6 +30,9 @@ pub fn defaults(crd: &mut Value) {
     }
     if crd["spec"]["conversion"]["strategy"].as_str().is_none() {
         crd["spec"]["conversion"] = json!({"strategy": "None"});
+    }
+    if let Some(service) = crd.pointer_mut("/spec/conversion/webhook/clientConfig/service").and_then(Value::as_object_mut) {
+        service.entry("port").or_insert(json!(443));
     }
 }
 
@@ -76,7 +78,7 @@ pub fn validate(crd: &Value) -> Vec<Cause> {
     } else if !group.contains('.') {
         causes.push(Cause::invalid("spec.group", group, "should be a domain with at least one dot"));
     } else if !crate::meta::is_dns_subdomain(group) {
-        causes.push(Cause::invalid("spec.group", group, "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"));
+        causes.push(Cause::invalid("spec.group", group, crate::meta::DNS1123_SUBDOMAIN));
     }
     for field in ["plural", "singular"] {
         match names[field].as_str().unwrap_or_default() {
@@ -115,6 +117,7 @@ pub fn validate(crd: &Value) -> Vec<Cause> {
         )),
     }
     versions(spec, &mut causes);
+    super::conversion::validate(spec, &mut causes);
     causes
 }
 

@@ -5,6 +5,7 @@
 //! handlers, storage, watch cache and authorization as built-in kinds.
 
 pub mod controller;
+pub mod conversion;
 pub mod definition;
 pub mod fields;
 #[cfg(test)]

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use raft_store::{ApplyObserver, Object};
 use serde_json::{json, Value};
 
-use super::schema::Structural;
+use super::conversion::Conversion;
 use super::jsonpath::JsonPath;
+use super::schema::Structural;
 use crate::registry::custom::{self, CustomVersion, Names, PrinterColumn};
 use crate::registry::{Column, ResourceInfo};
 
@@ -47,6 +48,8 @@ fn entries(crd: &Value) -> Entries {
     let short_names = strings(&names["shortNames"]);
     let categories = strings(&names["categories"]);
     let storage_version = spec["versions"].as_array().into_iter().flatten().find(|v| v["storage"] == true).and_then(|v| v["name"].as_str()).unwrap_or_default();
+    let conversion = Arc::new(Conversion::of(&spec["conversion"]));
+    let only_version = spec["versions"].as_array().is_some_and(|v| v.len() == 1);
     let mut out = Vec::new();
     let mut served: Vec<&Value> = spec["versions"].as_array().into_iter().flatten().filter(|v| v["served"] == true).collect();
     // Discovery lists versions by Kubernetes' priority: the first is the preferred one.
@@ -95,6 +98,8 @@ fn entries(crd: &Value) -> Entries {
             deprecation,
             selectable,
             terminating: crd["metadata"].get("deletionTimestamp").is_some(),
+            conversion: conversion.clone(),
+            only_version,
         };
         out.push((info, Arc::new(version)));
     }

@@ -175,10 +175,11 @@ pub async fn delete_collection(ctx: &Ctx, req: &ResourceRequest, params: &Params
             ..req.clone()
         };
         match write::delete(ctx, &one, &DeleteOptions { uid: None, resource_version: None, ..opts.clone() }).await {
-            Ok(_) => deleted.push(custom::read_form(info, obj.data)),
+            Ok(_) => deleted.push(obj.data),
             Err(ApiError::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
     }
-    Ok(Reply::List(ListReply { rev: ctx.store.cache().applied(), continue_token: None, remaining: None, items: deleted }))
+    let items = custom::read_forms(&ctx.store, info, deleted).await?;
+    Ok(Reply::List(ListReply { rev: ctx.store.cache().applied(), continue_token: None, remaining: None, items }))
 }

@@ -103,10 +103,10 @@ pub async fn watch(ctx: &Ctx, req: &ResourceRequest, params: &Params, encode: En
         }
         Err(e) => return Err(e.into()),
     };
-    let stream = Stream { info, filter, encode, tx, bookmarks, interval: ctx.settings.bookmark_interval };
+    let stream = Stream { info, store: ctx.store.clone(), filter, encode, tx, bookmarks, interval: ctx.settings.bookmark_interval };
     tokio::spawn(async move {
         for obj in initial {
-            if stream.matches(&obj.data) && !stream.send("ADDED", &registry::custom::read_form(info, obj.data.clone())).await {
+            if stream.matches(&obj.data) && !stream.send_object("ADDED", obj.data).await {
                 return;
             }
         }
@@ -140,6 +140,7 @@ const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(2);
 
 struct Stream {
     info: &'static ResourceInfo,
+    store: raft_store::Store,
     filter: Filter,
     encode: Encoder,
     tx: mpsc::Sender<Bytes>,
@@ -155,6 +156,18 @@ impl Stream {
     /// Sends one event; false once the client is gone.
     async fn send(&self, kind: &str, data: &[u8]) -> bool {
         self.tx.send((self.encode)(kind, data)).await.is_ok()
+    }
+
+    /// Sends one event of a stored object, in the version watched; an object that cannot be
+    /// converted ends the watch with an ERROR event. False once the watch is over.
+    async fn send_object(&self, kind: &str, data: Bytes) -> bool {
+        match registry::custom::read_form(&self.store, self.info, data).await {
+            Ok(data) => self.send(kind, &data).await,
+            Err(e) => {
+                let _ = self.send("ERROR", &serde_json::to_vec(&e.status()).unwrap_or_default()).await;
+                false
+            }
+        }
     }
 
     async fn bookmark(&self, rev: u64, initial_end: bool) -> bool {
@@ -207,7 +220,7 @@ impl Stream {
                         (true, false, _) => "DELETED",
                         (false, false, _) => continue,
                     };
-                    if !self.send(kind, &registry::custom::read_form(self.info, ev.object.data.clone())).await {
+                    if !self.send_object(kind, ev.object.data.clone()).await {
                         return;
                     }
                 }

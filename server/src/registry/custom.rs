@@ -11,12 +11,15 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
 
+use bytes::Bytes;
+use raft_store::Store;
 use serde_json::Value;
 
 use super::{Column, Decoded, KindOps, ResourceInfo, ALL_VERBS};
+use crate::crd::conversion::Conversion;
 use crate::crd::jsonpath::JsonPath;
 use crate::crd::schema::Structural;
-use crate::error::Cause;
+use crate::error::{ApiError, ApiResult, Cause};
 
 /// What one served version of a custom resource does.
 #[derive(Debug)]
@@ -37,6 +40,10 @@ pub struct CustomVersion {
     pub selectable: Vec<String>,
     /// The definition is being deleted: no new objects.
     pub terminating: bool,
+    /// How objects move between the definition's versions.
+    pub conversion: Arc<Conversion>,
+    /// The definition has this version only: every object is stored in it.
+    pub only_version: bool,
 }
 
 /// A version's `subresources.scale`.
@@ -188,36 +195,45 @@ fn intern_list(items: &[&str]) -> &'static [&'static str] {
     leaked
 }
 
-/// A stored object as a read returns it: a custom resource in the version asked for (the
-/// `None` conversion: its `apiVersion` rewritten) with its schema's defaults filled (a default
-/// added to the definition after the object was written shows at once).
-pub fn read_form(info: &ResourceInfo, data: bytes::Bytes) -> bytes::Bytes {
-    let Some(v) = version(info).filter(|v| v.schema.has_defaults || v.storage_version != info.version) else { return data };
-    let Ok(mut obj) = serde_json::from_slice::<Value>(&data) else { return data };
-    convert(info, &v, &mut obj);
-    serde_json::to_vec(&obj).map(bytes::Bytes::from).unwrap_or(data)
+/// Stored objects as a read returns them: custom resources converted to the version asked for
+/// (by the definition's strategy) with its schema's defaults filled (a default added to the
+/// definition after an object was written shows at once). Objects of a definition with one
+/// version and no defaults go out as stored.
+pub async fn read_forms(store: &Store, info: &ResourceInfo, data: Vec<Bytes>) -> ApiResult<Vec<Bytes>> {
+    let Some(v) = version(info).filter(|v| v.schema.has_defaults || !v.only_version) else { return Ok(data) };
+    let objects = data.iter().map(|d| serde_json::from_slice::<Value>(d)).collect::<Result<Vec<_>, _>>();
+    let Ok(objects) = objects else { return Ok(data) };
+    let objects = convert(store, info, &v, objects).await?;
+    objects.iter().map(|o| serde_json::to_vec(o).map(Bytes::from).map_err(ApiError::internal)).collect()
+}
+
+/// One stored object as a read returns it.
+pub async fn read_form(store: &Store, info: &ResourceInfo, data: Bytes) -> ApiResult<Bytes> {
+    let mut one = read_forms(store, info, vec![data]).await?;
+    one.pop().ok_or_else(|| ApiError::internal("no object converted"))
 }
 
 /// A stored object (parsed) in the version `info` serves, with its defaults.
-pub fn in_version(info: &ResourceInfo, mut obj: Value) -> Value {
-    if let Some(v) = version(info) {
-        convert(info, &v, &mut obj);
-    }
-    obj
+pub async fn in_version(store: &Store, info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
+    let Some(v) = version(info) else { return Ok(obj) };
+    let mut one = convert(store, info, &v, vec![obj]).await?;
+    one.pop().ok_or_else(|| ApiError::internal("no object converted"))
 }
 
-fn convert(info: &ResourceInfo, v: &CustomVersion, obj: &mut Value) {
-    if v.storage_version != info.version {
-        obj["apiVersion"] = Value::String(info.api_version());
+async fn convert(store: &Store, info: &ResourceInfo, v: &CustomVersion, objects: Vec<Value>) -> ApiResult<Vec<Value>> {
+    let mut objects = v.conversion.convert(store, objects, &info.api_version()).await.map_err(ApiError::Internal)?;
+    for obj in &mut objects {
+        v.schema.default(obj);
     }
-    v.schema.default(obj);
+    Ok(objects)
 }
 
 /// An object about to be stored, in the definition's storage version.
-pub fn to_storage(info: &ResourceInfo, obj: &mut Value) {
-    if let Some(v) = version(info).filter(|v| v.storage_version != info.version) {
-        obj["apiVersion"] = Value::String(format!("{}/{}", info.group, v.storage_version));
-    }
+pub async fn to_storage(store: &Store, info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
+    let Some(v) = version(info).filter(|v| v.storage_version != info.version) else { return Ok(obj) };
+    let storage = format!("{}/{}", info.group, v.storage_version);
+    let mut one = v.conversion.convert(store, vec![obj], &storage).await.map_err(ApiError::Internal)?;
+    one.pop().ok_or_else(|| ApiError::internal("no object converted"))
 }
 
 /// The behaviour every custom resource shares: each step asks the version's schema.

@@ -325,7 +325,7 @@ fn dns_subdomain_problems(s: &str) -> Vec<String> {
             && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
     };
     if !s.split('.').all(label_ok) {
-        problems.push("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_string());
+        problems.push(crate::meta::DNS1123_SUBDOMAIN.to_string());
     }
     problems
 }

@@ -2,6 +2,7 @@
 //! kubeconfig file or given by URL, and one JSON POST or GET over HTTPS (or plain HTTP when the
 //! URL says so) with a deadline.
 
+pub mod client_config;
 pub mod kubeconfig;
 
 use std::sync::Arc;

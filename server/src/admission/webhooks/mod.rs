@@ -86,7 +86,7 @@ async fn ask(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Va
     if r.dry_run && !matches!(webhook["sideEffects"].as_str(), Some("None") | Some("NoneOnDryRun")) {
         return Err(ApiError::bad_request(format!("admission webhook \"{name}\" does not support dry run")));
     }
-    let endpoint = match call::endpoint(store, &webhook["clientConfig"]) {
+    let endpoint = match crate::webhook::client_config::endpoint(store, &webhook["clientConfig"]) {
         Ok(e) => e,
         Err(e) => return failed(e),
     };

@@ -431,7 +431,7 @@ fn dns1123_subdomain(name: &str) -> Result<(), String> {
         return Err("must be no more than 253 characters".into());
     }
     if !name.split('.').all(label_ok) {
-        return Err("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into());
+        return Err(crate::meta::DNS1123_SUBDOMAIN.into());
     }
     Ok(())
 }
