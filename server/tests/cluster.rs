@@ -5,7 +5,9 @@
 //! node's `/metrics` names the same leader, and the leader's log gathers its flushes only while
 //! its followers answer, and a RoleBinding written through one node authorizes on every node,
 //! even through a follower whose apply a failpoint holds behind the commit; the controllers run
-//! on the leader alone and move with it.
+//! on the leader alone and move with it; a CustomResourceDefinition created through one node is
+//! served (printer columns, short name, category, explain), scaled, applied and deleted with its
+//! resources through every node with kubectl.
 
 mod common;
 
@@ -539,9 +541,15 @@ async fn a_definition_created_through_one_node_is_served_by_every_node() {
     let crd = serde_json::json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "gadgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "gadgets", "kind": "Gadget"},
-                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
-                     "type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer", "default": 2}}}}}}}]},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "gadgets", "kind": "Gadget", "shortNames": ["gd"], "categories": ["all"]},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                     "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+                     "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
+                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                         "spec": {"type": "object", "description": "What a gadget should be.", "properties": {
+                             "size": {"type": "integer", "default": 2}, "replicas": {"type": "integer"}, "color": {"type": "string"}}},
+                         "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}}}}]},
     });
     let path = nodes[1].dir().join("gadgets.json");
     std::fs::write(&path, crd.to_string()).unwrap();
@@ -560,5 +568,33 @@ async fn a_definition_created_through_one_node_is_served_by_every_node() {
         let items = list.json()["items"].as_array().cloned().unwrap_or_default();
         assert_eq!(items.len(), 3, "node {i}");
         assert!(items.iter().all(|g| g["spec"]["size"] == 2), "node {i}: {items:?}");
+        // kubectl on every node: the printer column, the short name, the `all` category, explain.
+        let table = node.kubectl_ok(&["get", "gd"]);
+        assert!(table.lines().next().is_some_and(|h| h.split_whitespace().eq(["NAME", "SIZE"])), "node {i}: {table}");
+        assert!(table.lines().any(|l| l.split_whitespace().eq(["g0", "2"])), "node {i}: {table}");
+        let all = node.kubectl_ok(&["get", "all", "-o", "name"]);
+        assert!(all.lines().filter(|l| l.starts_with("gadget.example.com/")).count() == 3, "node {i}: {all}");
+        let explained = node.kubectl_ok(&["explain", "gadgets.spec"]);
+        assert!(explained.contains("What a gadget should be.") && explained.contains("replicas"), "node {i}: {explained}");
     }
+    // Scale and apply through one node, seen through another.
+    nodes[2].kubectl_ok(&["scale", "gadget/g0", "--replicas=4"]);
+    assert_eq!(nodes[0].kubectl_ok(&["get", "gadget", "g0", "-o", "jsonpath={.spec.replicas}"]), "4");
+    let applied = nodes[0].dir().join("g0.yaml");
+    std::fs::write(&applied, "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g0\nspec:\n  color: red\n").unwrap();
+    nodes[0].kubectl_ok(&["apply", "--server-side", "-f", applied.to_str().unwrap()]);
+    assert_eq!(nodes[1].kubectl_ok(&["get", "gadget", "g0", "-o", "jsonpath={.spec.color}/{.spec.replicas}"]), "red/4");
+    // Deleting the definition through one node takes its resources, then its routes, everywhere.
+    nodes[0].kubectl_ok(&["delete", "crd", "gadgets.example.com", "--timeout=30s"]);
+    for (i, node) in nodes.iter().enumerate() {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while node.get("/apis/example.com/v1/namespaces/default/gadgets").await.status != 404 {
+            assert!(Instant::now() < deadline, "node {i} still serves gadgets");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let recreated = nodes[2].kubectl_ok(&["create", "-f", path.to_str().unwrap()]);
+    assert!(recreated.contains("created"), "{recreated}");
+    nodes[2].kubectl_ok(&["wait", "--for", "condition=established", "crd/gadgets.example.com", "--timeout=20s"]);
+    assert_eq!(nodes[0].kubectl_ok(&["get", "gadgets", "-o", "name"]), "", "the old resources went with the old definition");
 }
