@@ -68,7 +68,11 @@ fn subresource(sub: &str, info: &ResourceInfo) -> (Value, Vec<&'static str>) {
 fn storage_version_hash(r: &ResourceInfo) -> String {
     use base64::Engine;
     use sha2::{Digest, Sha256};
-    let version = registry::custom::version(r).map_or_else(|| r.version.to_string(), |v| v.storage_version.clone());
+    let version = match (r.stored_as, registry::custom::version(r)) {
+        (Some(stored), _) => stored.api_version.rsplit('/').next().unwrap_or(r.version).to_string(),
+        (None, Some(v)) => v.storage_version.clone(),
+        (None, None) => r.version.to_string(),
+    };
     let digest = Sha256::digest(format!("{}/{version}/{}", r.group, r.kind));
     base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }

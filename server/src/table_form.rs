@@ -244,6 +244,7 @@ mod tests {
             has_generation: false,
             ops: ops(columns),
             gate: None,
+            stored_as: None,
         }
     }
 

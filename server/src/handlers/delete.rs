@@ -9,7 +9,7 @@ use crate::auth::Attributes;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::query::Params;
-use crate::registry::{self, custom};
+use crate::registry::{self, convert};
 use crate::request::ResourceRequest;
 use crate::selector::Filter;
 
@@ -180,6 +180,6 @@ pub async fn delete_collection(ctx: &Ctx, req: &ResourceRequest, params: &Params
             Err(e) => return Err(e),
         }
     }
-    let items = custom::read_forms(&ctx.store, info, deleted).await?;
+    let items = convert::read_forms(&ctx.store, info, deleted).await?;
     Ok(Reply::List(ListReply { rev: ctx.store.cache().applied(), continue_token: None, remaining: None, items }))
 }

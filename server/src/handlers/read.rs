@@ -18,7 +18,7 @@ pub async fn get(ctx: &Ctx, req: &ResourceRequest, params: &Params) -> ApiResult
     let obj = ctx.store.cache().get(&req.key(), None)?.ok_or_else(|| req.not_found())?;
     match req.subresource.as_deref() {
         Some("scale") => Ok(Reply::value(StatusCode::OK, &scale::from_object(req.info, &super::write::parse(&obj)?)?)),
-        _ => Ok(Reply::object(StatusCode::OK, registry::custom::read_form(&ctx.store, req.info, obj.data).await?)),
+        _ => Ok(Reply::object(StatusCode::OK, registry::convert::read_form(&ctx.store, req.info, obj.data).await?)),
     }
 }
 
@@ -52,7 +52,7 @@ pub async fn list(ctx: &Ctx, req: &ResourceRequest, params: &Params) -> ApiResul
         rev: page.rev,
         continue_token,
         remaining,
-        items: registry::custom::read_forms(&ctx.store, info, page.items.into_iter().map(|o| o.data).collect()).await?,
+        items: registry::convert::read_forms(&ctx.store, info, page.items.into_iter().map(|o| o.data).collect()).await?,
     }))
 }
 

@@ -161,7 +161,7 @@ impl Stream {
     /// Sends one event of a stored object, in the version watched; an object that cannot be
     /// converted ends the watch with an ERROR event. False once the watch is over.
     async fn send_object(&self, kind: &str, data: Bytes) -> bool {
-        match registry::custom::read_form(&self.store, self.info, data).await {
+        match registry::convert::read_form(&self.store, self.info, data).await {
             Ok(data) => self.send(kind, &data).await,
             Err(e) => {
                 let _ = self.send("ERROR", &serde_json::to_vec(&e.status()).unwrap_or_default()).await;

@@ -14,7 +14,7 @@ use crate::fieldmanager::{self, Manager};
 use crate::error::{ApiError, ApiResult};
 use crate::ipalloc::ServiceIps;
 use crate::meta::{self, meta_mut, meta_str};
-use crate::registry::{custom, ResourceInfo};
+use crate::registry::{convert, custom, ResourceInfo};
 use crate::request::ResourceRequest;
 
 /// How many times a write retries after losing a compare-and-set race.
@@ -159,7 +159,7 @@ pub async fn create(
         if dry_run {
             return Ok(Reply::value(StatusCode::CREATED, &obj));
         }
-        let stored_form = custom::to_storage(&ctx.store, info, obj.clone()).await?;
+        let stored_form = convert::to_storage(&ctx.store, info, obj.clone()).await?;
         let data = to_bytes(&stored_form)?;
         // Fault injection: `create-corrupt=return(NAME)` stores the object named NAME as bytes
         // that cannot be decoded, as a damaged disk or a lost encryption key would leave it.
@@ -174,7 +174,7 @@ pub async fn create(
         match ctx.store.write(Txn::new(ops)).await? {
             TxnResult::Ok { objects, .. } => {
                 let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
-                return Ok(Reply::object(StatusCode::CREATED, custom::read_form(&ctx.store, info, stored.data).await?));
+                return Ok(Reply::object(StatusCode::CREATED, convert::read_form(&ctx.store, info, stored.data).await?));
             }
             TxnResult::Failed { op: 0, .. } => {
                 return Err(ApiError::AlreadyExists {
@@ -253,7 +253,7 @@ pub async fn update(
             return Err(conflict(req, MODIFIED));
         }
         // Custom resources are changed in the version the request names.
-        let old = custom::in_version(&ctx.store, info, parse(&current)?).await?;
+        let old = convert::in_version(&ctx.store, info, parse(&current)?).await?;
         let mut new = mutate(&old)?;
         let mut w = Vec::new();
         new = admit(info, new, Some(&old), opts.validation, &opts.duplicates, &mut w)?;
@@ -266,7 +266,7 @@ pub async fn update(
         w.extend(ctx.admission.admit(req, Operation::Update, Some(&mut new), Some(&old), opts.dry_run).await?);
         if meta::without_rv(&new) == meta::without_rv(&old) {
             warnings.extend(w);
-            return Ok(Reply::object(StatusCode::OK, custom::read_form(&ctx.store, info, current.data).await?));
+            return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, current.data).await?));
         }
         if let Some(m) = &opts.manager {
             fieldmanager::update(Some(&old), &mut new, m, &info.schema_definition(), &meta::now());
@@ -277,7 +277,7 @@ pub async fn update(
             warnings.extend(w);
             return Ok(Reply::value(StatusCode::OK, &new));
         }
-        let new = custom::to_storage(&ctx.store, info, new).await?;
+        let new = convert::to_storage(&ctx.store, info, new).await?;
         let op = if finalized {
             Op { key: key.clone(), cond: Cond::Rev(current.rev), action: Action::Delete }
         } else {
@@ -291,7 +291,7 @@ pub async fn update(
             TxnResult::Ok { objects, .. } => {
                 warnings.extend(w);
                 let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
-                return Ok(Reply::object(StatusCode::OK, custom::read_form(&ctx.store, info, stored.data).await?));
+                return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, stored.data).await?));
             }
             TxnResult::Failed { current, .. } if opts.precondition.is_some() => return Err(lost(req, current)),
             TxnResult::Failed { .. } => continue,
@@ -454,7 +454,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
             // A second delete may shorten a pod's grace, never lengthen it.
             let shortened = already && period > 0 && super::grace::sooner(&obj, period);
             if already && !finalizers_changed && !shortened {
-                return Ok(Reply::object(StatusCode::OK, custom::read_form(&ctx.store, info, current.data).await?));
+                return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, current.data).await?));
             }
             let m = meta_mut(&mut obj);
             if !already || shortened {
@@ -466,13 +466,13 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
                 obj["status"]["phase"] = json!("Terminating");
             }
             if opts.dry_run {
-                return Ok(Reply::value(StatusCode::OK, &custom::in_version(&ctx.store, info, obj).await?));
+                return Ok(Reply::value(StatusCode::OK, &convert::in_version(&ctx.store, info, obj).await?));
             }
             let op = Op { key: key.clone(), cond: Cond::Rev(current.rev), action: Action::Put(to_bytes(&obj)?) };
             match ctx.store.write(Txn::new(vec![op])).await? {
                 TxnResult::Ok { objects, .. } => {
                     let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
-                    return Ok(Reply::object(StatusCode::OK, custom::read_form(&ctx.store, info, stored.data).await?));
+                    return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, stored.data).await?));
                 }
                 TxnResult::Failed { current, .. } if opts.resource_version.is_some() => return Err(lost(req, current)),
                 _ => continue,

@@ -11,15 +11,13 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
 
-use bytes::Bytes;
-use raft_store::Store;
 use serde_json::Value;
 
 use super::{Column, Decoded, KindOps, ResourceInfo, ALL_VERBS};
 use crate::crd::conversion::Conversion;
 use crate::crd::jsonpath::JsonPath;
 use crate::crd::schema::Structural;
-use crate::error::{ApiError, ApiResult, Cause};
+use crate::error::Cause;
 
 /// What one served version of a custom resource does.
 #[derive(Debug)]
@@ -152,6 +150,7 @@ pub fn intern(names: &Names) -> &'static ResourceInfo {
         has_generation: true,
         ops: &CUSTOM,
         gate: None,
+        stored_as: None,
     };
     let mut entries = ENTRIES.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(found) = entries.iter().find(|e| same(e, &info)) {
@@ -193,47 +192,6 @@ fn intern_list(items: &[&str]) -> &'static [&'static str] {
     let leaked: &'static [&'static str] = Box::leak(interned.into_boxed_slice());
     lists.push(leaked);
     leaked
-}
-
-/// Stored objects as a read returns them: custom resources converted to the version asked for
-/// (by the definition's strategy) with its schema's defaults filled (a default added to the
-/// definition after an object was written shows at once). Objects of a definition with one
-/// version and no defaults go out as stored.
-pub async fn read_forms(store: &Store, info: &ResourceInfo, data: Vec<Bytes>) -> ApiResult<Vec<Bytes>> {
-    let Some(v) = version(info).filter(|v| v.schema.has_defaults || !v.only_version) else { return Ok(data) };
-    let objects = data.iter().map(|d| serde_json::from_slice::<Value>(d)).collect::<Result<Vec<_>, _>>();
-    let Ok(objects) = objects else { return Ok(data) };
-    let objects = convert(store, info, &v, objects).await?;
-    objects.iter().map(|o| serde_json::to_vec(o).map(Bytes::from).map_err(ApiError::internal)).collect()
-}
-
-/// One stored object as a read returns it.
-pub async fn read_form(store: &Store, info: &ResourceInfo, data: Bytes) -> ApiResult<Bytes> {
-    let mut one = read_forms(store, info, vec![data]).await?;
-    one.pop().ok_or_else(|| ApiError::internal("no object converted"))
-}
-
-/// A stored object (parsed) in the version `info` serves, with its defaults.
-pub async fn in_version(store: &Store, info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
-    let Some(v) = version(info) else { return Ok(obj) };
-    let mut one = convert(store, info, &v, vec![obj]).await?;
-    one.pop().ok_or_else(|| ApiError::internal("no object converted"))
-}
-
-async fn convert(store: &Store, info: &ResourceInfo, v: &CustomVersion, objects: Vec<Value>) -> ApiResult<Vec<Value>> {
-    let mut objects = v.conversion.convert(store, objects, &info.api_version()).await.map_err(ApiError::Internal)?;
-    for obj in &mut objects {
-        v.schema.default(obj);
-    }
-    Ok(objects)
-}
-
-/// An object about to be stored, in the definition's storage version.
-pub async fn to_storage(store: &Store, info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
-    let Some(v) = version(info).filter(|v| v.storage_version != info.version) else { return Ok(obj) };
-    let storage = format!("{}/{}", info.group, v.storage_version);
-    let mut one = v.conversion.convert(store, vec![obj], &storage).await.map_err(ApiError::Internal)?;
-    one.pop().ok_or_else(|| ApiError::internal("no object converted"))
 }
 
 /// The behaviour every custom resource shares: each step asks the version's schema.

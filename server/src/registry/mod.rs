@@ -5,6 +5,7 @@
 //! table's resources less those behind a feature gate that is off (`--feature-gates`).
 
 mod table;
+pub mod convert;
 pub mod custom;
 pub mod kinds;
 
@@ -82,6 +83,9 @@ pub struct ResourceInfo {
     /// The feature gate that must be on for the resource to be served, as Kubernetes 1.34
     /// keeps it off by default (`MutatingAdmissionPolicy`).
     pub gate: Option<&'static str>,
+    /// Another version its objects are stored in (autoscaling/v1 HorizontalPodAutoscalers are
+    /// stored as autoscaling/v2).
+    pub stored_as: Option<&'static convert::StoredAs>,
 }
 
 /// Feature gates that are not about serving a resource, with their defaults as in

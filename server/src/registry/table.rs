@@ -10,6 +10,7 @@ use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
 use k8s_openapi::Resource;
 
 use super::kinds::{self, *};
+use super::convert::StoredAs;
 use super::{KindOps, ResourceInfo, ALL_VERBS, CREATE_ONLY};
 
 /// The behaviour of one kind: `ops!(Type, "definition", defaults, validation, columns, cells
@@ -59,6 +60,7 @@ macro_rules! res {
             has_generation: $gen,
             ops: $ops,
             gate: None,
+            stored_as: None,
         }
     };
 }
@@ -66,6 +68,11 @@ macro_rules! res {
 /// A resource served only with its feature gate on.
 const fn gated(info: ResourceInfo, gate: &'static str) -> ResourceInfo {
     ResourceInfo { gate: Some(gate), ..info }
+}
+
+/// A resource whose objects are stored in another version.
+const fn stored_as(info: ResourceInfo, stored: &'static StoredAs) -> ResourceInfo {
+    ResourceInfo { stored_as: Some(stored), ..info }
 }
 
 const NS: bool = true;
@@ -156,7 +163,12 @@ pub static ALL: &[ResourceInfo] = &[
     res!(storage::v1::CSIStorageCapacity, NS, "csistoragecapacity", [], [], [], false, ops!(storage::v1::CSIStorageCapacity, "io.k8s.api.storage.v1.CSIStorageCapacity")),
     res!(storage::v1::VolumeAttributesClass, CLUSTER, "volumeattributesclass", ["vac"], [], [], false, ops!(storage::v1::VolumeAttributesClass, "io.k8s.api.storage.v1.VolumeAttributesClass")),
     res!(autoscaling::v2::HorizontalPodAutoscaler, NS, "horizontalpodautoscaler", ["hpa"], ["all"], ["status"], false,
-        ops!(autoscaling::v2::HorizontalPodAutoscaler, "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler", no_defaults, no_validation, HPA_COLUMNS, hpa_cells)),
+        ops!(autoscaling::v2::HorizontalPodAutoscaler, "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler", hpa::defaults, no_validation, HPA_COLUMNS, hpa_cells)),
+    stored_as(
+        res!(autoscaling::v1::HorizontalPodAutoscaler, NS, "horizontalpodautoscaler", ["hpa"], ["all"], ["status"], false,
+            ops!(autoscaling::v1::HorizontalPodAutoscaler, "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler", hpa::v1_defaults, no_validation, HPA_COLUMNS, hpa::v1_cells)),
+        &hpa::V1_STORED_AS_V2,
+    ),
     res!(certificates::v1::CertificateSigningRequest, CLUSTER, "certificatesigningrequest", ["csr"], [], ["approval", "status"], false,
         ops!(certificates::v1::CertificateSigningRequest, "io.k8s.api.certificates.v1.CertificateSigningRequest", no_defaults, no_validation, CSR_COLUMNS, csr_cells)),
     res!(flowcontrol::v1::FlowSchema, CLUSTER, "flowschema", [], [], ["status"], true, ops!(flowcontrol::v1::FlowSchema, "io.k8s.api.flowcontrol.v1.FlowSchema", no_defaults, no_validation, FLOWSCHEMA_COLUMNS, flowschema_cells)),

@@ -4,6 +4,7 @@
 mod columns;
 mod config_columns;
 pub mod defaults;
+pub mod hpa;
 pub mod immutable;
 pub mod validate;
 
