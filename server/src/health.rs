@@ -1,6 +1,8 @@
 //! `/livez`, `/readyz` and `/healthz`: named checks, `?verbose`, `?exclude=`, and single checks
 //! at `/{endpoint}/{check}`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use axum::response::{IntoResponse, Response};
 use http::{header, HeaderValue, StatusCode};
 
@@ -10,6 +12,10 @@ use crate::query::Params;
 
 /// Readiness fails when the node is this far behind its leader's commit index.
 const MAX_LAG: u64 = 1000;
+
+/// This node has caught up with the commit once, so the definitions it serves are those of the
+/// cluster.
+static CRDS_SYNCED: AtomicBool = AtomicBool::new(false);
 
 /// The checks of an endpoint, named as kube-apiserver names the check for the same thing.
 fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(String, bool)> {
@@ -24,6 +30,16 @@ fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(String, bool)> {
     // Admission and the watch cache exist before the server serves.
     out.push(("poststarthook/start-apiserver-admission-initializer".into(), true));
     out.push(("poststarthook/generic-apiserver-start-informers".into(), true));
+    // Definitions are followed as they are applied, and their controller runs on the leader,
+    // from the start; the served custom resources are synced once this node has caught up with
+    // the commit, and stay so.
+    out.push(("poststarthook/start-apiextensions-informers".into(), true));
+    out.push(("poststarthook/start-apiextensions-controllers".into(), true));
+    let (committed, applied) = ctx.store.progress();
+    if committed.saturating_sub(applied) <= MAX_LAG {
+        CRDS_SYNCED.store(true, Ordering::Relaxed);
+    }
+    out.push(("poststarthook/crd-informer-synced".into(), CRDS_SYNCED.load(Ordering::Relaxed)));
     let hooks = &ctx.settings.hooks;
     out.extend(poststart::HOOKS.iter().map(|h| (format!("poststarthook/{h}"), hooks.is_done(h))));
     // Local APIServices are registered and marked available by the autoregistration hook.

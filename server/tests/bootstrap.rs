@@ -30,6 +30,9 @@ async fn post_start_hooks_create_what_every_cluster_has() {
         "[+]poststarthook/start-cluster-authentication-info-controller ok",
         "[+]poststarthook/kube-apiserver-autoregistration ok",
         "[+]autoregister-completion ok",
+        "[+]poststarthook/start-apiextensions-informers ok",
+        "[+]poststarthook/start-apiextensions-controllers ok",
+        "[+]poststarthook/crd-informer-synced ok",
     ] {
         assert!(verbose.lines().any(|l| l == check), "{check} missing from:\n{verbose}");
     }
