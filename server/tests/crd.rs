@@ -326,7 +326,7 @@ spec:
             - rule: self.min <= self.max
               message: min must not exceed max
             - rule: self.max >= oldSelf.max
-              messageExpression: "'max may only grow, not go to ' + string(self.max)"
+              messageExpression: "'max may only grow, not go to %d'.format([self.max])"
               reason: FieldValueForbidden
             properties:
               min: {type: integer}
@@ -524,4 +524,150 @@ async fn server_side_apply_merges_custom_resources_by_their_schema() {
     let out = server.kubectl(&["get", "services.net.example.com", "--field-selector", "spec.ports=1"]);
     assert!(stderr(&out).contains(r#""spec.ports" is not a known field selector: only "metadata.name", "metadata.namespace", "spec.owner""#), "{}", stderr(&out));
     server.kubectl_ok(&["patch", "services.net.example.com", "s1", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+}
+
+/// A definition of `plural.example.com` with `schema` as its only version's.
+fn definition(plural: &str, kind: &str, schema: Value) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.example.com")},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": plural, "kind": kind},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}]
+        }
+    })
+}
+
+async fn post(server: &TestServer, path: &str, body: &Value) -> common::Reply {
+    let req = http::Request::post(path).header("content-type", "application/json").body(serde_json::to_vec(body).unwrap()).unwrap();
+    server.request(req).await
+}
+
+#[tokio::test]
+async fn rule_costs_are_limited_as_kubernetes_limits_them() {
+    let server = TestServer::start().await;
+    // Kubernetes' e2e definition: a rule on every inner list of an unbounded list of lists.
+    let nested = |bound: Option<u64>| {
+        let mut inner = json!({"type": "array", "items": {"type": "string"}, "x-kubernetes-validations": [{"rule": "self.all(s, s == 'string constant')"}]});
+        let mut outer = json!({"type": "array", "items": inner.clone()});
+        if let Some(n) = bound {
+            inner["maxItems"] = json!(n);
+            outer = json!({"type": "array", "maxItems": n, "items": inner});
+        }
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"x": outer}}}})
+    };
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let refused = post(&server, crds, &definition("lists", "List", nested(None))).await;
+    let status = refused.expect_status(422, "Invalid");
+    let causes = status["details"]["causes"].as_array().unwrap();
+    let rule = "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].items.x-kubernetes-validations[0].rule";
+    assert!(
+        causes.iter().any(|c| c["reason"] == "FieldValueForbidden"
+            && c["field"] == rule
+            && c["message"] == "Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"),
+        "{status}"
+    );
+    assert!(status["message"].as_str().unwrap().contains("exceeds budget"), "{status}");
+    // Bounded, the same rule is cheap enough.
+    let accepted = post(&server, crds, &definition("lists", "List", nested(Some(100)))).await;
+    assert_eq!(accepted.status, 201, "{}", accepted.text());
+
+    // Kubernetes' e2e runtime case: a rule the schema allows, too dear on a large value.
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "x-kubernetes-validations": [
+                    {"rule": "self.x + self.y > 0"},
+                    {"rule": "self.firstArray.isSorted() && self.secondArray.isSorted() && ((self.firstArray.sum() + self.secondArray.sum()) % 2 == 0)"},
+                    {"rule": "self.largeArray.all(x, self.largeArray.all(y, y == x))"}
+                ],
+                "properties": {
+                    "x": {"type": "integer"},
+                    "y": {"type": "integer"},
+                    "firstArray": {"type": "array", "maxItems": 1000, "items": {"type": "integer"}},
+                    "secondArray": {"type": "array", "maxItems": 1000, "items": {"type": "integer"}},
+                    "largeArray": {"type": "array", "maxItems": 725, "items": {"type": "integer"}}
+                }
+            }
+        }
+    });
+    let created = post(&server, crds, &definition("costs", "Cost", schema)).await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    server.kubectl_ok(&["wait", "--for", "condition=established", "crd/costs.example.com", "--timeout=20s"]);
+    let object = |name: &str, spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Cost", "metadata": {"name": name}, "spec": spec});
+    let costs = "/apis/example.com/v1/namespaces/default/costs";
+    let small = object("small", json!({"x": 1, "y": 0, "firstArray": [3, 4], "secondArray": [5, 10], "largeArray": [2, 2]}));
+    let reply = post(&server, costs, &small).await;
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let large = object("large", json!({"largeArray": vec![20; 725]}));
+    let status = post(&server, costs, &large).await.expect_status(422, "Invalid");
+    let causes = status["details"]["causes"].as_array().unwrap();
+    assert!(
+        causes.iter().any(|c| c["field"] == "spec"
+            && c["message"] == "Invalid value: \"object\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.largeArray.all(x, self.largeArray.all(y, y == x))"),
+        "{status}"
+    );
+    assert!(status["message"].as_str().unwrap().contains("call cost exceeds limit"), "{status}");
+}
+
+/// Rules calling Kubernetes' CEL libraries (quantity, IP and CIDR, URL, format) accept and refuse
+/// custom resources with their messages, and a value a library cannot parse fails its rule with
+/// the library's words.
+#[tokio::test]
+async fn validation_rules_use_kubernetes_libraries() {
+    let server = TestServer::start().await;
+    let string = json!({"type": "string", "maxLength": 253});
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "x-kubernetes-validations": [
+                    {"rule": "quantity(self.memory).isLessThan(quantity('1Gi'))", "message": "memory must be under 1Gi"},
+                    {"rule": "isIP(self.address) && ip(self.address).family() == 4", "message": "address must be an IPv4 address"},
+                    {"rule": "cidr(self.network).containsIP(self.address)", "message": "address must be in the network"},
+                    {"rule": "isURL(self.endpoint) && url(self.endpoint).getScheme() == 'https'", "message": "endpoint must be an https URL"},
+                    {"rule": "!format.dns1123Label().validate(self.host).hasValue()", "message": "host must be a DNS label"}
+                ],
+                "properties": {"memory": string, "address": string, "network": string, "endpoint": string, "host": string}
+            }
+        }
+    });
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let created = post(&server, crds, &definition("endpoints", "Endpoint", schema)).await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    server.kubectl_ok(&["wait", "--for", "condition=established", "crd/endpoints.example.com", "--timeout=20s"]);
+    let object = |name: &str, spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Endpoint", "metadata": {"name": name}, "spec": spec});
+    let endpoints = "/apis/example.com/v1/namespaces/default/endpoints";
+
+    let good = json!({"memory": "512Mi", "address": "10.1.2.3", "network": "10.0.0.0/8", "endpoint": "https://example.com/hook", "host": "web"});
+    let reply = post(&server, endpoints, &object("good", good)).await;
+    assert_eq!(reply.status, 201, "{}", reply.text());
+
+    let bad = json!({"memory": "2Gi", "address": "192.168.0.1", "network": "10.0.0.0/8", "endpoint": "http://example.com", "host": "Web_1"});
+    let status = post(&server, endpoints, &object("bad", bad)).await.expect_status(422, "Invalid");
+    let messages: Vec<&str> = status["details"]["causes"].as_array().unwrap().iter().filter(|c| c["field"] == "spec").filter_map(|c| c["message"].as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "Invalid value: \"object\": memory must be under 1Gi",
+            "Invalid value: \"object\": address must be in the network",
+            "Invalid value: \"object\": endpoint must be an https URL",
+            "Invalid value: \"object\": host must be a DNS label",
+        ],
+        "{status}"
+    );
+
+    // A value the library refuses makes the rule fail with Kubernetes' words.
+    let unparsable = json!({"memory": "lots", "address": "::1", "network": "::/0", "endpoint": "https://example.com", "host": "web"});
+    let status = post(&server, endpoints, &object("unparsable", unparsable)).await.expect_status(422, "Invalid");
+    let messages = status["details"]["causes"].to_string();
+    assert!(messages.contains("quantity(self.memory).isLessThan(quantity('1Gi')) evaluation error"), "{status}");
+    assert!(messages.contains("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"), "{status}");
+    assert!(messages.contains("address must be an IPv4 address") && !messages.contains("address must be in"), "{status}");
 }

@@ -243,7 +243,7 @@ fn structural(schema: &Value, path: &str, causes: &mut Vec<Cause>) {
     }
     node(schema, path, true, causes);
     match Structural::compile(schema) {
-        Ok(_) => {}
+        Ok(compiled) => causes.extend(super::cost::check_schema(&compiled, path)),
         Err((at, message)) if !at.is_empty() => causes.push(Cause::new("FieldValueInvalid", format!("{path}{at}"), message)),
         Err((_, e)) => causes.push(Cause::new("FieldValueInvalid", path.to_string(), format!("Invalid value: \"\": must be a valid schema: {e}"))),
     }

@@ -6,6 +6,7 @@
 
 pub mod controller;
 pub mod conversion;
+pub mod cost;
 pub mod definition;
 pub mod fields;
 #[cfg(test)]

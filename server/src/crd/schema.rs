@@ -4,15 +4,18 @@
 //! enums, patterns, bounds, `required`, `nullable`, the `allOf`/`anyOf`/`oneOf`/`not`
 //! constraints and the CEL rules ([`super::rules`]), with the messages and field paths
 //! Kubernetes gives. An update ratchets: a value equal to its correlated old value (same
-//! property, map key, or map-list item) is not validated again, but for transition rules.
+//! property, map key, or map-list item) is not validated again, but for transition rules. The
+//! rules of one object share one cost budget ([`super::cost`]).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::rules::{self, Rule, RuleSpec};
+use super::cost::{Budget, Decl};
+use super::rules::{self, Prior, Rule, RuleSpec};
 use crate::error::Cause;
 use crate::registry::{kinds, Decoded};
 
@@ -145,7 +148,8 @@ impl Structural {
         }
         self.has_defaults = defaults;
         if !self.validations.is_empty() {
-            self.rules = rules::compile(&self.validations, &self.sample(), self.exact()).map_err(|(i, field, e)| {
+            let decl = Decl::of(self, path.is_empty() || self.embedded_resource).map(Arc::new);
+            self.rules = rules::compile(&self.validations, &self.sample(), self.exact(), decl).map_err(|(i, field, e)| {
                 let spec = &self.validations[i];
                 let source = if field == "rule" { &spec.rule } else { spec.message_expression.as_deref().unwrap_or_default() };
                 (format!("{path}.x-kubernetes-validations[{i}].{field}"), format!("Invalid value: {source:?}: {e}"))
@@ -301,18 +305,18 @@ impl Structural {
             v
         };
         let mut causes = Vec::new();
-        self.check(&strip(obj), old.map(strip).as_ref(), &At::default(), &mut causes);
+        self.check(&strip(obj), old.map(strip).as_ref(), &At::default(), &Budget::default(), &mut causes);
         causes
     }
 
-    fn check(&self, value: &Value, old: Option<&Value>, at: &At, causes: &mut Vec<Cause>) {
+    fn check(&self, value: &Value, old: Option<&Value>, at: &At, budget: &Budget, causes: &mut Vec<Cause>) {
         let path = at.schema.as_str();
         if value.is_null() && (self.nullable || path.is_empty()) {
             return;
         }
         if old == Some(value) {
             // Unchanged: valid as it was, but for what transition rules say.
-            self.transitions(value, at, causes);
+            self.transitions(value, at, budget, causes);
             return;
         }
         if !self.type_matches(value) {
@@ -338,16 +342,16 @@ impl Structural {
         match value {
             Value::String(s) => self.check_string(s, path, causes),
             Value::Number(n) => self.check_number(n.as_f64().unwrap_or_default(), value, path, causes),
-            Value::Array(items) => self.check_array(items, old.and_then(Value::as_array), at, causes),
-            Value::Object(map) => self.check_object(map, old.and_then(Value::as_object), at, causes),
+            Value::Array(items) => self.check_array(items, old.and_then(Value::as_array), at, budget, causes),
+            Value::Object(map) => self.check_object(map, old.and_then(Value::as_object), at, budget, causes),
             _ => {}
         }
         for schema in &self.all_of {
-            schema.check(value, old, at, causes);
+            schema.check(value, old, at, budget, causes);
         }
         let passes = |s: &Structural| {
             let mut c = Vec::new();
-            s.check(value, None, at, &mut c);
+            s.check(value, None, at, budget, &mut c);
             c.is_empty()
         };
         if !self.any_of.is_empty() && !self.any_of.iter().any(passes) {
@@ -359,7 +363,8 @@ impl Structural {
         if self.not.as_deref().is_some_and(passes) {
             causes.push(invalid(path, value, &format!("{} in body must not validate the schema (not)", name_of(path))));
         }
-        rules::evaluate(&self.rules, &at.rule, self.rule_type(), value, old, false, causes);
+        let prior = old.map_or(Prior::None, Prior::Changed);
+        rules::evaluate(&self.rules, &at.rule, self.rule_type(), value, prior, budget, causes);
     }
 
     /// The type a rule failure names (`"object"`, `"string"`, ...).
@@ -368,14 +373,14 @@ impl Structural {
     }
 
     /// The transition rules at and below an unchanged value (each sees `oldSelf` equal to `self`).
-    fn transitions(&self, value: &Value, at: &At, causes: &mut Vec<Cause>) {
-        rules::evaluate(&self.rules, &at.rule, self.rule_type(), value, Some(value), true, causes);
+    fn transitions(&self, value: &Value, at: &At, budget: &Budget, causes: &mut Vec<Cause>) {
+        rules::evaluate(&self.rules, &at.rule, self.rule_type(), value, Prior::Unchanged, budget, causes);
         match value {
             Value::Object(map) => {
                 for (key, v) in map {
                     match (self.properties.get(key), self.additional()) {
-                        (Some(schema), _) => schema.transitions(v, &at.field(key), causes),
-                        (None, Some(schema)) => schema.transitions(v, &at.key(key), causes),
+                        (Some(schema), _) => schema.transitions(v, &at.field(key), budget, causes),
+                        (None, Some(schema)) => schema.transitions(v, &at.key(key), budget, causes),
                         (None, None) => {}
                     }
                 }
@@ -383,7 +388,7 @@ impl Structural {
             Value::Array(items) if self.list_type.as_deref() == Some("map") => {
                 if let Some(schema) = &self.items {
                     for (i, item) in items.iter().enumerate() {
-                        schema.transitions(item, &at.index(i), causes);
+                        schema.transitions(item, &at.index(i), budget, causes);
                     }
                 }
             }
@@ -459,7 +464,7 @@ impl Structural {
         }
     }
 
-    fn check_array(&self, items: &[Value], old: Option<&Vec<Value>>, at: &At, causes: &mut Vec<Cause>) {
+    fn check_array(&self, items: &[Value], old: Option<&Vec<Value>>, at: &At, budget: &Budget, causes: &mut Vec<Cause>) {
         let path = at.schema.as_str();
         let name = name_of(path);
         let len = items.len() as u64;
@@ -475,12 +480,12 @@ impl Structural {
         }
         if let Some(schema) = &self.items {
             for (i, item) in items.iter().enumerate() {
-                schema.check(item, self.correlated(item, old.map(Vec::as_slice)), &at.index(i), causes);
+                schema.check(item, self.correlated(item, old.map(Vec::as_slice)), &at.index(i), budget, causes);
             }
         }
     }
 
-    fn check_object(&self, map: &Map<String, Value>, old: Option<&Map<String, Value>>, at: &At, causes: &mut Vec<Cause>) {
+    fn check_object(&self, map: &Map<String, Value>, old: Option<&Map<String, Value>>, at: &At, budget: &Budget, causes: &mut Vec<Cause>) {
         let path = at.schema.as_str();
         for key in &self.required {
             if map.get(key).is_none_or(Value::is_null) && !(self.properties.get(key).is_some_and(|p| p.nullable) && map.contains_key(key)) {
@@ -501,8 +506,8 @@ impl Structural {
             }
             let old = old.and_then(|o| o.get(key));
             match (self.properties.get(key), self.additional()) {
-                (Some(schema), _) => schema.check(v, old, &at.field(key), causes),
-                (None, Some(schema)) => schema.check(v, old, &at.key(key), causes),
+                (Some(schema), _) => schema.check(v, old, &at.field(key), budget, causes),
+                (None, Some(schema)) => schema.check(v, old, &at.key(key), budget, causes),
                 (None, None) => {}
             }
         }

@@ -4,32 +4,42 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use cel::extractors::This;
-use cel::{Context, ExecutionError, Value};
+use cel::common::types::{DYN_TYPE, LIST_TYPE};
+use cel::common::value::CowVal;
+use cel::{DeclarationError, Env, ExecutionError, Value};
 
-/// The functions' names, to install them only for expressions that call one.
-const NAMES: &[&str] = &["isSorted", "sum", "min", "max", "indexOf", "lastIndexOf"];
+use super::support::{any, error, value};
 
-/// Whether `source` calls one of the functions.
-pub fn used_by(source: &str) -> bool {
-    NAMES.iter().any(|n| source.contains(&format!(".{n}(")))
+/// Declares the library's functions.
+pub fn library(env: &mut Env) -> Result<(), DeclarationError> {
+    env.add_member_overload("isSorted", "list_is_sorted", LIST_TYPE, vec![], |a| value(is_sorted(&items(&a)?)?))?;
+    env.add_member_overload("sum", "list_sum", LIST_TYPE, vec![], |a| value(sum(&items(&a)?)?))?;
+    env.add_member_overload("min", "list_min", LIST_TYPE, vec![], |a| value(extreme(&items(&a)?, Ordering::Less, "min")?))?;
+    env.add_member_overload("max", "list_max", LIST_TYPE, vec![], |a| value(extreme(&items(&a)?, Ordering::Greater, "max")?))?;
+    env.add_member_overload("indexOf", "list_index_of", LIST_TYPE, vec![DYN_TYPE], |a| {
+        let x = any(&a, 1)?;
+        value(position(items(&a)?.iter().position(|v| *v == x)))
+    })?;
+    env.add_member_overload("lastIndexOf", "list_last_index_of", LIST_TYPE, vec![DYN_TYPE], |a| {
+        let x = any(&a, 1)?;
+        value(position(items(&a)?.iter().rposition(|v| *v == x)))
+    })?;
+    Ok(())
 }
 
-/// Adds the functions to `context`.
-pub fn install(context: &mut Context<'_, '_>) {
-    let _ = context.add_function("isSorted", is_sorted);
-    let _ = context.add_function("sum", sum);
-    let _ = context.add_function("min", |This(l): This<Arc<Vec<Value>>>| extreme(&l, Ordering::Less, "min"));
-    let _ = context.add_function("max", |This(l): This<Arc<Vec<Value>>>| extreme(&l, Ordering::Greater, "max"));
-    let _ = context.add_function("indexOf", |This(l): This<Arc<Vec<Value>>>, x: Value| position(l.iter().position(|v| *v == x)));
-    let _ = context.add_function("lastIndexOf", |This(l): This<Arc<Vec<Value>>>, x: Value| position(l.iter().rposition(|v| *v == x)));
+/// The receiver's items.
+fn items(args: &[CowVal<'_, '_>]) -> Result<Arc<Vec<Value>>, ExecutionError> {
+    match any(args, 0)? {
+        Value::List(l) => Ok(l),
+        _ => Err(error("list", "not a list")),
+    }
 }
 
 fn compare(a: &Value, b: &Value) -> Result<Ordering, ExecutionError> {
-    a.partial_cmp(b).ok_or_else(|| ExecutionError::function_error("isSorted", "the list's items cannot be compared"))
+    a.partial_cmp(b).ok_or_else(|| error("isSorted", "the list's items cannot be compared"))
 }
 
-fn is_sorted(This(l): This<Arc<Vec<Value>>>) -> Result<bool, ExecutionError> {
+fn is_sorted(l: &[Value]) -> Result<bool, ExecutionError> {
     for pair in l.windows(2) {
         if compare(&pair[0], &pair[1])? == Ordering::Greater {
             return Ok(false);
@@ -38,26 +48,26 @@ fn is_sorted(This(l): This<Arc<Vec<Value>>>) -> Result<bool, ExecutionError> {
     Ok(true)
 }
 
-fn sum(This(l): This<Arc<Vec<Value>>>) -> Result<Value, ExecutionError> {
+fn sum(l: &[Value]) -> Result<Value, ExecutionError> {
     match l.first() {
         None => Ok(Value::Int(0)),
         Some(Value::Float(_)) => l.iter().try_fold(0.0, |acc, v| match v {
             Value::Float(f) => Ok(acc + f),
-            _ => Err(ExecutionError::function_error("sum", "the list mixes number types")),
+            _ => Err(error("sum", "the list mixes number types")),
         }).map(Value::Float),
         Some(Value::UInt(_)) => l.iter().try_fold(0u64, |acc, v| match v {
-            Value::UInt(u) => acc.checked_add(*u).ok_or_else(|| ExecutionError::function_error("sum", "overflow")),
-            _ => Err(ExecutionError::function_error("sum", "the list mixes number types")),
+            Value::UInt(u) => acc.checked_add(*u).ok_or_else(|| error("sum", "overflow")),
+            _ => Err(error("sum", "the list mixes number types")),
         }).map(Value::UInt),
         Some(_) => l.iter().try_fold(0i64, |acc, v| match v {
-            Value::Int(i) => acc.checked_add(*i).ok_or_else(|| ExecutionError::function_error("sum", "overflow")),
-            _ => Err(ExecutionError::function_error("sum", "the list's items are not numbers")),
+            Value::Int(i) => acc.checked_add(*i).ok_or_else(|| error("sum", "overflow")),
+            _ => Err(error("sum", "the list's items are not numbers")),
         }).map(Value::Int),
     }
 }
 
 fn extreme(l: &[Value], keep: Ordering, name: &str) -> Result<Value, ExecutionError> {
-    let mut best = l.first().ok_or_else(|| ExecutionError::function_error(name, format!("{name} called on an empty list")))?;
+    let mut best = l.first().ok_or_else(|| error(name, format!("{name} called on an empty list")))?;
     for v in &l[1..] {
         if compare(v, best)? == keep {
             best = v;
@@ -84,5 +94,8 @@ mod tests {
         assert_eq!(eval("l.sum() + s.sum()"), cel::Value::Int(11));
         assert_eq!(eval("l.min() == 1 && l.max() == 3"), cel::Value::Bool(true));
         assert_eq!(eval("s.indexOf(2) == 1 && s.lastIndexOf(2) == 2 && l.indexOf(9) == -1"), cel::Value::Bool(true));
+        // The strings library's functions of the same names.
+        assert_eq!(eval("'abcb'.indexOf('b') == 1 && 'abcb'.lastIndexOf('b') == 3"), cel::Value::Bool(true));
+        assert!(Expression::parse("[].min()").unwrap().eval(&[]).unwrap_err().to_string().contains("min called on an empty list"));
     }
 }

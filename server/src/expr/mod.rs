@@ -1,30 +1,59 @@
-//! CEL expressions over JSON objects, as Kubernetes evaluates them in admission policies and
-//! authorization match conditions: compile once, bind named JSON values, evaluate.
+//! CEL expressions over JSON objects, as Kubernetes evaluates them in admission policies, CRD
+//! validation rules and authorization match conditions: compile once, bind named JSON values,
+//! evaluate, with the libraries Kubernetes adds to the standard one.
 
 pub mod authorizer;
+pub mod format;
 pub mod lists;
+pub mod network;
 pub mod objects;
+pub mod quantity;
+pub mod regex;
+pub mod sets;
+mod support;
+pub mod urls;
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-use cel::{Context, Env, ExecutionError, Program, Value};
+use cel::{Context, DeclarationError, Env, ExecutionError, Program, Value};
 
 pub use authorizer::Authorizer;
 
-/// The standard library, built once.
-static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(Env::stdlib()));
+/// Kubernetes' environment, built once.
+static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(environment()));
+
+/// A library: declares its types and functions.
+type Library = fn(&mut Env) -> Result<(), DeclarationError>;
+
+/// The standard library and the libraries Kubernetes adds to it for CRD validation rules and
+/// admission policies: cel-go's strings and sets extensions, and Kubernetes' lists, regex, URLs,
+/// quantity, IP and CIDR, format and JSON patch libraries.
+fn environment() -> Env {
+    let libraries: [Library; 9] = [
+        cel::extensions::strings,
+        sets::library,
+        lists::library,
+        regex::library,
+        urls::library,
+        quantity::library,
+        network::library,
+        format::library,
+        objects::library,
+    ];
+    let mut env = Env::stdlib();
+    for library in libraries {
+        env.add_extension(library).expect("the libraries declare distinct functions");
+    }
+    env
+}
 
 /// A compiled expression with its source.
 pub struct Expression {
     pub source: String,
     program: Program,
-    /// The standard library, with the struct types the expression constructs if any.
+    /// Kubernetes' environment, with the struct types the expression constructs if any.
     env: Arc<Env>,
-    /// Whether it calls `jsonpatch.escapeKey`.
-    jsonpatch: bool,
-    /// Whether it calls a function of the list library.
-    lists: bool,
 }
 
 impl std::fmt::Debug for Expression {
@@ -57,8 +86,7 @@ impl Expression {
         let program = Program::compile(source).map_err(|e| format!("compilation failed: {e}"))?;
         let structs = objects::struct_names(source);
         let env = if structs.is_empty() { ENV.clone() } else { Arc::new(objects::env_with(&structs)?) };
-        let jsonpatch = source.contains("jsonpatch.escapeKey");
-        Ok(Expression { source: source.to_string(), program, env, jsonpatch, lists: lists::used_by(source) })
+        Ok(Expression { source: source.to_string(), program, env })
     }
 
     /// Evaluates with CEL values bound (optionals among them).
@@ -81,12 +109,6 @@ impl Expression {
         if let Some(a) = authorizer {
             a.install(&mut context);
         }
-        if self.jsonpatch {
-            let _ = context.add_function("jsonpatch.escapeKey", objects::escape_key);
-        }
-        if self.lists {
-            lists::install(&mut context);
-        }
         for (name, value) in vars {
             context.add_variable_from_value(name, value);
         }
@@ -98,7 +120,7 @@ impl Expression {
         match self.eval_with(vars, authorizer) {
             Ok(Value::Bool(b)) => Ok(b),
             Ok(other) => Err(format!("expression '{}' resulted in {}, want bool", self.source, type_name(&other))),
-            Err(e) => Err(format!("expression '{}' resulted in error: {e}", self.source)),
+            Err(e) => Err(format!("expression '{}' resulted in error: {}", self.source, message(&e))),
         }
     }
 
@@ -107,8 +129,17 @@ impl Expression {
         match self.eval_with(vars, authorizer) {
             Ok(Value::String(s)) => Ok(s.to_string()),
             Ok(other) => Err(format!("expression '{}' resulted in {}, want string", self.source, type_name(&other))),
-            Err(e) => Err(format!("expression '{}' resulted in error: {e}", self.source)),
+            Err(e) => Err(format!("expression '{}' resulted in error: {}", self.source, message(&e))),
         }
+    }
+}
+
+/// An evaluation error in Kubernetes' words: a function's own message, without the preamble
+/// naming the function.
+pub fn message(e: &ExecutionError) -> String {
+    match e {
+        ExecutionError::FunctionError { message, .. } => message.clone(),
+        e => e.to_string(),
     }
 }
 
@@ -190,5 +221,30 @@ mod tests {
         let m = Expression::compile("'name: ' + object.metadata.name", &sample, Some("string")).unwrap();
         assert_eq!(m.eval_string(&sample, None).unwrap(), "name: x");
         assert_eq!(to_json(&to_value(&object)), object);
+    }
+
+    #[test]
+    fn the_strings_library_is_cel_gos() {
+        let eval = |src: &str| Expression::parse(src).unwrap().eval(&[]).map_err(|e| e.to_string());
+        let checks = [
+            "'hello'.charAt(1) == 'e' && 'hello'.charAt(5) == ''",
+            "'hello'.indexOf('l') == 2 && 'hello'.indexOf('l', 3) == 3 && 'hello'.lastIndexOf('l') == 3",
+            "'TacoCat'.lowerAscii() == 'tacocat' && 'TacoCat'.upperAscii() == 'TACOCAT' && '  x '.trim() == 'x'",
+            "'a-b-c'.replace('-', '+') == 'a+b+c' && 'a-b-c'.replace('-', '+', 1) == 'a+b-c'",
+            "'a,b,c'.split(',') == ['a', 'b', 'c'] && 'a,b,c'.split(',', 2) == ['a', 'b,c']",
+            "'hello'.substring(1) == 'ello' && 'hello'.substring(1, 3) == 'el' && ['a', 'b'].join('-') == 'a-b'",
+            "strings.quote('a\"b') == '\"a\\\\\"b\"' && '%s is %d'.format(['x', 1]) == 'x is 1'",
+        ];
+        for check in checks {
+            assert_eq!(eval(check), Ok(Value::Bool(true)), "{check}");
+        }
+        assert!(eval("'hello'.charAt(6)").unwrap_err().ends_with("index out of range: 6"));
+    }
+
+    #[test]
+    fn evaluation_errors_are_worded_as_kubernetes_words_them() {
+        let e = Expression::parse("quantity('1').asInteger() == 1 && quantity('1.5').asInteger() == 1").unwrap();
+        let err = e.eval_bool(&[], None).unwrap_err();
+        assert_eq!(err, "expression 'quantity('1').asInteger() == 1 && quantity('1.5').asInteger() == 1' resulted in error: cannot convert value to integer");
     }
 }

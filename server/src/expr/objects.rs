@@ -3,11 +3,12 @@
 //! `JSONPatch{op, path, value, from}`, each made a plain map, and `jsonpatch.escapeKey`.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
-use cel::common::types::Type;
+use cel::common::types::{Type, STRING_TYPE};
 use cel::common::value::{CowVal, Val};
-use cel::{Env, ExecutionError, StructType, Value};
+use cel::{DeclarationError, Env, ExecutionError, StructType, Value};
+
+use super::support::{string, value};
 
 /// A struct type whose literals are maps of their fields.
 struct MapStruct {
@@ -47,9 +48,9 @@ pub fn struct_names(source: &str) -> Vec<String> {
     names
 }
 
-/// The standard library with the struct types `names`.
+/// Kubernetes' environment with the struct types `names`.
 pub fn env_with(names: &[String]) -> Result<Env, String> {
-    let mut env = Env::stdlib();
+    let mut env = super::environment();
     for name in names {
         let r#type = Type::new_struct(name.clone());
         env.add_type(MapStruct { r#type }).map_err(|e| format!("compilation failed: {e:?}"))?;
@@ -57,8 +58,12 @@ pub fn env_with(names: &[String]) -> Result<Env, String> {
     Ok(env)
 }
 
-/// `jsonpatch.escapeKey(k)`: a map key as one JSON pointer segment.
-pub fn escape_key(key: Arc<String>) -> String {
+/// Declares `jsonpatch.escapeKey(k)`: a map key as one JSON pointer segment.
+pub fn library(env: &mut Env) -> Result<(), DeclarationError> {
+    env.add_overload("jsonpatch.escapeKey", "string_jsonpatch_escape_key", vec![STRING_TYPE], |a| value(escape_key(string(&a, 0)?)))
+}
+
+fn escape_key(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
@@ -70,6 +75,8 @@ mod tests {
     fn finds_the_kubernetes_struct_names() {
         let source = "Object{spec: Object.spec{replicas: 2}, m: {'a': 1}} + [JSONPatch{op: 'add'}] + x.map(y, {})";
         assert_eq!(struct_names(source), vec!["Object", "Object.spec", "JSONPatch"]);
-        assert_eq!(escape_key(Arc::new("a/b~c".into())), "a~1b~0c");
+        assert_eq!(escape_key("a/b~c"), "a~1b~0c");
+        let e = crate::expr::Expression::parse("jsonpatch.escapeKey('a/b~c')").unwrap();
+        assert_eq!(e.eval(&[]), Ok(Value::from("a~1b~0c")));
     }
 }
