@@ -4,6 +4,8 @@
 
 pub mod authorizer;
 pub mod format;
+#[cfg(test)]
+mod fuzz;
 pub mod lists;
 pub mod network;
 pub mod objects;
