@@ -234,7 +234,7 @@ async fn bad_definitions_are_refused_and_name_conflicts_reported() {
     assert!(err.contains("The CustomResourceDefinition \"gadgets.example.com\" is invalid"), "{err}");
     assert!(err.contains("metadata.name: Invalid value: \"gadgets.example.com\": must be spec.names.plural+\".\"+spec.group"), "{err}");
     assert!(err.contains("must have exactly one version marked as storage version"), "{err}");
-    assert!(err.contains("spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].type: Unsupported value: \"int\""), "{err}");
+    assert!(err.contains("spec.validation.openAPIV3Schema.properties[spec].properties[size].type: Unsupported value: \"int\""), "{err}");
 
     // A second definition asking for a kind another definition of the group holds is not
     // established.
@@ -345,7 +345,7 @@ async fn validation_rules_are_compiled_checked_and_ratcheted() {
         let bad = RULED.replace("self.min <= self.max", rule).replace("limits", "badlimits").replace("kind: Limit", "kind: BadLimit");
         let out = server.kubectl(&["create", "-f", &file(&server, "bad.yaml", &bad)]);
         assert!(!out.status.success() && stderr(&out).contains(expected), "{rule}: {}", stderr(&out));
-        assert!(stderr(&out).contains("spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"), "{}", stderr(&out));
+        assert!(stderr(&out).contains("spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"), "{}", stderr(&out));
     }
     server.kubectl_ok(&["create", "-f", &file(&server, "limits.yaml", RULED)]);
     server.kubectl_ok(&["wait", "--for", "condition=established", "crd/limits.example.com", "--timeout=20s"]);
@@ -563,7 +563,7 @@ async fn rule_costs_are_limited_as_kubernetes_limits_them() {
     let refused = post(&server, crds, &definition("lists", "List", nested(None))).await;
     let status = refused.expect_status(422, "Invalid");
     let causes = status["details"]["causes"].as_array().unwrap();
-    let rule = "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].items.x-kubernetes-validations[0].rule";
+    let rule = "spec.validation.openAPIV3Schema.properties[spec].properties[x].items.x-kubernetes-validations[0].rule";
     assert!(
         causes.iter().any(|c| c["reason"] == "FieldValueForbidden"
             && c["field"] == rule

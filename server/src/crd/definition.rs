@@ -135,6 +135,24 @@ fn versions(spec: &Value, causes: &mut Vec<Cause>) {
             format!("Invalid value: \"{}\": must have exactly one version marked as storage version", serde_json::to_string(&versions).unwrap_or_default().replace('"', "\\\"")),
         ));
     }
+    // Kubernetes validates a part every version has alike once, where it keeps it then: at
+    // `spec` (`spec.validation` for the schema).
+    let alike = |field: &str| versions.iter().all(|v| v.get(field) == versions[0].get(field));
+    let (columns_alike, subresources_alike, fields_alike) = (alike("additionalPrinterColumns"), alike("subresources"), alike("selectableFields"));
+    let schema_alike = alike("schema") && !versions[0]["schema"]["openAPIV3Schema"].is_null();
+    let first = &versions[0];
+    if columns_alike {
+        printer_columns(&first["additionalPrinterColumns"], "spec", causes);
+    }
+    if subresources_alike {
+        scale(&first["subresources"]["scale"], "spec", causes);
+    }
+    if fields_alike {
+        selectable_fields(&first["selectableFields"], "spec", causes);
+    }
+    if schema_alike {
+        structural(&first["schema"]["openAPIV3Schema"], "spec.validation.openAPIV3Schema", causes);
+    }
     let mut seen = Vec::new();
     for (i, v) in versions.iter().enumerate() {
         let path = format!("spec.versions[{i}]");
@@ -147,12 +165,19 @@ fn versions(spec: &Value, causes: &mut Vec<Cause>) {
             causes.push(Cause::new("FieldValueDuplicate", format!("{path}.name"), format!("Duplicate value: \"{name}\"")));
         }
         seen.push(name);
-        printer_columns(&v["additionalPrinterColumns"], &path, causes);
-        scale(&v["subresources"]["scale"], &path, causes);
-        selectable_fields(&v["selectableFields"], &path, causes);
+        if !columns_alike {
+            printer_columns(&v["additionalPrinterColumns"], &path, causes);
+        }
+        if !subresources_alike {
+            scale(&v["subresources"]["scale"], &path, causes);
+        }
+        if !fields_alike {
+            selectable_fields(&v["selectableFields"], &path, causes);
+        }
         let schema_path = format!("{path}.schema.openAPIV3Schema");
         match v["schema"].get("openAPIV3Schema") {
             None | Some(Value::Null) => causes.push(Cause::new("FieldValueRequired", schema_path, "Required value: schemas are required")),
+            Some(_) if schema_alike => {}
             Some(schema) => structural(schema, &schema_path, causes),
         }
     }
@@ -322,6 +347,34 @@ mod tests {
     }
 
     #[test]
+    fn a_part_every_version_has_alike_is_validated_once_at_spec() {
+        let mut c = crd();
+        defaults(&mut c);
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"]["type"] = json!("int");
+        c["spec"]["versions"][0]["additionalPrinterColumns"] = json!([{"name": "Size", "type": "int", "jsonPath": ".spec.size"}]);
+        let mut second = c["spec"]["versions"][0].clone();
+        second["name"] = json!("v2");
+        second["storage"] = json!(false);
+        c["spec"]["versions"].as_array_mut().unwrap().push(second);
+        let fields = |c: &Value| validate(c).into_iter().map(|c| c.field).collect::<Vec<_>>();
+        assert_eq!(
+            fields(&c),
+            ["spec.additionalPrinterColumns[0].type", "spec.validation.openAPIV3Schema.properties[spec].properties[size].type"]
+        );
+        // Versions that differ are validated each at its own place.
+        c["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["description"] = json!("the second");
+        c["spec"]["versions"][1]["additionalPrinterColumns"] = json!([]);
+        assert_eq!(
+            fields(&c),
+            [
+                "spec.versions[0].additionalPrinterColumns[0].type",
+                "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].type",
+                "spec.versions[1].schema.openAPIV3Schema.properties[spec].properties[size].type"
+            ]
+        );
+    }
+
+    #[test]
     fn each_problem_is_a_cause() {
         let mut c = crd();
         defaults(&mut c);
@@ -336,8 +389,8 @@ mod tests {
                 "metadata.name",
                 "spec.scope",
                 "spec.versions",
-                "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].type",
-                "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].pattern",
+                "spec.validation.openAPIV3Schema.properties[spec].properties[size].type",
+                "spec.validation.openAPIV3Schema.properties[spec].properties[size].pattern",
             ]
         );
     }
