@@ -55,6 +55,8 @@ fn visit(v: &Value, segs: &[Seg], found: &mut dyn FnMut(u64)) {
         (Seg::Items, Value::Array(items)) => items.iter().for_each(|c| visit(c, rest, found)),
         (Seg::Values, Value::Object(map)) => map.values().for_each(|c| visit(c, rest, found)),
         (Seg::Keys, Value::Object(map)) if rest.is_empty() => map.keys().for_each(|k| found(k.chars().count() as u64)),
+        // A list's index is an int: size 1.
+        (Seg::Indices, Value::Array(items)) if rest.is_empty() && !items.is_empty() => found(1),
         _ => {}
     }
 }
