@@ -245,15 +245,7 @@ fn is_datetime(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::Expression;
-
-    fn eval(src: &str) -> Result<Value, String> {
-        Expression::parse(src).unwrap().eval(&[]).map_err(|e| e.to_string())
-    }
-
-    fn t(src: &str) {
-        assert_eq!(eval(src), Ok(Value::Bool(true)), "{src}");
-    }
+    use crate::expr::testing::t;
 
     fn errors(format: &str, s: &str) -> Vec<String> {
         (named(format).unwrap().validate)(s)

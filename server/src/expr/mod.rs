@@ -203,6 +203,22 @@ fn key_string(k: &cel::objects::Key) -> String {
     }
 }
 
+/// What the library tests evaluate with.
+#[cfg(test)]
+pub(crate) mod testing {
+    use cel::Value;
+
+    /// `src` evaluated with no variables; an error as its text.
+    pub fn eval(src: &str) -> Result<Value, String> {
+        super::Expression::parse(src).unwrap().eval(&[]).map_err(|e| e.to_string())
+    }
+
+    /// Asserts `src` is true.
+    pub fn t(src: &str) {
+        assert_eq!(eval(src), Ok(Value::Bool(true)), "{src}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

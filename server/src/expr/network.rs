@@ -340,16 +340,7 @@ fn parse_ipv6(input: &str) -> Result<(IpAddr, &str), String> {
 
 #[cfg(test)]
 mod tests {
-    use crate::expr::Expression;
-    use cel::Value;
-
-    fn eval(src: &str) -> Result<Value, String> {
-        Expression::parse(src).unwrap().eval(&[]).map_err(|e| e.to_string())
-    }
-
-    fn t(src: &str) {
-        assert_eq!(eval(src), Ok(Value::Bool(true)), "{src}");
-    }
+    use crate::expr::testing::{eval, t};
 
     #[test]
     fn ips_as_kubernetes_parses_them() {

@@ -309,16 +309,8 @@ fn pow10_f64(n: i64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::Expression;
+    use crate::expr::testing::{eval, t};
     use cel::Value;
-
-    fn eval(src: &str) -> Result<Value, String> {
-        Expression::parse(src).unwrap().eval(&[]).map_err(|e| e.to_string())
-    }
-
-    fn t(src: &str) {
-        assert_eq!(eval(src), Ok(Value::Bool(true)), "{src}");
-    }
 
     #[test]
     fn parses_as_resource_quantity_does() {

@@ -48,12 +48,8 @@ fn compile(function: &str, re: &str) -> Result<Regex, ExecutionError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::expr::Expression;
+    use crate::expr::testing::eval;
     use cel::Value;
-
-    fn eval(src: &str) -> Result<Value, String> {
-        Expression::parse(src).unwrap().eval(&[]).map_err(|e| e.to_string())
-    }
 
     #[test]
     fn finds_as_kubernetes_does() {

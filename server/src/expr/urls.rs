@@ -378,15 +378,7 @@ impl std::fmt::Display for Url {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::Expression;
-
-    fn eval(src: &str) -> Result<Value, String> {
-        Expression::parse(src).unwrap().eval(&[]).map_err(|e| e.to_string())
-    }
-
-    fn t(src: &str) {
-        assert_eq!(eval(src), Ok(Value::Bool(true)), "{src}");
-    }
+    use crate::expr::testing::{eval, t};
 
     #[test]
     fn urls_as_kubernetes_parses_them() {
