@@ -120,4 +120,17 @@ async fn main() {
         println!("filled to {objects} objects in {:.1} s", el.as_secs_f64());
     }
     println!("{:<40} {:.0} MiB with {objects} objects", "RSS", rss_mib(server.pid()));
+    // A snapshot of the state may be under way (one per `--snapshot-count` entries): follow the
+    // RSS until two samples a second apart agree, and report its peak and where it settles.
+    let (mut peak, mut last) = (0.0f64, 0.0f64);
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = rss_mib(server.pid());
+        peak = peak.max(now);
+        if (now - last).abs() < 1.0 {
+            break;
+        }
+        last = now;
+    }
+    println!("{:<40} {last:.0} MiB settled, {peak:.0} MiB at the peak", "RSS after the snapshot");
 }
