@@ -671,3 +671,28 @@ async fn validation_rules_use_kubernetes_libraries() {
     assert!(messages.contains("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"), "{status}");
     assert!(messages.contains("address must be an IPv4 address") && !messages.contains("address must be in"), "{status}");
 }
+
+#[tokio::test]
+async fn an_oversized_or_deeply_nested_definition_is_refused_with_a_status() {
+    let server = TestServer::start().await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    // A schema nested past what the decoder takes is a 400, not a crash.
+    let mut deep = json!({"type": "string"});
+    for _ in 0..100 {
+        deep = json!({"type": "object", "properties": {"a": deep}});
+    }
+    let status = post(&server, crds, &definition("deeps", "Deep", json!({"type": "object", "properties": {"spec": deep}}))).await.expect_status(400, "BadRequest");
+    assert!(status["message"].as_str().unwrap().starts_with("couldn't decode the request body as JSON"), "{status}");
+    // A body over the request limit is a 413.
+    let properties: serde_json::Map<String, Value> = (0..40_000).map(|i| (format!("p{i}"), json!({"type": "string", "description": "x".repeat(80)}))).collect();
+    let huge = definition("huges", "Huge", json!({"type": "object", "properties": {"spec": {"type": "object", "properties": properties}}}));
+    post(&server, crds, &huge).await.expect_status(413, "RequestEntityTooLarge");
+    // A large one within the limit is served, and so is everything else.
+    let properties: serde_json::Map<String, Value> = (0..2_000).map(|i| (format!("p{i}"), json!({"type": "string", "maxLength": 10}))).collect();
+    let large = definition("larges", "Large", json!({"type": "object", "properties": {"spec": {"type": "object", "properties": properties}}}));
+    assert_eq!(post(&server, crds, &large).await.status, 201);
+    server.kubectl_ok(&["wait", "--for", "condition=established", "crd/larges.example.com", "--timeout=20s"]);
+    let object = json!({"apiVersion": "example.com/v1", "kind": "Large", "metadata": {"name": "l"}, "spec": {"p1999": "ok"}});
+    assert_eq!(post(&server, "/apis/example.com/v1/namespaces/default/larges", &object).await.status, 201);
+    assert_eq!(server.get("/api/v1/namespaces/default").await.status, 200);
+}
