@@ -20,10 +20,11 @@ static CRDS_SYNCED: AtomicBool = AtomicBool::new(false);
 /// The checks of an endpoint, named as kube-apiserver names the check for the same thing.
 fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(String, bool)> {
     let mut out = vec![("ping".to_string(), true), ("log".to_string(), true)];
+    let (committed, applied) = ctx.store.progress();
+    let caught_up = committed.saturating_sub(applied) <= MAX_LAG;
     if endpoint == "readyz" {
         // The watch cache, which serves reads, is close behind the commit.
-        let (committed, applied) = ctx.store.progress();
-        out.push(("informer-sync".into(), committed.saturating_sub(applied) <= MAX_LAG));
+        out.push(("informer-sync".into(), caught_up));
     }
     // The store: a Raft group with a leader (liveness does not wait for one).
     out.push(("etcd".into(), endpoint == "livez" || ctx.store.has_leader()));
@@ -35,8 +36,7 @@ fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(String, bool)> {
     // the commit, and stay so.
     out.push(("poststarthook/start-apiextensions-informers".into(), true));
     out.push(("poststarthook/start-apiextensions-controllers".into(), true));
-    let (committed, applied) = ctx.store.progress();
-    if committed.saturating_sub(applied) <= MAX_LAG {
+    if caught_up {
         CRDS_SYNCED.store(true, Ordering::Relaxed);
     }
     out.push(("poststarthook/crd-informer-synced".into(), CRDS_SYNCED.load(Ordering::Relaxed)));

@@ -169,6 +169,7 @@ fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "<nil>",
         Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float64",
         Value::Number(_) => "int64",
         Value::String(_) => "string",
         Value::Array(_) => "[]interface {}",
