@@ -1,7 +1,8 @@
 //! The Raft log and vote in redb. Appends return at once and a single writer thread commits
 //! them (with fsync) in batches, so concurrent proposals share one disk flush; the committed log
 //! id, only a hint for the next start, rides along with a batch instead of costing a flush. A
-//! leader whose followers form a quorum without it gathers appends a little longer per flush.
+//! leader whose followers form a quorum without it gathers appends a little longer per flush
+//! while they arrive together; a lone append is flushed at once.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -188,8 +189,12 @@ impl LogStore {
 
 /// Commits queued jobs in batches: one redb transaction and one fsync per batch, then
 /// completes every job of the batch in order. The newest committed log id rides along with a
-/// batch, or is written alone once the log has been idle for `COMMITTED_LINGER`.
+/// batch, or is written alone once the log has been idle for `COMMITTED_LINGER`. With the
+/// linger switch on, a batch waits up to `LEADER_LINGER` for more appends only when the previous
+/// one held several: appends are then queueing, and waiting saves flushes; a lone client's
+/// append would only wait.
 fn writer_loop(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync::Weak<Shared>) {
+    let mut last_appends = 0;
     loop {
         let mut batch = match rx.recv_timeout(COMMITTED_LINGER) {
             Ok(first) => vec![first],
@@ -200,7 +205,8 @@ fn writer_loop(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync::We
         // Taken before the queue is drained: the appends of the entries it covers were queued
         // before it was set, so they are in this batch or an earlier one.
         let mut committed = shared.committed.lock().unwrap().take();
-        let until = (!batch.is_empty() && shared.linger.load(Ordering::Relaxed)).then(|| Instant::now() + LEADER_LINGER);
+        let queueing = last_appends > 1 && shared.linger.load(Ordering::Relaxed);
+        let until = (!batch.is_empty() && queueing).then(|| Instant::now() + LEADER_LINGER);
         while batch.len() < MAX_BATCH {
             let next = match until {
                 Some(until) => rx.recv_timeout(until.saturating_duration_since(Instant::now())).ok(),
@@ -221,8 +227,10 @@ fn writer_loop(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync::We
         if batch.is_empty() && committed.is_none() {
             continue;
         }
+        last_appends = batch.iter().filter(|job| matches!(job, Job::Append(..))).count();
         let started = Instant::now();
         let result = commit_batch(&db, &batch, committed.as_deref());
+        tracing::debug!(jobs = batch.len(), micros = started.elapsed().as_micros() as u64, "log flushed");
         shared.flushes.count.fetch_add(1, Ordering::Relaxed);
         shared.flushes.micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
         let mut appended = Vec::new();
@@ -437,30 +445,58 @@ mod tests {
         rx
     }
 
+    /// Appends two entries 200 µs apart (after `burst` appends sent at once, all flushed) and
+    /// answers whether the two shared one flush.
+    async fn two_apart_share_a_flush(log: &mut LogStore, next: &mut u64, burst: u64) -> bool {
+        let mut flushed = Vec::new();
+        for _ in 0..burst {
+            *next += 1;
+            flushed.push(append_one(log, *next).await);
+        }
+        for f in flushed {
+            f.await.unwrap().unwrap();
+        }
+        let flushes = log.flushes();
+        let before = flushes.read().flushes;
+        *next += 1;
+        let first = append_one(log, *next).await;
+        // tokio timers tick in whole milliseconds, longer than the linger; a thread sleep is exact.
+        std::thread::sleep(Duration::from_micros(200));
+        *next += 1;
+        let second = append_one(log, *next).await;
+        first.await.unwrap().unwrap();
+        second.await.unwrap().unwrap();
+        flushes.read().flushes - before == 1
+    }
+
     #[tokio::test]
-    async fn a_lingering_writer_flushes_appends_that_arrive_apart_together() {
+    async fn a_lingering_writer_gathers_appends_only_while_they_queue() {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Database::create(dir.path().join("raft.redb")).unwrap());
         let mut log = LogStore::open(db).unwrap();
         log.linger_switch().store(true, Ordering::Relaxed);
-        let flushes = log.flushes();
-        // A stalled test thread can miss the window, so a few tries; without the linger the
-        // second append always needs a flush of its own.
+        let mut next = 0;
+        // A stalled thread can miss a window either way, so a few tries of each. After a burst
+        // (appends queueing) the writer lingers: without it the second append always needs a
+        // flush of its own.
         let mut shared = false;
-        for attempt in 0..5u64 {
-            let before = flushes.read().flushes;
-            let first = append_one(&mut log, 2 * attempt + 1).await;
-            // tokio timers tick in whole milliseconds, longer than the linger; a thread sleep is exact.
-            std::thread::sleep(Duration::from_micros(200));
-            let second = append_one(&mut log, 2 * attempt + 2).await;
-            first.await.unwrap().unwrap();
-            second.await.unwrap().unwrap();
-            if flushes.read().flushes - before == 1 {
+        for _ in 0..5 {
+            if two_apart_share_a_flush(&mut log, &mut next, 8).await {
                 shared = true;
                 break;
             }
         }
-        assert!(shared, "appends 200 µs apart never shared a flush");
-        assert_eq!(log.try_get_log_entries(1..3).await.unwrap().len(), 2);
+        assert!(shared, "after a burst, appends 200 µs apart never shared a flush");
+        // After a lone append the writer flushes the next one at once; lingering, the second
+        // would always join it.
+        let mut apart = false;
+        for _ in 0..5 {
+            if !two_apart_share_a_flush(&mut log, &mut next, 1).await {
+                apart = true;
+                break;
+            }
+        }
+        assert!(apart, "a lone append waited for the next one");
+        assert_eq!(log.try_get_log_entries(1..=next).await.unwrap().len() as u64, next);
     }
 }

@@ -82,7 +82,11 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
         rpc: AppendEntriesRequest<TypeConfig>,
         _option: RPCOption,
     ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
-        self.call(&rpc, async |mut c, p| c.append_entries(p).await).await
+        let (target, last, commit) = (self.target, rpc.entries.last().map(|e| e.log_id.index()), rpc.leader_commit.map(|c| c.index()));
+        tracing::debug!(target, ?last, ?commit, "append sent");
+        let resp = self.call(&rpc, async |mut c, p| c.append_entries(p).await).await;
+        tracing::debug!(target, ?last, ?commit, "append acknowledged");
+        resp
     }
 
     async fn vote(&mut self, rpc: VoteRequest<TypeConfig>, _option: RPCOption) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {

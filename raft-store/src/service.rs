@@ -36,7 +36,10 @@ impl Service {
     async fn propose(&self, txn: &[u8]) -> ForwardResult {
         let answer = async {
             let txn: Txn = decode(txn)?;
+            let proposal = txn.id;
+            tracing::debug!(proposal, "forwarded write received");
             let resp = self.raft.client_write(txn).await.map_err(|e| e.to_string())?;
+            tracing::debug!(proposal, index = resp.log_id.index(), "forwarded write applied");
             let forwarded: Forwarded = (resp.log_id.index(), resp.data);
             encode(&forwarded)
         };
@@ -58,7 +61,12 @@ fn request<T: DeserializeOwned>(req: Request<RaftPayload>) -> Result<T, Status> 
 #[tonic::async_trait]
 impl RaftRpc for Service {
     async fn append_entries(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        payload(&self.raft.append_entries(request(req)?).await)
+        let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = request(req)?;
+        let (last, commit) = (rpc.entries.last().map(|e| e.log_id.index()), rpc.leader_commit.map(|c| c.index()));
+        tracing::debug!(?last, ?commit, entries = rpc.entries.len(), "append received");
+        let resp = payload(&self.raft.append_entries(rpc).await);
+        tracing::debug!(?last, ?commit, "append answered");
+        resp
     }
 
     async fn vote(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {

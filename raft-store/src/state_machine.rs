@@ -119,6 +119,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         if let Some(ms) = fail::eval("apply-delay", |arg| arg.and_then(|a| a.parse::<u64>().ok())).flatten() {
             tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
         }
+        let last = entries.last().map(|(e, _)| e.log_id.index());
+        tracing::debug!(?last, entries = entries.len(), "applying");
         let mut replies = Vec::with_capacity(entries.len());
         {
             let mut applied = self.applied.lock().unwrap();

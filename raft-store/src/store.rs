@@ -26,8 +26,8 @@ use crate::types::{NodeId, Raft, Txn, TxnResult, TypeConfig};
 const LEADER_WAIT: Duration = Duration::from_secs(5);
 
 /// A follower counts toward the quorum that lets the leader's log linger while it has
-/// acknowledged an append or heartbeat within this long (heartbeats go every 100 ms).
-const ANSWERED_LATELY: Duration = Duration::from_millis(500);
+/// acknowledged an append or heartbeat within this many heartbeat intervals.
+const ANSWERED_LATELY: u32 = 5;
 
 /// How to open a node.
 #[derive(Debug, Clone)]
@@ -48,6 +48,11 @@ pub struct StoreOptions {
     pub observers: Observers,
     /// Build a snapshot (and purge the log before it) after this many entries.
     pub snapshot_every: u64,
+    /// How often the leader sends heartbeats.
+    pub heartbeat: Duration,
+    /// The shortest time without a leader before a follower stands for election (the longest
+    /// is twice this).
+    pub election_timeout: Duration,
 }
 
 impl Default for StoreOptions {
@@ -61,6 +66,8 @@ impl Default for StoreOptions {
             cache: CacheOptions::default(),
             observers: Observers::default(),
             snapshot_every: 50_000,
+            heartbeat: Duration::from_millis(100),
+            election_timeout: Duration::from_millis(300),
         }
     }
 }
@@ -151,9 +158,9 @@ impl Store {
         let sm = StateMachine::new(cache.clone(), db).map_err(StoreError::internal)?;
         let config = Config {
             cluster_name: "apiserver".into(),
-            heartbeat_interval: 100,
-            election_timeout_min: 300,
-            election_timeout_max: 600,
+            heartbeat_interval: opts.heartbeat.as_millis() as u64,
+            election_timeout_min: opts.election_timeout.as_millis() as u64,
+            election_timeout_max: 2 * opts.election_timeout.as_millis() as u64,
             snapshot_policy: SnapshotPolicy::LogsSinceLast(opts.snapshot_every),
             // Entries kept behind a snapshot for followers that lag a little; one further
             // behind gets the snapshot.
@@ -188,6 +195,7 @@ impl Store {
         let metrics = raft.metrics();
         let me = opts.node_id;
         let switch = linger.clone();
+        let answered_lately = opts.heartbeat * ANSWERED_LATELY;
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(100));
             while Arc::strong_count(&switch) > 1 {
@@ -195,7 +203,7 @@ impl Store {
                 let m = metrics.borrow_watched();
                 let answered = |v: &NodeId| {
                     let acked = m.heartbeat.as_ref().and_then(|h| h.get(v).cloned().flatten());
-                    acked.is_some_and(|at| openraft::Instant::elapsed(&*at) < ANSWERED_LATELY)
+                    acked.is_some_and(|at| openraft::Instant::elapsed(&*at) < answered_lately)
                 };
                 let (voters, others) =
                     m.membership_config.membership().voter_ids().fold((0, 0), |(n, o), v| (n + 1, o + usize::from(v != me && answered(&v))));
@@ -235,19 +243,25 @@ impl Store {
         self.proposals.fetch_add(1, Ordering::Relaxed);
         // Every attempt below carries this id, so that the proposal applies at most once.
         txn.id = rand::random::<u64>().max(1);
+        tracing::debug!(proposal = txn.id, "write proposed");
         let deadline = tokio::time::Instant::now() + LEADER_WAIT;
         loop {
             let route = match self.other_leader() {
                 Some(route) => route,
                 None => match self.raft.client_write(txn.clone()).await {
-                    Ok(resp) => return Ok(resp.data),
+                    Ok(resp) => {
+                        tracing::debug!(proposal = txn.id, index = resp.log_id.index(), "write applied");
+                        return Ok(resp.data);
+                    }
                     Err(e) => Route::of(e.forward_to_leader()).ok_or_else(|| StoreError::Unavailable(e.to_string()))?,
                 },
             };
             match route {
                 Route::Leader(id, addr) if id != self.node_id => match self.writes.ask(id, &addr, txn.clone(), deadline).await {
                     Ok((index, result)) => {
+                        tracing::debug!(proposal = txn.id, index, leader = id, "forwarded write answered");
                         self.cache.wait_applied(index, LEADER_WAIT).await?;
+                        tracing::debug!(proposal = txn.id, index, "forwarded write applied here");
                         return Ok(result);
                     }
                     Err(e) => self.retry_later(deadline, e).await?,

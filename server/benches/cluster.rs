@@ -5,10 +5,13 @@
 //! balancer). Each create figure is also given as a share of a single node's at the same number
 //! of clients, measured in the same run just before and just after the cluster's create
 //! phases, because this machine's speed drifts by up to 2x over minutes. Each create phase also
-//! prints, per node, the entries, time and log writer CPU per log flush.
-//! Run with `cargo bench -p apiserver --bench cluster`.
+//! prints, per node, the entries, time and log writer CPU per log flush. Then the latency rows
+//! (`cluster/latency.rs`), each against the single node. Run with `cargo bench -p apiserver
+//! --bench cluster`; `-- latency` runs the latency rows alone.
 
 mod common;
+#[path = "cluster/latency.rs"]
+mod latency;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -58,9 +61,11 @@ async fn single_node_creates(server: &Server, api: &Api<ConfigMap>, when: &str) 
 
 #[tokio::main]
 async fn main() {
+    // `cargo bench -p apiserver --bench cluster -- latency` runs the latency rows alone.
+    let only_latency = std::env::args().any(|a| a == "latency");
     let single = Server::start(&["--snapshot-count", SNAPSHOT_COUNT]);
     let single_api: Api<ConfigMap> = Api::default_namespaced(single.client().await);
-    let mut single_rates = single_node_creates(&single, &single_api, "before").await;
+    let mut single_rates = if only_latency { Vec::new() } else { single_node_creates(&single, &single_api, "before").await };
 
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap().to_string();
@@ -94,43 +99,51 @@ async fn main() {
         .collect();
     // The nodes' process ids, in node order, for their log writer threads' CPU.
     let node_pids: Vec<u32> = (1..=3).map(|i| procs.iter().find(|(name, _)| name.starts_with(&format!("node-{i}"))).expect("node pid").1).collect();
-    let mut cluster_rates: Vec<(String, usize, f64)> = Vec::new();
-    for (name, api, prefix, total, clients) in [
-        ("create via LB, 32 clients".to_string(), &through_lb, "lb32", 8_000, 32),
-        ("create via LB, 128 clients".to_string(), &through_lb, "lb128", 16_000, 128),
-        ("create on the leader, 32 clients".to_string(), &on_leader, "ld32", 8_000, 32),
-        ("create on the leader, 128 clients".to_string(), &on_leader, "ld128", 16_000, 128),
-        (format!("create on node {follower_id} (follower), 32 clients"), &on_follower, "fl32", 8_000, 32),
-        (format!("create on node {follower_id} (follower), 128 clients"), &on_follower, "fl128", 16_000, 128),
-    ] {
-        let cpu = CpuMeter::start(&procs);
-        let flushes = FlushMeter::start(&nodes, &node_pids).await;
-        let (lat, el) = creates(api, prefix, total, clients).await;
-        cluster_rates.push((name.clone(), clients, report(&name, lat, el)));
-        cpu.report(total);
-        flushes.report(&nodes, |i| format!("node-{}", i + 1)).await;
-    }
-    single_rates.extend(single_node_creates(&single, &single_api, "after").await);
-    drop(single);
-    for (name, clients, rate) in &cluster_rates {
-        let at: Vec<f64> = single_rates.iter().filter(|(c, _)| c == clients).map(|(_, r)| *r).collect();
-        let single_rate = at.iter().sum::<f64>() / at.len() as f64;
-        println!(
-            "{name:<40} {:.0}% of the single node at {clients} clients ({single_rate:.0} ops/s, mean of before and after)",
-            rate * 100.0 / single_rate
-        );
-    }
-
-    let names: Vec<String> = (0..1000).map(|i| format!("lb32-{}-{}", i % 32, i / 32)).collect();
-    for (i, node) in nodes.iter().enumerate() {
-        let api: Api<ConfigMap> = Api::default_namespaced(node.clone());
-        let role = if i as u64 + 1 == leader_id { "leader" } else { "follower" };
-        for (what, params) in [("consistent", GetParams::default()), ("rv=0", GetParams::any())] {
-            let (lat, el) = gets(&api, &names, &params, 1_000, 1).await;
-            report(&format!("GET {what}, node {} ({role}), 1 client", i + 1), lat, el);
-            let (lat, el) = gets(&api, &names, &params, 8_000, 32).await;
-            report(&format!("GET {what}, node {} ({role}), 32 clients", i + 1), lat, el);
+    let single_client = single.client().await;
+    if !only_latency {
+        let mut cluster_rates: Vec<(String, usize, f64)> = Vec::new();
+        for (name, api, prefix, total, clients) in [
+            ("create via LB, 32 clients".to_string(), &through_lb, "lb32", 8_000, 32),
+            ("create via LB, 128 clients".to_string(), &through_lb, "lb128", 16_000, 128),
+            ("create on the leader, 32 clients".to_string(), &on_leader, "ld32", 8_000, 32),
+            ("create on the leader, 128 clients".to_string(), &on_leader, "ld128", 16_000, 128),
+            (format!("create on node {follower_id} (follower), 32 clients"), &on_follower, "fl32", 8_000, 32),
+            (format!("create on node {follower_id} (follower), 128 clients"), &on_follower, "fl128", 16_000, 128),
+        ] {
+            let cpu = CpuMeter::start(&procs);
+            let flushes = FlushMeter::start(&nodes, &node_pids).await;
+            let (lat, el) = creates(api, prefix, total, clients).await;
+            cluster_rates.push((name.clone(), clients, report(&name, lat, el)));
+            cpu.report(total);
+            flushes.report(&nodes, |i| format!("node-{}", i + 1)).await;
         }
+        single_rates.extend(single_node_creates(&single, &single_api, "after").await);
+        for (name, clients, rate) in &cluster_rates {
+            let at: Vec<f64> = single_rates.iter().filter(|(c, _)| c == clients).map(|(_, r)| *r).collect();
+            let single_rate = at.iter().sum::<f64>() / at.len() as f64;
+            println!(
+                "{name:<40} {:.0}% of the single node at {clients} clients ({single_rate:.0} ops/s, mean of before and after)",
+                rate * 100.0 / single_rate
+            );
+        }
+
+        let names: Vec<String> = (0..1000).map(|i| format!("lb32-{}-{}", i % 32, i / 32)).collect();
+        for (i, node) in nodes.iter().enumerate() {
+            let api: Api<ConfigMap> = Api::default_namespaced(node.clone());
+            let role = if i as u64 + 1 == leader_id { "leader" } else { "follower" };
+            for (what, params) in [("consistent", GetParams::default()), ("rv=0", GetParams::any())] {
+                let (lat, el) = gets(&api, &names, &params, 1_000, 1).await;
+                report(&format!("GET {what}, node {} ({role}), 1 client", i + 1), lat, el);
+                let (lat, el) = gets(&api, &names, &params, 8_000, 32).await;
+                report(&format!("GET {what}, node {} ({role}), 32 clients", i + 1), lat, el);
+            }
+        }
+
+    }
+    latency::rows(&single_client, &through_lb.clone().into_client(), &nodes, leader_id).await;
+    drop(single);
+    if only_latency {
+        return;
     }
 
     // Leader kill: time from SIGKILL to the next write acknowledged through the balancer.

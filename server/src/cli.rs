@@ -90,6 +90,15 @@ pub struct Args {
     #[arg(long, default_value_t = 50_000)]
     pub snapshot_count: u64,
 
+    /// Milliseconds between the leader's heartbeats to its followers.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    pub heartbeat_interval: u64,
+
+    /// Milliseconds a follower waits without hearing from a leader before it stands for
+    /// election (a random time between this and twice this); more than the heartbeat interval.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    pub election_timeout: u64,
+
     /// Address the peer listener binds to (`host:port`); this node's `--initial-cluster` entry
     /// when absent.
     #[arg(long)]

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use raft_store::{CacheOptions, Observers, PeerTls, Store, StoreOptions};
@@ -78,6 +79,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             initial_members: args.initial_cluster.clone(),
             join_existing: args.initial_cluster_state == "existing",
             snapshot_every: args.snapshot_count,
+            heartbeat: Duration::from_millis(args.heartbeat_interval),
+            election_timeout: Duration::from_millis(args.election_timeout),
             peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
             observers: Observers(vec![rbac.clone(), nodes.clone(), flowcontrol.clone(), Arc::new(crate::crd::served::ServedDefinitions::default())]),
