@@ -13,6 +13,7 @@ mod log_store;
 mod network;
 mod observer;
 mod peer;
+mod pipe;
 mod service;
 mod stamp;
 mod state_machine;

@@ -1,17 +1,26 @@
 //! The Raft network between replicas: openraft's RPCs sent over gRPC (`proto`), each message
-//! CBOR-encoded; snapshots streamed in chunks.
+//! CBOR-encoded; replication as one long-lived stream per follower, so that an append is one
+//! message (not a call) and the next goes before the last is answered; snapshots streamed in
+//! chunks.
 
 use std::future::Future;
 use std::io::Cursor;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
 
 use openraft::errors::{NetworkError, RPCError, RaftError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
-use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse};
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, StreamAppendResult, VoteRequest, VoteResponse};
 use openraft::BasicNode;
 use proto::raft::{RaftPayload, SnapshotChunk};
 use serde::{Deserialize, Serialize};
 
 use crate::peer::{decode, encode, Peers};
+use crate::pipe::Pipe;
 use crate::types::{NodeId, TypeConfig};
 
 pub(crate) type Vote = openraft::alias::VoteOf<TypeConfig>;
@@ -39,15 +48,23 @@ pub struct PeerClient {
     target: NodeId,
     addr: String,
     peers: Peers,
+    /// Cleared once the peer answers that it has no replication stream (a node of an earlier
+    /// version, during a rolling upgrade): appends then go one call at a time.
+    streams: Arc<AtomicBool>,
+    /// The standing stream for single appends, once opened.
+    pipe: Option<Pipe>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerClient {
-        PeerClient { target, addr: node.addr.clone(), peers: self.peers.clone() }
+        PeerClient { target, addr: node.addr.clone(), peers: self.peers.clone(), streams: Arc::new(AtomicBool::new(true)), pipe: None }
     }
 }
+
+/// The replication stream's answer for one append.
+pub(crate) type StreamAnswer = Result<StreamAppendResult<TypeConfig>, openraft::errors::Fatal<TypeConfig>>;
 
 impl PeerClient {
     fn unreachable(&self, why: impl std::fmt::Display) -> Unreachable<TypeConfig> {
@@ -72,6 +89,38 @@ impl PeerClient {
             decode(&resp.into_inner().payload).map_err(|e| RPCError::Network(NetworkError::from_string(e)))?;
         result.map_err(|e| RPCError::Unreachable(self.unreachable(e)))
     }
+
+    /// The status of a failed attempt to open a replication stream, as an openraft error; a
+    /// peer without one is remembered, and gets calls from then on.
+    fn stream_refused(&self, s: tonic::Status) -> RPCError<TypeConfig> {
+        if s.code() == tonic::Code::Unimplemented {
+            self.streams.store(false, Ordering::Relaxed);
+            return RPCError::Unreachable(self.unreachable("no replication stream; appends go one call at a time"));
+        }
+        RPCError::Unreachable(self.unreachable(s.message()))
+    }
+
+    /// One append on the standing pipe (opened first when there is none, or it ended), answered
+    /// within `ttl`; a pipe that fails or does not answer in time is dropped.
+    async fn piped(&mut self, rpc: AppendEntriesRequest<TypeConfig>, ttl: std::time::Duration) -> Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>> {
+        let (target, commit) = (self.target, rpc.leader_commit.map(|c| c.index()));
+        tracing::debug!(target, ?commit, entries = rpc.entries.len(), "append sent");
+        let answer = tokio::time::timeout(ttl, async {
+            if self.pipe.as_ref().is_none_or(Pipe::ended) {
+                let client = self.peers.client(self.target, &self.addr).map_err(|e| RPCError::Unreachable(self.unreachable(e)))?;
+                self.pipe = Some(Pipe::open(client).await.map_err(|s| self.stream_refused(s))?);
+            }
+            let pipe = self.pipe.as_ref().expect("opened above");
+            pipe.send(rpc).await.map_err(|why| RPCError::Unreachable(self.unreachable(why)))
+        })
+        .await
+        .unwrap_or_else(|_| Err(RPCError::Unreachable(self.unreachable("no answer in time"))));
+        tracing::debug!(target, ?answer, "append acknowledged");
+        if answer.is_err() {
+            self.pipe = None;
+        }
+        answer?.map_err(|fatal| RPCError::Unreachable(self.unreachable(fatal)))
+    }
 }
 
 impl RaftNetworkV2<TypeConfig> for PeerClient {
@@ -87,6 +136,52 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
         let resp = self.call(&rpc, async |mut c, p| c.append_entries(p).await).await;
         tracing::debug!(target, ?last, ?commit, "append acknowledged");
         resp
+    }
+
+    /// A stream of one request (a heartbeat, a commit-only probe) goes on the standing pipe; a
+    /// longer one (the leader's replication of new entries) as a gRPC stream of its own whose
+    /// answers come back in order, one per append. A peer without streams gets calls.
+    fn stream_append<'s, S>(
+        &'s mut self,
+        input: S,
+        option: RPCOption,
+    ) -> BoxFuture<'s, Result<BoxStream<'s, Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>>>, RPCError<TypeConfig>>>
+    where
+        S: Stream<Item = AppendEntriesRequest<TypeConfig>> + Send + Unpin + 'static,
+    {
+        if !self.streams.load(Ordering::Relaxed) {
+            return openraft::network::stream_append_sequential(self, input, option);
+        }
+        if input.size_hint().1 == Some(1) {
+            return Box::pin(async move {
+                let mut input = input;
+                let Some(rpc) = input.next().await else { return Ok(futures::stream::empty().boxed()) };
+                let answer = self.piped(rpc, option.hard_ttl()).await;
+                Ok(futures::stream::once(futures::future::ready(answer)).boxed())
+            });
+        }
+        Box::pin(async move {
+            let mut client = self.peers.client(self.target, &self.addr).map_err(|e| RPCError::Unreachable(self.unreachable(e)))?;
+            let target = self.target;
+            // An append that cannot be encoded ends the stream; the leader starts another.
+            let requests = input
+                .map(move |rpc| {
+                    let (last, commit) = (rpc.entries.last().map(|e| e.log_id.index()), rpc.leader_commit.map(|c| c.index()));
+                    tracing::debug!(target, ?last, ?commit, "append sent");
+                    encode(&rpc).map(|payload| RaftPayload { payload })
+                })
+                .take_while(|encoded| futures::future::ready(encoded.is_ok()))
+                .filter_map(|encoded| futures::future::ready(encoded.ok()));
+            let answers = client.append_stream(requests).await.map_err(|s| self.stream_refused(s))?.into_inner();
+            let unreachable = move |why: String| RPCError::Unreachable(Unreachable::from_string(format!("node {target}: {why}")));
+            let results = answers.map(move |answer| {
+                let answer = answer.map_err(|s| unreachable(s.message().to_string()))?;
+                let result: StreamAnswer = decode(&answer.payload).map_err(&unreachable)?;
+                tracing::debug!(target, ?result, "append acknowledged");
+                result.map_err(|fatal| unreachable(fatal.to_string()))
+            });
+            Ok(results.boxed())
+        })
     }
 
     async fn vote(&mut self, rpc: VoteRequest<TypeConfig>, _option: RPCOption) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {

@@ -1,5 +1,5 @@
-//! The peer gRPC service every replica serves: openraft's RPCs from the leader, snapshot
-//! installs, writes forwarded by followers, read-index requests, and membership changes
+//! The peer gRPC service every replica serves: openraft's RPCs and replication stream from the
+//! leader, snapshot installs, writes forwarded by followers, read-index requests, and membership changes
 //! (carried out by the leader; a follower passes them on).
 
 use std::collections::BTreeSet;
@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::network::SnapshotHeader;
+use crate::network::{SnapshotHeader, StreamAnswer};
 use crate::peer::{decode, encode, Peers, MAX_MESSAGE};
 use crate::types::{Raft, Txn, TxnResult, TypeConfig};
 
@@ -58,8 +58,31 @@ fn request<T: DeserializeOwned>(req: Request<RaftPayload>) -> Result<T, Status> 
     decode(&req.into_inner().payload).map_err(Status::invalid_argument)
 }
 
+/// The answers of a replication stream, one per append.
+type Answers = std::pin::Pin<Box<dyn futures::Stream<Item = Result<RaftPayload, Status>> + Send>>;
+
 #[tonic::async_trait]
 impl RaftRpc for Service {
+    type AppendStreamStream = Answers;
+
+    /// Appends in the order they come, answered in the same order; a message that does not
+    /// decode ends the stream (the leader starts another), as does a rejected append.
+    async fn append_stream(&self, req: Request<Streaming<RaftPayload>>) -> Result<Response<Answers>, Status> {
+        let appends = req.into_inner().scan((), |_, message| {
+            let rpc = message.ok().and_then(|m| decode::<openraft::raft::AppendEntriesRequest<TypeConfig>>(&m.payload).ok());
+            if let Some(rpc) = &rpc {
+                let (last, commit) = (rpc.entries.last().map(|e| e.log_id.index()), rpc.leader_commit.map(|c| c.index()));
+                tracing::debug!(?last, ?commit, entries = rpc.entries.len(), "append received");
+            }
+            futures::future::ready(rpc)
+        });
+        let answers = self.raft.stream_append(appends).map(|answer: StreamAnswer| {
+            tracing::debug!(?answer, "append answered");
+            encode(&answer).map(|payload| RaftPayload { payload }).map_err(Status::internal)
+        });
+        Ok(Response::new(Box::pin(answers)))
+    }
+
     async fn append_entries(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
         let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = request(req)?;
         let (last, commit) = (rpc.entries.last().map(|e| e.log_id.index()), rpc.leader_commit.map(|c| c.index()));
