@@ -211,3 +211,81 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
         result.map_err(|e| StreamingError::Unreachable(self.unreachable(e)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use openraft::vote::RaftLeaderId;
+    use proto::raft::raft_server::{Raft as RaftRpc, RaftServer};
+    use proto::raft::{
+        ForwardRequest, ForwardResponse, MembershipRequest, MembershipResponse, ReadIndexRequest, ReadIndexResponse, SnapshotChunk,
+    };
+    use tonic::{Request, Response, Status, Streaming};
+
+    use super::*;
+
+    /// A peer of an earlier version: it answers appends one call at a time and has no
+    /// replication stream.
+    struct CallsOnly;
+
+    #[tonic::async_trait]
+    impl RaftRpc for CallsOnly {
+        type AppendStreamStream = BoxStream<'static, Result<RaftPayload, Status>>;
+
+        async fn append_entries(&self, _: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+            let ok: Result<AppendEntriesResponse<TypeConfig>, RaftError<TypeConfig>> = Ok(AppendEntriesResponse::Success);
+            Ok(Response::new(RaftPayload { payload: encode(&ok).unwrap() }))
+        }
+        async fn append_stream(&self, _: Request<Streaming<RaftPayload>>) -> Result<Response<Self::AppendStreamStream>, Status> {
+            Err(Status::unimplemented("no such method"))
+        }
+        async fn vote(&self, _: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+            Err(Status::unimplemented(""))
+        }
+        async fn install_snapshot(&self, _: Request<Streaming<SnapshotChunk>>) -> Result<Response<RaftPayload>, Status> {
+            Err(Status::unimplemented(""))
+        }
+        async fn forward(&self, _: Request<ForwardRequest>) -> Result<Response<ForwardResponse>, Status> {
+            Err(Status::unimplemented(""))
+        }
+        async fn membership(&self, _: Request<MembershipRequest>) -> Result<Response<MembershipResponse>, Status> {
+            Err(Status::unimplemented(""))
+        }
+        async fn read_index(&self, _: Request<ReadIndexRequest>) -> Result<Response<ReadIndexResponse>, Status> {
+            Err(Status::unimplemented(""))
+        }
+    }
+
+    fn append(index: u64) -> AppendEntriesRequest<TypeConfig> {
+        let leader = openraft::alias::CommittedLeaderIdOf::<TypeConfig>::new(1, 1);
+        AppendEntriesRequest {
+            vote: Vote::new_committed(1, 1),
+            prev_log_id: Some(openraft::alias::LogIdOf::<TypeConfig>::new(leader, index - 1)),
+            leader_commit: None,
+            entries: vec![openraft::entry::RaftEntry::new_blank(openraft::alias::LogIdOf::<TypeConfig>::new(leader, index))],
+        }
+    }
+
+    #[tokio::test]
+    async fn a_peer_without_streams_gets_appends_one_call_at_a_time() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(RaftServer::new(CallsOnly))
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+        );
+        let mut network = Network { peers: Peers::new(None) };
+        let mut client = network.new_client(2, &BasicNode { addr }).await;
+        let appends = || futures::stream::iter([append(1), append(2)]);
+        // The first stream is refused, and remembered.
+        let refused = client.stream_append(appends(), RPCOption::new(std::time::Duration::from_secs(5))).await.err().expect("refused");
+        assert!(refused.to_string().contains("no replication stream"), "{refused}");
+        // Then each append is one call, answered in order.
+        let answers: Vec<_> = client.stream_append(appends(), RPCOption::new(std::time::Duration::from_secs(5))).await.unwrap().collect().await;
+        let matched: Vec<Option<u64>> = answers.into_iter().map(|a| a.unwrap().unwrap().map(|l| l.index())).collect();
+        assert_eq!(matched, [Some(1), Some(2)]);
+        // A single append too.
+        let one = client.stream_append(futures::stream::iter([append(3)]), RPCOption::new(std::time::Duration::from_secs(5))).await.unwrap();
+        assert_eq!(one.collect::<Vec<_>>().await.len(), 1);
+    }
+}
