@@ -2,7 +2,8 @@
 //! requests that arrive queue up and travel together in the next call, so that a busy follower
 //! costs the leader one call per batch instead of one per request. Forwarded writes and
 //! read-index requests both go this way. A request always rides in a call that starts after it
-//! arrived, so a read index it gets is at least as new as the request.
+//! arrived, so a read index it gets is at least as new as the request. Calls go as messages on
+//! a standing stream to the leader (or as calls to a leader without one).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -12,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::time::Instant;
 
-use crate::peer::{ask_leader, decode, encode, Peers};
+use crate::peer::{ask_leader, decode, encode, Peers, PEER_CALL};
+use crate::pipe::PipeError;
 use crate::service::Forwarded;
 use crate::types::{Action, NodeId, Txn};
 
@@ -150,9 +152,14 @@ async fn send_batches<Q: Send + 'static, A: Send + 'static>(
 async fn forward(peers: Peers, leader: NodeId, addr: String, txns: Vec<Txn>) -> Vec<Result<Forwarded, String>> {
     let n = txns.len();
     let call = async {
-        let txns = txns.iter().map(encode).collect::<Result<Vec<_>, _>>()?;
+        let request = proto::raft::ForwardRequest { txns: txns.iter().map(encode).collect::<Result<Vec<_>, _>>()? };
         let mut client = peers.client(leader, &addr)?;
-        let resp = ask_leader(client.forward(proto::raft::ForwardRequest { txns })).await?;
+        let piped = peers.forwards.send(leader, &addr, request.clone(), PEER_CALL, move |s| async move { client.forward_stream(s).await });
+        let resp = match piped.await {
+            Ok(resp) => resp,
+            Err(PipeError::Failed(why)) => return Err(why),
+            Err(PipeError::Unimplemented) => ask_leader(peers.client(leader, &addr)?.forward(request)).await?,
+        };
         if resp.results.len() != n {
             return Err(format!("the leader answered {} of {n} forwarded writes", resp.results.len()));
         }
@@ -167,7 +174,13 @@ async fn forward(peers: Peers, leader: NodeId, addr: String, txns: Vec<Txn>) -> 
 async fn read_index(peers: Peers, leader: NodeId, addr: String, n: usize) -> Vec<Result<u64, String>> {
     let call = async {
         let mut client = peers.client(leader, &addr)?;
-        let resp = ask_leader(client.read_index(proto::raft::ReadIndexRequest {})).await?;
+        let request = proto::raft::ReadIndexRequest {};
+        let piped = peers.read_indexes.send(leader, &addr, request, PEER_CALL, move |s| async move { client.read_index_stream(s).await });
+        let resp = match piped.await {
+            Ok(resp) => resp,
+            Err(PipeError::Failed(why)) => return Err(why),
+            Err(PipeError::Unimplemented) => ask_leader(peers.client(leader, &addr)?.read_index(request)).await?,
+        };
         if resp.error.is_empty() {
             Ok(resp.index)
         } else {
@@ -224,5 +237,17 @@ mod tests {
             assert!(asked.iter().all(|at| at <= started), "a request rode in a call that started before it was asked");
         }
         assert!(calls.len() < 100, "{} calls for 200 requests: they were not batched", calls.len());
+    }
+
+    #[tokio::test]
+    async fn a_leader_without_streams_gets_calls() {
+        let addr = crate::network::tests::calls_only().await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let writes = writes(Peers::new(None));
+        let (index, _) = writes.ask(2, &addr, Txn::new(Vec::new()), deadline).await.unwrap();
+        assert_eq!(index, 5);
+        // Again, now that the leader is known to have no stream.
+        assert_eq!(writes.ask(2, &addr, Txn::new(Vec::new()), deadline).await.unwrap().0, 5);
+        assert_eq!(read_indexes(Peers::new(None)).ask(2, &addr, (), deadline).await, Ok(7));
     }
 }

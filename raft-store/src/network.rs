@@ -20,7 +20,7 @@ use proto::raft::{RaftPayload, SnapshotChunk};
 use serde::{Deserialize, Serialize};
 
 use crate::peer::{decode, encode, Peers};
-use crate::pipe::Pipe;
+use crate::pipe::PipeError;
 use crate::types::{NodeId, TypeConfig};
 
 pub(crate) type Vote = openraft::alias::VoteOf<TypeConfig>;
@@ -51,15 +51,13 @@ pub struct PeerClient {
     /// Cleared once the peer answers that it has no replication stream (a node of an earlier
     /// version, during a rolling upgrade): appends then go one call at a time.
     streams: Arc<AtomicBool>,
-    /// The standing stream for single appends, once opened.
-    pipe: Option<Pipe>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerClient {
-        PeerClient { target, addr: node.addr.clone(), peers: self.peers.clone(), streams: Arc::new(AtomicBool::new(true)), pipe: None }
+        PeerClient { target, addr: node.addr.clone(), peers: self.peers.clone(), streams: Arc::new(AtomicBool::new(true)) }
     }
 }
 
@@ -100,26 +98,20 @@ impl PeerClient {
         RPCError::Unreachable(self.unreachable(s.message()))
     }
 
-    /// One append on the standing pipe (opened first when there is none, or it ended), answered
-    /// within `ttl`; a pipe that fails or does not answer in time is dropped.
-    async fn piped(&mut self, rpc: AppendEntriesRequest<TypeConfig>, ttl: std::time::Duration) -> Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>> {
+    /// One append on the standing pipe to this peer, answered within `ttl`.
+    async fn piped(&self, rpc: AppendEntriesRequest<TypeConfig>, ttl: std::time::Duration) -> Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>> {
         let (target, commit) = (self.target, rpc.leader_commit.map(|c| c.index()));
         tracing::debug!(target, ?commit, entries = rpc.entries.len(), "append sent");
-        let answer = tokio::time::timeout(ttl, async {
-            if self.pipe.as_ref().is_none_or(Pipe::ended) {
-                let client = self.peers.client(self.target, &self.addr).map_err(|e| RPCError::Unreachable(self.unreachable(e)))?;
-                self.pipe = Some(Pipe::open(client).await.map_err(|s| self.stream_refused(s))?);
-            }
-            let pipe = self.pipe.as_ref().expect("opened above");
-            pipe.send(rpc).await.map_err(|why| RPCError::Unreachable(self.unreachable(why)))
-        })
-        .await
-        .unwrap_or_else(|_| Err(RPCError::Unreachable(self.unreachable("no answer in time"))));
+        let payload = encode(&rpc).map_err(|e| RPCError::Network(NetworkError::from_string(e)))?;
+        let mut client = self.peers.client(self.target, &self.addr).map_err(|e| RPCError::Unreachable(self.unreachable(e)))?;
+        let answer = self.peers.appends.send(self.target, &self.addr, RaftPayload { payload }, ttl, move |s| async move { client.append_stream(s).await }).await;
+        let answer = match answer {
+            Ok(answer) => decode::<StreamAnswer>(&answer.payload).map_err(|e| RPCError::Network(NetworkError::from_string(e)))?,
+            Err(PipeError::Unimplemented) => return Err(self.stream_refused(tonic::Status::unimplemented(""))),
+            Err(PipeError::Failed(why)) => return Err(RPCError::Unreachable(self.unreachable(why))),
+        };
         tracing::debug!(target, ?answer, "append acknowledged");
-        if answer.is_err() {
-            self.pipe = None;
-        }
-        answer?.map_err(|fatal| RPCError::Unreachable(self.unreachable(fatal)))
+        answer.map_err(|fatal| RPCError::Unreachable(self.unreachable(fatal)))
     }
 }
 
@@ -213,7 +205,7 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use openraft::vote::RaftLeaderId;
     use proto::raft::raft_server::{Raft as RaftRpc, RaftServer};
     use proto::raft::{
@@ -223,13 +215,15 @@ mod tests {
 
     use super::*;
 
-    /// A peer of an earlier version: it answers appends one call at a time and has no
-    /// replication stream.
-    struct CallsOnly;
+    /// A peer of an earlier version: it answers appends, forwarded writes (each as applied at
+    /// index 5) and read indexes (7) one call at a time, and has no standing streams.
+    pub(crate) struct CallsOnly;
 
     #[tonic::async_trait]
     impl RaftRpc for CallsOnly {
         type AppendStreamStream = BoxStream<'static, Result<RaftPayload, Status>>;
+        type ForwardStreamStream = BoxStream<'static, Result<ForwardResponse, Status>>;
+        type ReadIndexStreamStream = BoxStream<'static, Result<ReadIndexResponse, Status>>;
 
         async fn append_entries(&self, _: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
             let ok: Result<AppendEntriesResponse<TypeConfig>, RaftError<TypeConfig>> = Ok(AppendEntriesResponse::Success);
@@ -244,13 +238,21 @@ mod tests {
         async fn install_snapshot(&self, _: Request<Streaming<SnapshotChunk>>) -> Result<Response<RaftPayload>, Status> {
             Err(Status::unimplemented(""))
         }
-        async fn forward(&self, _: Request<ForwardRequest>) -> Result<Response<ForwardResponse>, Status> {
-            Err(Status::unimplemented(""))
+        async fn forward(&self, req: Request<ForwardRequest>) -> Result<Response<ForwardResponse>, Status> {
+            let applied: crate::service::Forwarded = (5, crate::types::TxnResult::None);
+            let result = proto::raft::ForwardResult { result: encode(&applied).unwrap(), error: String::new() };
+            Ok(Response::new(ForwardResponse { results: vec![result; req.into_inner().txns.len()] }))
         }
         async fn membership(&self, _: Request<MembershipRequest>) -> Result<Response<MembershipResponse>, Status> {
             Err(Status::unimplemented(""))
         }
         async fn read_index(&self, _: Request<ReadIndexRequest>) -> Result<Response<ReadIndexResponse>, Status> {
+            Ok(Response::new(ReadIndexResponse { index: 7, error: String::new() }))
+        }
+        async fn forward_stream(&self, _: Request<Streaming<ForwardRequest>>) -> Result<Response<Self::ForwardStreamStream>, Status> {
+            Err(Status::unimplemented(""))
+        }
+        async fn read_index_stream(&self, _: Request<Streaming<ReadIndexRequest>>) -> Result<Response<Self::ReadIndexStreamStream>, Status> {
             Err(Status::unimplemented(""))
         }
     }
@@ -265,8 +267,8 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_peer_without_streams_gets_appends_one_call_at_a_time() {
+    /// Serves [`CallsOnly`] on a loopback port; answers its address.
+    pub(crate) async fn calls_only() -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         tokio::spawn(
@@ -274,6 +276,12 @@ mod tests {
                 .add_service(RaftServer::new(CallsOnly))
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
         );
+        addr
+    }
+
+    #[tokio::test]
+    async fn a_peer_without_streams_gets_appends_one_call_at_a_time() {
+        let addr = calls_only().await;
         let mut network = Network { peers: Peers::new(None) };
         let mut client = network.new_client(2, &BasicNode { addr }).await;
         let appends = || futures::stream::iter([append(1), append(2)]);

@@ -7,10 +7,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proto::raft::raft_client::RaftClient;
+use proto::raft::{ForwardRequest, ForwardResponse, RaftPayload, ReadIndexRequest, ReadIndexResponse};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
 
+use crate::pipe::Pipes;
 use crate::types::NodeId;
 
 /// Certificates of the peer transport, all PEM: every node presents `cert` (signed by `ca`),
@@ -49,11 +51,21 @@ impl PeerTls {
 pub struct Peers {
     tls: Option<Arc<PeerTls>>,
     channels: Arc<Mutex<HashMap<(NodeId, String), Channel>>>,
+    /// Standing streams for single appends, forwarded writes and read indexes.
+    pub(crate) appends: Pipes<RaftPayload, RaftPayload>,
+    pub(crate) forwards: Pipes<ForwardRequest, ForwardResponse>,
+    pub(crate) read_indexes: Pipes<ReadIndexRequest, ReadIndexResponse>,
 }
 
 impl Peers {
     pub fn new(tls: Option<PeerTls>) -> Self {
-        Peers { tls: tls.map(Arc::new), channels: Default::default() }
+        Peers {
+            tls: tls.map(Arc::new),
+            channels: Default::default(),
+            appends: Default::default(),
+            forwards: Default::default(),
+            read_indexes: Default::default(),
+        }
     }
 
     /// The certificates peers present and check, if the transport uses TLS.
@@ -85,7 +97,7 @@ impl Peers {
 
 /// How long one forwarded batch of writes or read-index request may take before it is tried
 /// again (on whichever node leads by then; a repeated write applies once).
-const PEER_CALL: Duration = Duration::from_secs(2);
+pub(crate) const PEER_CALL: Duration = Duration::from_secs(2);
 
 /// One call to the leader, given at most `PEER_CALL`; a timeout or a transport error becomes
 /// its message.

@@ -31,22 +31,20 @@ pub(crate) struct Service {
     pub peers: Peers,
 }
 
-impl Service {
-    /// Proposes one forwarded transaction and answers what it applied as.
-    async fn propose(&self, txn: &[u8]) -> ForwardResult {
-        let answer = async {
-            let txn: Txn = decode(txn)?;
-            let proposal = txn.id;
-            tracing::debug!(proposal, "forwarded write received");
-            let resp = self.raft.client_write(txn).await.map_err(|e| e.to_string())?;
-            tracing::debug!(proposal, index = resp.log_id.index(), "forwarded write applied");
-            let forwarded: Forwarded = (resp.log_id.index(), resp.data);
-            encode(&forwarded)
-        };
-        match answer.await {
-            Ok(result) => ForwardResult { result, error: String::new() },
-            Err(error) => ForwardResult { result: Vec::new(), error },
-        }
+/// Proposes one forwarded transaction and answers what it applied as.
+async fn propose(raft: &Raft, txn: &[u8]) -> ForwardResult {
+    let answer = async {
+        let txn: Txn = decode(txn)?;
+        let proposal = txn.id;
+        tracing::debug!(proposal, "forwarded write received");
+        let resp = raft.client_write(txn).await.map_err(|e| e.to_string())?;
+        tracing::debug!(proposal, index = resp.log_id.index(), "forwarded write applied");
+        let forwarded: Forwarded = (resp.log_id.index(), resp.data);
+        encode(&forwarded)
+    };
+    match answer.await {
+        Ok(result) => ForwardResult { result, error: String::new() },
+        Err(error) => ForwardResult { result: Vec::new(), error },
     }
 }
 
@@ -58,16 +56,13 @@ fn request<T: DeserializeOwned>(req: Request<RaftPayload>) -> Result<T, Status> 
     decode(&req.into_inner().payload).map_err(Status::invalid_argument)
 }
 
-/// The answers of a replication stream, one per append.
-type Answers = std::pin::Pin<Box<dyn futures::Stream<Item = Result<RaftPayload, Status>> + Send>>;
-
 #[tonic::async_trait]
 impl RaftRpc for Service {
-    type AppendStreamStream = Answers;
+    type AppendStreamStream = Piped<RaftPayload>;
 
     /// Appends in the order they come, answered in the same order; a message that does not
     /// decode ends the stream (the leader starts another), as does a rejected append.
-    async fn append_stream(&self, req: Request<Streaming<RaftPayload>>) -> Result<Response<Answers>, Status> {
+    async fn append_stream(&self, req: Request<Streaming<RaftPayload>>) -> Result<Response<Self::AppendStreamStream>, Status> {
         let appends = req.into_inner().scan((), |_, message| {
             let rpc = message.ok().and_then(|m| decode::<openraft::raft::AppendEntriesRequest<TypeConfig>>(&m.payload).ok());
             if let Some(rpc) = &rpc {
@@ -110,9 +105,25 @@ impl RaftRpc for Service {
     }
 
     async fn forward(&self, req: Request<ForwardRequest>) -> Result<Response<ForwardResponse>, Status> {
-        // Proposed together, so that they share log flushes.
-        let results = futures::future::join_all(req.into_inner().txns.iter().map(|txn| self.propose(txn))).await;
-        Ok(Response::new(ForwardResponse { results }))
+        Ok(Response::new(propose_all(self.raft.clone(), req.into_inner()).await))
+    }
+
+    type ForwardStreamStream = Piped<ForwardResponse>;
+
+    /// Batches of forwarded writes, a few at a time, answered in order.
+    async fn forward_stream(&self, req: Request<Streaming<ForwardRequest>>) -> Result<Response<Self::ForwardStreamStream>, Status> {
+        let raft = self.raft.clone();
+        let answers = messages(req).map(move |batch| propose_all(raft.clone(), batch)).buffered(IN_FLIGHT).map(Ok);
+        Ok(Response::new(Box::pin(answers)))
+    }
+
+    type ReadIndexStreamStream = Piped<ReadIndexResponse>;
+
+    /// Read-index requests, a few at a time, answered in order.
+    async fn read_index_stream(&self, req: Request<Streaming<ReadIndexRequest>>) -> Result<Response<Self::ReadIndexStreamStream>, Status> {
+        let raft = self.raft.clone();
+        let answers = messages(req).map(move |_| read_index(raft.clone())).buffered(IN_FLIGHT).map(Ok);
+        Ok(Response::new(Box::pin(answers)))
     }
 
     async fn membership(&self, req: Request<MembershipRequest>) -> Result<Response<MembershipResponse>, Status> {
@@ -142,11 +153,7 @@ impl RaftRpc for Service {
     }
 
     async fn read_index(&self, _req: Request<ReadIndexRequest>) -> Result<Response<ReadIndexResponse>, Status> {
-        let answer = match self.raft.get_read_linearizer(ReadPolicy::ReadIndex).await {
-            Ok(linearizer) => ReadIndexResponse { index: linearizer.read_log_id().index(), error: String::new() },
-            Err(e) => ReadIndexResponse { index: 0, error: e.to_string() },
-        };
-        Ok(Response::new(answer))
+        Ok(Response::new(read_index(self.raft.clone()).await))
     }
 }
 
@@ -169,4 +176,30 @@ pub(crate) async fn serve(
         Ok::<_, std::io::Error>(conn)
     });
     builder.add_service(service).serve_with_incoming_shutdown(incoming, shutdown).await.map_err(|e| e.to_string())
+}
+
+/// The answers of a standing stream.
+type Piped<A> = std::pin::Pin<Box<dyn futures::Stream<Item = Result<A, Status>> + Send>>;
+
+/// The messages of a stream until it ends or fails.
+fn messages<T>(req: Request<Streaming<T>>) -> impl futures::Stream<Item = T> {
+    req.into_inner().scan((), |_, message| futures::future::ready(message.ok()))
+}
+
+/// How many requests of one standing stream are handled at once (a follower sends at most this
+/// many batches before the first is answered).
+const IN_FLIGHT: usize = 4;
+
+/// Proposes a batch of forwarded transactions together, so that they share log flushes.
+async fn propose_all(raft: Raft, batch: ForwardRequest) -> ForwardResponse {
+    let results = futures::future::join_all(batch.txns.iter().map(|txn| propose(&raft, txn))).await;
+    ForwardResponse { results }
+}
+
+/// The read index this leader confirms with a quorum, or why it cannot.
+async fn read_index(raft: Raft) -> ReadIndexResponse {
+    match raft.get_read_linearizer(ReadPolicy::ReadIndex).await {
+        Ok(linearizer) => ReadIndexResponse { index: linearizer.read_log_id().index(), error: String::new() },
+        Err(e) => ReadIndexResponse { index: 0, error: e.to_string() },
+    }
 }
