@@ -164,7 +164,12 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
                 })
                 .take_while(|encoded| futures::future::ready(encoded.is_ok()))
                 .filter_map(|encoded| futures::future::ready(encoded.ok()));
-            let answers = client.append_stream(requests).await.map_err(|s| self.stream_refused(s))?.into_inner();
+            // A peer cut off would hold the stream's opening until the connection's keepalive
+            // gives up; the leader tries again sooner.
+            let opened = tokio::time::timeout(crate::peer::PEER_CALL, client.append_stream(requests))
+                .await
+                .map_err(|_| RPCError::Unreachable(self.unreachable("the replication stream did not open in time")))?;
+            let answers = opened.map_err(|s| self.stream_refused(s))?.into_inner();
             let unreachable = move |why: String| RPCError::Unreachable(Unreachable::from_string(format!("node {target}: {why}")));
             let results = answers.map(move |answer| {
                 let answer = answer.map_err(|s| unreachable(s.message().to_string()))?;
