@@ -10,11 +10,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
+use proto::raft::raft_client::RaftClient;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::time::Instant;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::transport::Channel;
 
 use crate::peer::{ask_leader, decode, encode, Peers, PEER_CALL};
-use crate::pipe::PipeError;
+use crate::pipe::{PipeError, Pipes};
 use crate::service::Forwarded;
 use crate::types::{Action, NodeId, Txn};
 
@@ -149,17 +152,43 @@ async fn send_batches<Q: Send + 'static, A: Send + 'static>(
     }
 }
 
+/// `request` to the leader as a message on its standing stream (`stream` opens one), or as one
+/// call (`call`) to a leader without such streams.
+async fn piped_or_called<Q: Send + 'static, A: Send + 'static, S, C>(
+    pipes: &Pipes<Q, A>,
+    peers: &Peers,
+    leader: NodeId,
+    addr: &str,
+    request: Q,
+    stream: impl FnOnce(RaftClient<Channel>, UnboundedReceiverStream<Q>) -> S,
+    call: impl FnOnce(RaftClient<Channel>, Q) -> C,
+) -> Result<A, String>
+where
+    S: Future<Output = Result<tonic::Response<tonic::Streaming<A>>, tonic::Status>>,
+    C: Future<Output = Result<tonic::Response<A>, tonic::Status>>,
+{
+    let client = peers.client(leader, addr)?;
+    match pipes.send(leader, addr, request, PEER_CALL, |s| stream(client.clone(), s)).await {
+        Ok(answer) => Ok(answer),
+        Err(PipeError::Failed(why)) => Err(why),
+        Err(PipeError::Unimplemented(request)) => ask_leader(call(client, request)).await,
+    }
+}
+
 async fn forward(peers: Peers, leader: NodeId, addr: String, txns: Vec<Txn>) -> Vec<Result<Forwarded, String>> {
     let n = txns.len();
     let call = async {
         let request = proto::raft::ForwardRequest { txns: txns.iter().map(encode).collect::<Result<Vec<_>, _>>()? };
-        let mut client = peers.client(leader, &addr)?;
-        let piped = peers.forwards.send(leader, &addr, request.clone(), PEER_CALL, move |s| async move { client.forward_stream(s).await });
-        let resp = match piped.await {
-            Ok(resp) => resp,
-            Err(PipeError::Failed(why)) => return Err(why),
-            Err(PipeError::Unimplemented) => ask_leader(peers.client(leader, &addr)?.forward(request)).await?,
-        };
+        let resp = piped_or_called(
+            &peers.forwards,
+            &peers,
+            leader,
+            &addr,
+            request,
+            |mut c, s| async move { c.forward_stream(s).await },
+            |mut c, r| async move { c.forward(r).await },
+        )
+        .await?;
         if resp.results.len() != n {
             return Err(format!("the leader answered {} of {n} forwarded writes", resp.results.len()));
         }
@@ -173,14 +202,16 @@ async fn forward(peers: Peers, leader: NodeId, addr: String, txns: Vec<Txn>) -> 
 
 async fn read_index(peers: Peers, leader: NodeId, addr: String, n: usize) -> Vec<Result<u64, String>> {
     let call = async {
-        let mut client = peers.client(leader, &addr)?;
-        let request = proto::raft::ReadIndexRequest {};
-        let piped = peers.read_indexes.send(leader, &addr, request, PEER_CALL, move |s| async move { client.read_index_stream(s).await });
-        let resp = match piped.await {
-            Ok(resp) => resp,
-            Err(PipeError::Failed(why)) => return Err(why),
-            Err(PipeError::Unimplemented) => ask_leader(peers.client(leader, &addr)?.read_index(request)).await?,
-        };
+        let resp = piped_or_called(
+            &peers.read_indexes,
+            &peers,
+            leader,
+            &addr,
+            proto::raft::ReadIndexRequest {},
+            |mut c, s| async move { c.read_index_stream(s).await },
+            |mut c, r| async move { c.read_index(r).await },
+        )
+        .await?;
         if resp.error.is_empty() {
             Ok(resp.index)
         } else {

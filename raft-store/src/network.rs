@@ -6,7 +6,6 @@
 use std::future::Future;
 use std::io::Cursor;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -50,15 +49,20 @@ pub struct PeerClient {
     peers: Peers,
     /// Cleared once the peer answers that it has no replication stream (a node of an earlier
     /// version, during a rolling upgrade): appends then go one call at a time.
-    streams: Arc<AtomicBool>,
+    streams: AtomicBool,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerClient {
-        PeerClient { target, addr: node.addr.clone(), peers: self.peers.clone(), streams: Arc::new(AtomicBool::new(true)) }
+        PeerClient { target, addr: node.addr.clone(), peers: self.peers.clone(), streams: AtomicBool::new(true) }
     }
+}
+
+/// What an append carries, for the trace: its last entry's index and the leader's commit.
+pub(crate) fn carried(rpc: &AppendEntriesRequest<TypeConfig>) -> (Option<u64>, Option<u64>) {
+    (rpc.entries.last().map(|e| e.log_id.index()), rpc.leader_commit.as_ref().map(|c| c.index()))
 }
 
 /// The replication stream's answer for one append.
@@ -100,14 +104,14 @@ impl PeerClient {
 
     /// One append on the standing pipe to this peer, answered within `ttl`.
     async fn piped(&self, rpc: AppendEntriesRequest<TypeConfig>, ttl: std::time::Duration) -> Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>> {
-        let (target, commit) = (self.target, rpc.leader_commit.map(|c| c.index()));
-        tracing::debug!(target, ?commit, entries = rpc.entries.len(), "append sent");
+        let target = self.target;
+        tracing::debug!(target, carried = ?carried(&rpc), "append sent");
         let payload = encode(&rpc).map_err(|e| RPCError::Network(NetworkError::from_string(e)))?;
         let mut client = self.peers.client(self.target, &self.addr).map_err(|e| RPCError::Unreachable(self.unreachable(e)))?;
         let answer = self.peers.appends.send(self.target, &self.addr, RaftPayload { payload }, ttl, move |s| async move { client.append_stream(s).await }).await;
         let answer = match answer {
             Ok(answer) => decode::<StreamAnswer>(&answer.payload).map_err(|e| RPCError::Network(NetworkError::from_string(e)))?,
-            Err(PipeError::Unimplemented) => return Err(self.stream_refused(tonic::Status::unimplemented(""))),
+            Err(PipeError::Unimplemented(_)) => return Err(self.stream_refused(tonic::Status::unimplemented(""))),
             Err(PipeError::Failed(why)) => return Err(RPCError::Unreachable(self.unreachable(why))),
         };
         tracing::debug!(target, ?answer, "append acknowledged");
@@ -123,10 +127,10 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
         rpc: AppendEntriesRequest<TypeConfig>,
         _option: RPCOption,
     ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
-        let (target, last, commit) = (self.target, rpc.entries.last().map(|e| e.log_id.index()), rpc.leader_commit.map(|c| c.index()));
-        tracing::debug!(target, ?last, ?commit, "append sent");
+        let target = self.target;
+        tracing::debug!(target, carried = ?carried(&rpc), "append sent");
         let resp = self.call(&rpc, async |mut c, p| c.append_entries(p).await).await;
-        tracing::debug!(target, ?last, ?commit, "append acknowledged");
+        tracing::debug!(target, ?resp, "append acknowledged");
         resp
     }
 
@@ -158,8 +162,7 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
             // An append that cannot be encoded ends the stream; the leader starts another.
             let requests = input
                 .map(move |rpc| {
-                    let (last, commit) = (rpc.entries.last().map(|e| e.log_id.index()), rpc.leader_commit.map(|c| c.index()));
-                    tracing::debug!(target, ?last, ?commit, "append sent");
+                    tracing::debug!(target, carried = ?carried(&rpc), "append sent");
                     encode(&rpc).map(|payload| RaftPayload { payload })
                 })
                 .take_while(|encoded| futures::future::ready(encoded.is_ok()))

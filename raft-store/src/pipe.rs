@@ -100,9 +100,9 @@ impl<Q, A> Default for Pipes<Q, A> {
 }
 
 /// Why a message did not get its answer through a pipe.
-pub(crate) enum PipeError {
-    /// The peer has no such stream (a node of an earlier version).
-    Unimplemented,
+pub(crate) enum PipeError<Q> {
+    /// The peer has no such stream (a node of an earlier version); the request, unsent.
+    Unimplemented(Q),
     Failed(String),
 }
 
@@ -117,7 +117,7 @@ impl<Q: Send + 'static, A: Send + 'static> Pipes<Q, A> {
         request: Q,
         ttl: Duration,
         call: impl FnOnce(UnboundedReceiverStream<Q>) -> F,
-    ) -> Result<A, PipeError>
+    ) -> Result<A, PipeError<Q>>
     where
         F: Future<Output = Result<Response<Streaming<A>>, Status>>,
     {
@@ -126,11 +126,12 @@ impl<Q: Send + 'static, A: Send + 'static> Pipes<Q, A> {
         let pipe = match current {
             Some(pipe) => pipe,
             None => {
-                let opened = tokio::time::timeout(ttl, Pipe::open(call)).await.map_err(|_| PipeError::Failed("no answer in time".into()))?;
-                let pipe = Arc::new(opened.map_err(|s| match s.code() {
-                    tonic::Code::Unimplemented => PipeError::Unimplemented,
-                    _ => PipeError::Failed(s.message().to_string()),
-                })?);
+                let pipe = match tokio::time::timeout(ttl, Pipe::open(call)).await {
+                    Err(_) => return Err(PipeError::Failed("no answer in time".into())),
+                    Ok(Err(s)) if s.code() == tonic::Code::Unimplemented => return Err(PipeError::Unimplemented(request)),
+                    Ok(Err(s)) => return Err(PipeError::Failed(s.message().to_string())),
+                    Ok(Ok(pipe)) => Arc::new(pipe),
+                };
                 self.open.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), pipe.clone());
                 pipe
             }

@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::network::{SnapshotHeader, StreamAnswer};
+use crate::network::{carried, SnapshotHeader, StreamAnswer};
 use crate::peer::{decode, encode, Peers, MAX_MESSAGE};
 use crate::types::{Raft, Txn, TxnResult, TypeConfig};
 
@@ -63,11 +63,10 @@ impl RaftRpc for Service {
     /// Appends in the order they come, answered in the same order; a message that does not
     /// decode ends the stream (the leader starts another), as does a rejected append.
     async fn append_stream(&self, req: Request<Streaming<RaftPayload>>) -> Result<Response<Self::AppendStreamStream>, Status> {
-        let appends = req.into_inner().scan((), |_, message| {
-            let rpc = message.ok().and_then(|m| decode::<openraft::raft::AppendEntriesRequest<TypeConfig>>(&m.payload).ok());
+        let appends = messages(req).scan((), |_, message| {
+            let rpc = decode::<openraft::raft::AppendEntriesRequest<TypeConfig>>(&message.payload).ok();
             if let Some(rpc) = &rpc {
-                let (last, commit) = (rpc.entries.last().map(|e| e.log_id.index()), rpc.leader_commit.map(|c| c.index()));
-                tracing::debug!(?last, ?commit, entries = rpc.entries.len(), "append received");
+                tracing::debug!(carried = ?carried(rpc), "append received");
             }
             futures::future::ready(rpc)
         });
@@ -80,11 +79,10 @@ impl RaftRpc for Service {
 
     async fn append_entries(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
         let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = request(req)?;
-        let (last, commit) = (rpc.entries.last().map(|e| e.log_id.index()), rpc.leader_commit.map(|c| c.index()));
-        tracing::debug!(?last, ?commit, entries = rpc.entries.len(), "append received");
-        let resp = payload(&self.raft.append_entries(rpc).await);
-        tracing::debug!(?last, ?commit, "append answered");
-        resp
+        tracing::debug!(carried = ?carried(&rpc), "append received");
+        let answer = self.raft.append_entries(rpc).await;
+        tracing::debug!(?answer, "append answered");
+        payload(&answer)
     }
 
     async fn vote(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {

@@ -25,10 +25,9 @@ pub struct Place {
 /// Creates by one client: `n` in turn, p50 and p99.
 pub async fn one_client_creates(place: &Place, prefix: &str, n: usize) -> Duration {
     let api: Api<ConfigMap> = Api::default_namespaced(place.client.clone());
-    let (mut lat, el) = creates(&api, prefix, n, 1).await;
+    let (lat, el) = creates(&api, prefix, n, 1).await;
     report(&format!("create, 1 client, {}", place.name), lat.clone(), el);
-    lat.sort();
-    percentile(&lat, 0.5)
+    p50(lat)
 }
 
 /// The mean time per log flush on each of `nodes` while `during` runs, from their metrics.
@@ -53,10 +52,6 @@ pub async fn flush_times<F: std::future::Future<Output = T>, T>(nodes: &[&kube::
 /// rv=0 GET on the leader is a read index, one round trip to a quorum of followers.
 pub async fn read_index_round_trip(leader: &kube::Client, names: &[String], n: usize) -> Duration {
     let api: Api<ConfigMap> = Api::default_namespaced(leader.clone());
-    let p50 = |mut lat: Vec<Duration>| {
-        lat.sort();
-        percentile(&lat, 0.5)
-    };
     let (consistent, _) = gets(&api, names, &GetParams::default(), n, 1).await;
     let (any, _) = gets(&api, names, &GetParams::any(), n, 1).await;
     p50(consistent).saturating_sub(p50(any))
@@ -133,10 +128,9 @@ pub async fn consistent_gets(places: &[Place], names: &[String], clients: usize,
     let mut out = Vec::new();
     for place in places {
         let api: Api<ConfigMap> = Api::default_namespaced(place.client.clone());
-        let (mut lat, el) = gets(&api, names, &GetParams::default(), n, clients).await;
+        let (lat, el) = gets(&api, names, &GetParams::default(), n, clients).await;
         report(&format!("GET consistent, {clients} clients, {}", place.name), lat.clone(), el);
-        lat.sort();
-        out.push(percentile(&lat, 0.5));
+        out.push(p50(lat));
     }
     out
 }
@@ -165,10 +159,15 @@ pub async fn consistent_lists(places: &[Place], ns: &str, n: usize) -> Vec<Durat
             lat.push(t.elapsed());
         }
         report(&format!("LIST 10,000 consistent, {}", place.name), lat.clone(), started.elapsed());
-        lat.sort();
-        out.push(percentile(&lat, 0.5));
+        out.push(p50(lat));
     }
     out
+}
+
+/// The median of `lat`.
+fn p50(mut lat: Vec<Duration>) -> Duration {
+    lat.sort();
+    percentile(&lat, 0.5)
 }
 
 fn ms(d: Duration) -> f64 {
