@@ -1,5 +1,6 @@
-//! Replicated storage for the API server: an openraft group whose log and snapshots live in
-//! redb, and whose state machine is the watch cache (current objects, recent history, watches).
+//! Replicated storage for the API server: an openraft group whose log lives in redb, whose
+//! snapshots are files beside it, and whose state machine is the watch cache (current objects,
+//! recent history, watches).
 //!
 //! Every mutation is one log entry holding a compare-and-set [`Txn`]; the entry's log index is
 //! the revision (`resourceVersion`) of everything it writes.
@@ -15,6 +16,7 @@ mod observer;
 mod peer;
 mod pipe;
 mod service;
+mod snapshot;
 mod stamp;
 mod state_machine;
 mod store;

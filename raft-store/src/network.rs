@@ -4,12 +4,12 @@
 //! chunks.
 
 use std::future::Future;
-use std::io::Cursor;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
+use tokio::io::AsyncReadExt;
 
 use openraft::errors::{NetworkError, RPCError, RaftError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
@@ -20,11 +20,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::peer::{decode, encode, Peers};
 use crate::pipe::PipeError;
+use crate::snapshot::{Snapshot, SnapshotFile, SnapshotMeta};
 use crate::types::{NodeId, TypeConfig};
 
 pub(crate) type Vote = openraft::alias::VoteOf<TypeConfig>;
-type Snapshot = openraft::alias::SnapshotOf<TypeConfig, Cursor<Vec<u8>>>;
-pub(crate) type SnapshotMeta = openraft::alias::SnapshotMetaOf<TypeConfig>;
 
 /// Bytes of snapshot data per streamed chunk.
 const SNAPSHOT_CHUNK: usize = 1 << 20;
@@ -34,6 +33,9 @@ const SNAPSHOT_CHUNK: usize = 1 << 20;
 pub(crate) struct SnapshotHeader {
     pub vote: Vote,
     pub meta: SnapshotMeta,
+    /// The body's length in bytes (absent from earlier versions).
+    #[serde(default)]
+    pub size: Option<u64>,
 }
 
 /// Creates clients to peers.
@@ -120,7 +122,7 @@ impl PeerClient {
 }
 
 impl RaftNetworkV2<TypeConfig> for PeerClient {
-    type SnapshotData = Cursor<Vec<u8>>;
+    type SnapshotData = SnapshotFile;
 
     async fn append_entries(
         &mut self,
@@ -196,12 +198,24 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
         _option: RPCOption,
     ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
         let mut client = self.peers.client(self.target, &self.addr).map_err(|e| StreamingError::Unreachable(self.unreachable(e)))?;
-        let header = encode(&SnapshotHeader { vote, meta: snapshot.meta.clone() })
-            .map_err(|e| StreamingError::Network(NetworkError::from_string(e)))?;
-        let data = snapshot.snapshot.into_inner();
-        let mut chunks = vec![SnapshotChunk { header, data: Vec::new() }];
-        chunks.extend(data.chunks(SNAPSHOT_CHUNK).map(|c| SnapshotChunk { header: Vec::new(), data: c.to_vec() }));
-        let send = client.install_snapshot(futures::stream::iter(chunks));
+        let network = |e: String| StreamingError::Network(NetworkError::from_string(e));
+        let (body, size) = snapshot.snapshot.body().map_err(|e| network(e.to_string()))?;
+        let header = encode(&SnapshotHeader { vote, meta: snapshot.meta.clone(), size: Some(size) }).map_err(network)?;
+        // The body in pieces as they are read; a read that fails ends the stream short, and the
+        // peer refuses a body shorter than announced.
+        let pieces = futures::stream::unfold(body, |mut body| async move {
+            let mut data = Vec::with_capacity(SNAPSHOT_CHUNK);
+            match (&mut body).take(SNAPSHOT_CHUNK as u64).read_to_end(&mut data).await {
+                Ok(0) => None,
+                Ok(_) => Some((SnapshotChunk { header: Vec::new(), data }, body)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the snapshot to send failed");
+                    None
+                }
+            }
+        });
+        let chunks = futures::stream::once(async { SnapshotChunk { header, data: Vec::new() } }).chain(pieces);
+        let send = client.install_snapshot(chunks);
         let resp = tokio::select! {
             closed = cancel => return Err(StreamingError::Closed(closed)),
             resp = send => resp.map_err(|s| StreamingError::Unreachable(self.unreachable(s.message())))?,

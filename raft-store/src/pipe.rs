@@ -81,10 +81,13 @@ impl<Q: Send + 'static, A: Send + 'static> Pipe<Q, A> {
     }
 }
 
+/// The open pipes, by peer id and address.
+type Open<Q, A> = HashMap<(NodeId, String), Arc<Pipe<Q, A>>>;
+
 /// One pipe per peer (by id and address), opened on first use and again after one ends; clones
 /// share them.
 pub(crate) struct Pipes<Q, A> {
-    open: Arc<Mutex<HashMap<(NodeId, String), Arc<Pipe<Q, A>>>>>,
+    open: Arc<Mutex<Open<Q, A>>>,
 }
 
 impl<Q, A> Clone for Pipes<Q, A> {

@@ -3,7 +3,6 @@
 //! (carried out by the leader; a follower passes them on).
 
 use std::collections::BTreeSet;
-use std::io::Cursor;
 
 use futures::StreamExt;
 use openraft::errors::RaftError;
@@ -20,6 +19,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::network::{carried, SnapshotHeader, StreamAnswer};
 use crate::peer::{decode, encode, Peers, MAX_MESSAGE};
+use crate::snapshot::{Snapshot, Snapshots};
 use crate::types::{Raft, Txn, TxnResult, TypeConfig};
 
 /// What a forwarded write answers: the log index it was applied at, and its result.
@@ -29,6 +29,8 @@ pub(crate) type Forwarded = (u64, TxnResult);
 pub(crate) struct Service {
     pub raft: Raft,
     pub peers: Peers,
+    /// Where snapshots sent by the leader are written.
+    pub snapshots: Snapshots,
 }
 
 /// Proposes one forwarded transaction and answers what it applied as.
@@ -93,11 +95,9 @@ impl RaftRpc for Service {
         let mut chunks = req.into_inner();
         let first = chunks.next().await.ok_or_else(|| Status::invalid_argument("empty snapshot stream"))??;
         let header: SnapshotHeader = decode(&first.header).map_err(Status::invalid_argument)?;
-        let mut data = first.data;
-        while let Some(chunk) = chunks.next().await {
-            data.extend_from_slice(&chunk?.data);
-        }
-        let snapshot = openraft::alias::SnapshotOf::<TypeConfig, Cursor<Vec<u8>>> { meta: header.meta, snapshot: Cursor::new(data) };
+        let pieces = futures::stream::iter([Ok(first.data)]).chain(chunks.map(|c| c.map(|c| c.data)));
+        let file = self.snapshots.receive(&header.meta, header.size, pieces).await.map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let snapshot = Snapshot { meta: header.meta, snapshot: file };
         let result = self.raft.install_full_snapshot(header.vote, snapshot).await.map_err(RaftError::<TypeConfig>::Fatal);
         payload(&result)
     }
@@ -159,6 +159,7 @@ impl RaftRpc for Service {
 pub(crate) async fn serve(
     raft: Raft,
     peers: Peers,
+    snapshots: Snapshots,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
@@ -166,7 +167,7 @@ pub(crate) async fn serve(
     if let Some(tls) = peers.tls() {
         builder = builder.tls_config(tls.server()).map_err(|e| e.to_string())?;
     }
-    let service = RaftServer::new(Service { raft, peers }).max_decoding_message_size(MAX_MESSAGE).max_encoding_message_size(MAX_MESSAGE);
+    let service = RaftServer::new(Service { raft, peers, snapshots }).max_decoding_message_size(MAX_MESSAGE).max_encoding_message_size(MAX_MESSAGE);
     // Small RPCs (votes, heartbeats, single appends) must not wait for Nagle's algorithm.
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener).map(|conn| {
         let conn = conn?;

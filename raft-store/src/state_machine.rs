@@ -1,37 +1,21 @@
 //! The Raft state machine: applies committed transactions to the watch cache, and persists
-//! snapshots of it in redb. The objects live in memory; on restart the last snapshot is loaded
-//! and openraft re-applies the log after it up to the saved commit index.
+//! snapshots of it (`snapshot.rs`). The objects live in memory; on restart the last snapshot is
+//! loaded and openraft re-applies the log after it up to the saved commit index.
 
 use std::collections::BTreeMap;
-use std::io::{self, Cursor};
+use std::io;
 use std::sync::{Arc, Mutex};
 
 use futures::{Stream, TryStreamExt};
 use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine};
 use openraft::{EntryPayload, OptionalSend};
-use redb::{Database, ReadableDatabase, TableDefinition};
-use serde::{Deserialize, Serialize};
 
 use crate::cache::Cache;
-use crate::dedupe::Outcome;
 use crate::error::io_err;
-use crate::log_store::{decode, encode};
+use crate::snapshot::{Snapshot, SnapshotFile, SnapshotMeta, Snapshots};
 use crate::types::{LogId, Object, TxnResult, TypeConfig};
 
 type StoredMembership = openraft::alias::StoredMembershipOf<TypeConfig>;
-type SnapshotMeta = openraft::alias::SnapshotMetaOf<TypeConfig>;
-type Snapshot = openraft::alias::SnapshotOf<TypeConfig, Cursor<Vec<u8>>>;
-
-const SNAPSHOT: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshot");
-
-/// What a snapshot holds besides its metadata.
-#[derive(Serialize, Deserialize)]
-struct SnapshotBody {
-    objects: Vec<(String, Object)>,
-    /// Outcomes of recent proposals (revision, proposal id, outcome).
-    #[serde(default)]
-    txns: Vec<(u64, u64, Outcome)>,
-}
 
 #[derive(Default, Clone)]
 struct Applied {
@@ -43,41 +27,18 @@ struct Applied {
 #[derive(Clone)]
 pub struct StateMachine {
     cache: Arc<Cache>,
-    db: Arc<Database>,
+    snapshots: Snapshots,
     applied: Arc<Mutex<Applied>>,
 }
 
 impl StateMachine {
-    pub fn new(cache: Arc<Cache>, db: Arc<Database>) -> io::Result<Self> {
-        let txn = db.begin_write().map_err(io_err)?;
-        txn.open_table(SNAPSHOT).map_err(io_err)?;
-        txn.commit().map_err(io_err)?;
-        Ok(StateMachine { cache, db, applied: Default::default() })
-    }
-
-    fn load_snapshot(&self) -> io::Result<Option<Snapshot>> {
-        let read = self.db.begin_read().map_err(io_err)?;
-        let table = read.open_table(SNAPSHOT).map_err(io_err)?;
-        let (Some(meta), Some(data)) = (table.get("meta").map_err(io_err)?, table.get("data").map_err(io_err)?) else {
-            return Ok(None);
-        };
-        let meta: SnapshotMeta = decode(meta.value())?;
-        Ok(Some(Snapshot { meta, snapshot: Cursor::new(data.value().to_vec()) }))
-    }
-
-    fn save_snapshot(&self, meta: &SnapshotMeta, data: &[u8]) -> io::Result<()> {
-        let txn = self.db.begin_write().map_err(io_err)?;
-        {
-            let mut table = txn.open_table(SNAPSHOT).map_err(io_err)?;
-            table.insert("meta", encode(meta)?.as_slice()).map_err(io_err)?;
-            table.insert("data", data).map_err(io_err)?;
-        }
-        txn.commit().map_err(io_err)
+    pub(crate) fn new(cache: Arc<Cache>, snapshots: Snapshots) -> Self {
+        StateMachine { cache, snapshots, applied: Default::default() }
     }
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
-    type SnapshotData = Cursor<Vec<u8>>;
+    type SnapshotData = SnapshotFile;
 
     async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
         // The cache and the applied log id move together under the apply lock.
@@ -85,14 +46,12 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
             let applied = self.applied.lock().unwrap();
             (applied.clone(), self.cache.snapshot())
         };
-        let this = self.clone();
+        let snapshots = self.snapshots.clone();
         tokio::task::spawn_blocking(move || {
-            let body = SnapshotBody { objects: objects.into_iter().collect(), txns };
-            let data = encode(&body)?;
             let meta = SnapshotMeta { last_log_id: applied.last, last_membership: applied.membership };
-            this.save_snapshot(&meta, &data)?;
-            tracing::info!(index = ?meta.last_log_id, bytes = data.len(), "snapshot built");
-            Ok(Snapshot { meta, snapshot: Cursor::new(data) })
+            let snapshot = snapshots.build(meta, &objects, &txns)?;
+            tracing::info!(index = ?snapshot.meta.last_log_id, objects = objects.len(), "snapshot built");
+            Ok(snapshot)
         })
         .await
         .map_err(io_err)?
@@ -100,7 +59,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachine {
-    type SnapshotData = Cursor<Vec<u8>>;
+    type SnapshotData = SnapshotFile;
     type SnapshotBuilder = Self;
 
     async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
@@ -157,9 +116,10 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         self.clone()
     }
 
-    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: Cursor<Vec<u8>>) -> Result<(), io::Error> {
-        let data = snapshot.into_inner();
-        let body: SnapshotBody = decode(&data)?;
+    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: SnapshotFile) -> Result<(), io::Error> {
+        let snapshots = self.snapshots.clone();
+        let snapshot = Snapshot { meta: meta.clone(), snapshot };
+        let body = tokio::task::spawn_blocking(move || snapshots.install(snapshot)).await.map_err(io_err)??;
         let objects: BTreeMap<String, Object> = body.objects.into_iter().collect();
         let index = meta.last_log_id.map(|l| l.index()).unwrap_or(0);
         {
@@ -168,12 +128,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             applied.last = meta.last_log_id;
             applied.membership = meta.last_membership.clone();
         }
-        self.save_snapshot(meta, &data)?;
         tracing::info!(index, "snapshot installed");
         Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
-        self.load_snapshot()
+        self.snapshots.current()
     }
 }

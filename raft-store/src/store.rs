@@ -19,6 +19,7 @@ use crate::observer::Observers;
 use crate::forwarder::{self, Batcher};
 use crate::peer::{PeerTls, Peers};
 use crate::service;
+use crate::snapshot::Snapshots;
 use crate::state_machine::StateMachine;
 use crate::types::{NodeId, Raft, Txn, TxnResult, TypeConfig};
 
@@ -107,6 +108,7 @@ pub struct Store {
     /// Set while this node's log gathers its flushes (see `LogStore::linger_switch`).
     linger: Arc<AtomicBool>,
     db: std::sync::Weak<Database>,
+    snapshots: Snapshots,
 }
 
 /// A node's view of its Raft group.
@@ -155,7 +157,8 @@ impl Store {
         let flushes = log.flushes();
         let linger = log.linger_switch();
         let cache = Arc::new(Cache::with_observers(opts.cache, opts.observers.clone()));
-        let sm = StateMachine::new(cache.clone(), db).map_err(StoreError::internal)?;
+        let snapshots = Snapshots::open(dir, &db).map_err(StoreError::internal)?;
+        let sm = StateMachine::new(cache.clone(), snapshots.clone());
         let config = Config {
             cluster_name: "apiserver".into(),
             heartbeat_interval: opts.heartbeat.as_millis() as u64,
@@ -232,6 +235,7 @@ impl Store {
             flushes,
             linger,
             db: db_ref,
+            snapshots,
         })
     }
 
@@ -328,7 +332,7 @@ impl Store {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), StoreError> {
-        service::serve(self.raft.clone(), self.peers.clone(), listener, shutdown).await.map_err(StoreError::Internal)
+        service::serve(self.raft.clone(), self.peers.clone(), self.snapshots.clone(), listener, shutdown).await.map_err(StoreError::Internal)
     }
 
     async fn wait_leader(&self, deadline: tokio::time::Instant) -> Result<(), StoreError> {

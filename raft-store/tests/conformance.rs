@@ -131,11 +131,12 @@ async fn history_is_compacted_after_retention() {
     store.shutdown().await;
 }
 
-#[tokio::test]
-async fn restart_keeps_every_acknowledged_write() {
+/// Writes 50 objects, restarts the store and checks they are all there and revisions go on;
+/// answers the data directory.
+async fn restart_keeps_every_acknowledged_write_with(opts: impl Fn() -> StoreOptions) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let last = {
-        let store = open(dir.path(), Duration::from_secs(300)).await;
+        let store = Store::open(dir.path(), opts()).await.unwrap();
         let mut last = 0;
         for i in 0..50 {
             last = ok_rev(store.write(put(&format!("/r/{i}"), Cond::Absent, json!({"i": i}))).await.unwrap());
@@ -143,7 +144,7 @@ async fn restart_keeps_every_acknowledged_write() {
         store.shutdown().await;
         last
     };
-    let store = open(dir.path(), Duration::from_secs(300)).await;
+    let store = Store::open(dir.path(), opts()).await.unwrap();
     let rev = store.linearizable_rev().await.unwrap();
     assert!(rev >= last);
     let all = store.cache().list("/r/", None, None, None, &|_| true).unwrap();
@@ -152,4 +153,18 @@ async fn restart_keeps_every_acknowledged_write() {
     let next = ok_rev(store.write(put("/r/new", Cond::Absent, json!({}))).await.unwrap());
     assert!(next > last);
     store.shutdown().await;
+    dir
+}
+
+#[tokio::test]
+async fn restart_keeps_every_acknowledged_write() {
+    restart_keeps_every_acknowledged_write_with(StoreOptions::default).await;
+}
+
+#[tokio::test]
+async fn restart_from_a_snapshot_keeps_every_acknowledged_write() {
+    // A snapshot every 10 entries: the log before the last one is purged, so the restart
+    // loads the snapshot file and applies only the entries after it.
+    let dir = restart_keeps_every_acknowledged_write_with(|| StoreOptions { snapshot_every: 10, ..Default::default() }).await;
+    assert!(dir.path().join("snapshot").is_file(), "no snapshot was written");
 }

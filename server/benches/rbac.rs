@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{creates, gets, report, Server};
+use common::{creates, gets, report, rss_mib, Server};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, RoleBinding, RoleRef, Subject};
 use kube::api::{GetParams, PostParams};
@@ -14,11 +14,6 @@ use kube::Api;
 const CLUSTER_ROLES: usize = 1_000;
 const ROLE_BINDINGS: usize = 5_000;
 const NAMESPACES: usize = 50;
-
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<f64>().ok()).unwrap_or(0.0) / 1024.0
-}
 
 fn rule(verbs: &[&str], resource: &str) -> PolicyRule {
     PolicyRule {

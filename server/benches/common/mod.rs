@@ -12,6 +12,7 @@ pub mod webhook_server;
 #[path = "../../tests/common/oidc_issuer.rs"]
 pub mod oidc_issuer;
 
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,7 +23,7 @@ use kube::Api;
 /// A single-node release server on a fresh data directory; stopped when dropped.
 pub struct Server {
     child: Child,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     kubeconfig: std::path::PathBuf,
 }
 
@@ -46,7 +47,7 @@ impl Server {
             .spawn()
             .expect("start apiserver");
         let kubeconfig = dir.path().join("admin.kubeconfig");
-        Server { child, _dir: dir, kubeconfig }
+        Server { child, dir, kubeconfig }
     }
 
     /// A client for `user` in `groups` (a client certificate from the server's CA).
@@ -66,6 +67,10 @@ impl Server {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.dir.path()
     }
 
     /// A client, once the server has written its kubeconfig and serves the default namespace.
@@ -176,6 +181,40 @@ async fn try_client(kubeconfig: &std::path::Path) -> Option<kube::Client> {
     let kc = kube::config::Kubeconfig::read_from(kubeconfig).ok()?;
     let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.ok()?;
     kube::Client::try_from(cfg).ok()
+}
+
+/// Resident memory of process `pid` in MiB, from `/proc/PID/status`.
+pub fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<f64>().ok()).unwrap_or(0.0) / 1024.0
+}
+
+/// The highest resident memory of a process, sampled every 50 ms on a thread until stopped.
+pub struct RssPeak {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<f64>,
+}
+
+impl RssPeak {
+    pub fn start(pid: u32) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut peak = 0.0f64;
+            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(rss_mib(pid));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            peak.max(rss_mib(pid))
+        });
+        RssPeak { stop, thread }
+    }
+
+    /// The peak in MiB.
+    pub fn stop(self) -> f64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap_or(0.0)
+    }
 }
 
 /// CPU time (user and system) process `pid` has used so far, from `/proc/PID/stat` (whose
