@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -194,7 +195,8 @@ impl Snapshots {
     fn temporary(&self) -> io::Result<(File, PathBuf)> {
         let n = self.next_temporary.fetch_add(1, Ordering::Relaxed);
         let path = self.dir.join(format!("{TEMPORARY}.{n}"));
-        Ok((File::options().read(true).write(true).create_new(true).open(&path)?, path))
+        // The state holds Secrets: readable by this user only.
+        Ok((File::options().read(true).write(true).create_new(true).mode(0o600).open(&path)?, path))
     }
 
     /// Writes the metadata and then what `body` writes to a synced temporary file.
@@ -301,6 +303,9 @@ mod tests {
         assert_eq!(body.objects.into_iter().collect::<BTreeMap<_, _>>(), objects);
         assert_eq!(body.txns, vec![(7, 8, Outcome::Applied(1000))]);
         assert_eq!(files(dir.path()), vec![FILE.to_string()]);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join(FILE)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the snapshot holds Secrets");
     }
 
     #[tokio::test]
