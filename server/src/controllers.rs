@@ -1,8 +1,8 @@
 //! Built-in controllers a standalone server needs: after the post-start hooks ([`crate::poststart`]),
 //! on the Raft leader only, namespace deletion (empty the namespace, then drop its `kubernetes`
 //! finalizer so it goes away), ClusterRole aggregation, the FlowSchema status, the
-//! service-account controllers, the garbage collector and the end of terminating pods; on every
-//! node, its identity Lease.
+//! service-account controllers, the garbage collector, the end of terminating pods and the
+//! Service IP repair; on every node, its identity Lease.
 
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use crate::auth::rbac::aggregation::AggregationController;
 use crate::auth::serviceaccount::controller::ServiceAccountController;
 use crate::context::Ctx;
 use crate::gc::GarbageCollector;
+use crate::ip_repair::IpRepair;
 use crate::pod_gc::PodGc;
 use crate::leading;
 use crate::error::{ApiError, ApiResult};
@@ -48,6 +49,7 @@ pub async fn run(ctx: Ctx) {
         leading::run(ctx.clone(), ServiceAccountController),
         leading::run(ctx.clone(), GarbageCollector::default()),
         leading::run(ctx.clone(), PodGc::default()),
+        leading::run(ctx.clone(), IpRepair),
         leading::run(ctx.clone(), crate::crd::controller::CrdController),
         bootstrap_token_controllers(ctx.clone()),
         bootstrap_then_namespaces(ctx)

@@ -42,6 +42,8 @@ fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(String, bool)> {
     out.push(("poststarthook/crd-informer-synced".into(), CRDS_SYNCED.load(Ordering::Relaxed)));
     let hooks = &ctx.settings.hooks;
     out.extend(poststart::HOOKS.iter().map(|h| (format!("poststarthook/{h}"), hooks.is_done(h))));
+    // The Service IP repair runs from the start, acting on the leader (`ip_repair.rs`).
+    out.push(("poststarthook/start-service-ip-repair-controllers".into(), true));
     // Local APIServices are registered and marked available by the autoregistration hook.
     let registered = hooks.is_done("kube-apiserver-autoregistration");
     out.push(("poststarthook/apiservice-registration-controller".into(), registered));

@@ -27,6 +27,7 @@ pub mod go_duration;
 pub mod handlers;
 pub mod health;
 pub mod identity_lease;
+pub mod ip_repair;
 pub mod ipalloc;
 pub mod leading;
 pub mod member;

@@ -33,6 +33,7 @@ async fn post_start_hooks_create_what_every_cluster_has() {
         "[+]poststarthook/start-apiextensions-informers ok",
         "[+]poststarthook/start-apiextensions-controllers ok",
         "[+]poststarthook/crd-informer-synced ok",
+        "[+]poststarthook/start-service-ip-repair-controllers ok",
     ] {
         assert!(verbose.lines().any(|l| l == check), "{check} missing from:\n{verbose}");
     }

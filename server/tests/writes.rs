@@ -590,3 +590,57 @@ async fn namespace_finalizers_change_through_finalize() {
     // The status is not the client's to set there.
     assert_eq!(got["status"]["phase"], "Active");
 }
+
+/// Polls `check` every 100 ms for up to 5 s.
+async fn within_5s(mut check: impl AsyncFnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn the_ip_repair_restores_a_deleted_ipaddress_and_releases_a_leaked_one() {
+    let s = TestServer::start().await;
+    let services: Api<Service> = Api::namespaced(s.client(), "default");
+    let addresses: Api<IPAddress> = Api::all(s.client());
+
+    // The IPAddress of a Service's cluster IP, deleted by hand, comes back (a new object).
+    let db = services.create(&PostParams::default(), &service("db", None)).await.unwrap();
+    let ip = db.spec.unwrap().cluster_ip.unwrap();
+    let before = addresses.get(&ip).await.unwrap();
+    s.kubectl_ok(&["delete", "ipaddress", &ip]);
+    let restored = within_5s(async || addresses.get_opt(&ip).await.unwrap().is_some_and(|a| a.uid() != before.uid())).await;
+    assert!(restored, "the IPAddress of {ip} was not restored");
+    let again = addresses.get(&ip).await.unwrap();
+    assert_eq!(again.spec.unwrap().parent_ref.name, "db");
+    // So the address is not handed to another Service.
+    let err = api_error(services.create(&PostParams::default(), &service("thief", Some(&ip))).await);
+    assert_eq!(err.code, 422, "{err:?}");
+
+    // One the allocator made for a Service that does not hold it is released; one made by
+    // someone else stays.
+    let ipaddress = |name: &str, service: &str, managed: bool| -> IPAddress {
+        let labels = managed.then(|| [("ipaddress.kubernetes.io/managed-by".to_string(), "ipallocator.k8s.io".to_string())].into());
+        IPAddress {
+            metadata: kube::api::ObjectMeta { name: Some(name.into()), labels, ..Default::default() },
+            spec: Some(IPAddressSpec {
+                parent_ref: ParentReference { resource: "services".into(), namespace: Some("default".into()), name: service.into(), ..Default::default() },
+            }),
+        }
+    };
+    addresses.create(&PostParams::default(), &ipaddress("10.96.7.7", "ghost", true)).await.unwrap();
+    addresses.create(&PostParams::default(), &ipaddress("10.96.7.8", "db", true)).await.unwrap();
+    addresses.create(&PostParams::default(), &ipaddress("10.96.7.9", "ghost", false)).await.unwrap();
+    let released = within_5s(async || {
+        addresses.get_opt("10.96.7.7").await.unwrap().is_none() && addresses.get_opt("10.96.7.8").await.unwrap().is_none()
+    })
+    .await;
+    assert!(released, "leaked IPAddresses stayed: {}", s.kubectl_ok(&["get", "ipaddresses"]));
+    assert!(addresses.get_opt("10.96.7.9").await.unwrap().is_some(), "an IPAddress the allocator did not make was released");
+    assert!(addresses.get_opt(&ip).await.unwrap().is_some());
+}
