@@ -1,6 +1,6 @@
 //! The HTTP application: the filter chain (panic recovery, body limit, authentication,
-//! impersonation, authorization) in front of one dispatcher that routes discovery, health,
-//! OpenAPI and resource paths.
+//! impersonation, audit, flow control, authorization) in front of one dispatcher that routes
+//! discovery, health, OpenAPI and resource paths.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +19,7 @@ use crate::error::ApiError;
 use crate::query::Params;
 use crate::auth::authn::Certificates;
 use crate::tls::{ClientIdentity, ProxyIdentity};
-use crate::{discovery, handlers, health, negotiate, openapi, request};
+use crate::{audit, discovery, handlers, health, negotiate, openapi, request};
 
 pub fn router(ctx: Ctx) -> Router {
     Router::new()
@@ -34,15 +34,16 @@ pub fn router(ctx: Ctx) -> Router {
 /// only then the handler.
 async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
+    let audit_id = audit::stage::audit_id(&parts.headers);
     // The body is read before anything can refuse the request, so that an early answer never
     // leaves a client still sending (HTTP/2 clients see a reset stream otherwise).
     let body = match axum::body::to_bytes(body, ctx.settings.max_body).await {
         Ok(b) => b,
-        Err(_) => return too_large(&ctx),
+        Err(_) => return audit::stage::with_id(too_large(&ctx), &audit_id),
     };
     let gzip = crate::compression::accepts_gzip(&parts.headers);
-    let resp = match serve(&ctx, parts, body).await {
-        Ok(resp) | Err(resp) => resp,
+    let resp = match serve(&ctx, parts, body, &audit_id).await {
+        Ok(resp) | Err(resp) => audit::stage::with_id(resp, &audit_id),
     };
     if gzip {
         crate::compression::maybe_gzip(resp).await
@@ -51,19 +52,51 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     }
 }
 
-async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes) -> Result<Response, Response> {
+/// Authentication and impersonation, then the audit stage around the rest of the chain.
+async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes, audit_id: &str) -> Result<Response, Response> {
     let path = parts.uri.path().to_string();
     let certs = Certificates { client: parts.extensions.get::<ClientIdentity>(), proxy: parts.extensions.get::<ProxyIdentity>() };
     let caller = ctx.authn.authenticate(&mut parts.headers, &path, certs).await.map_err(IntoResponse::into_response)?;
     let params = Params::parse(parts.uri.query()).map_err(IntoResponse::into_response)?;
     let deadline = request_deadline(ctx, &params).map_err(IntoResponse::into_response)?;
+    let audited_caller = ctx.audit.is_some().then(|| caller.clone());
     let user = impersonation::impersonate(&ctx.auth.chain, caller, &parts.headers).await.map_err(IntoResponse::into_response)?;
     let attrs = Attributes::of_request(user, &parts.method, &path, &params);
+    let record = audited_caller.and_then(|caller| audit::stage::begin(ctx, audit_id, &caller, &attrs, &parts));
+    Ok(match record {
+        None => authorized(ctx, parts, path, attrs, params, deadline, body).await,
+        Some(mut record) => {
+            let request_object = audit::stage::request_object(&mut record, &attrs, &parts.headers, &body);
+            let watch = attrs.verb == "watch";
+            let resp = record.scope(authorized(ctx, parts, path, attrs, params, deadline, body)).await;
+            audit::stage::finish(record, resp, request_object, watch).await
+        }
+    })
+}
+
+/// Flow control, authorization, and only then the handler.
+async fn authorized(
+    ctx: &Ctx,
+    parts: http::request::Parts,
+    path: String,
+    attrs: Attributes,
+    params: Params,
+    deadline: Duration,
+    body: bytes::Bytes,
+) -> Response {
     let flow = ctx.flowcontrol.classify(&attrs);
     // Held until the handler answers (for a watch: until its stream starts).
-    let _seat = ctx.flowcontrol.admit(flow.as_ref(), &attrs, deadline, &ctx.metrics).await.map_err(|e| with_flow(e.into_response(), flow.as_ref()))?;
-    authorize(ctx, &attrs).await.map_err(|e| with_flow(e.into_response(), flow.as_ref()))?;
-    let watch = params.flag("watch").map_err(IntoResponse::into_response)?;
+    let _seat = match ctx.flowcontrol.admit(flow.as_ref(), &attrs, deadline, &ctx.metrics).await {
+        Ok(seat) => seat,
+        Err(e) => return with_flow(e.into_response(), flow.as_ref()),
+    };
+    if let Err(e) = authorize(ctx, &attrs).await {
+        return with_flow(e.into_response(), flow.as_ref());
+    }
+    let watch = match params.flag("watch") {
+        Ok(w) => w,
+        Err(e) => return e.into_response(),
+    };
     let user = Arc::new(attrs.user);
     let applied = ctx.store.cache().applied();
     let resource = match request::classify(&parts.method, &path, watch, user.clone()) {
@@ -71,8 +104,11 @@ async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes) -
         // ago through another replica: look again once caught up with the leader.
         Err(ApiError::NoRoute) if caught_up(ctx, applied).await => request::classify(&parts.method, &path, watch, user.clone()),
         other => other,
-    }
-    .map_err(IntoResponse::into_response)?;
+    };
+    let resource = match resource {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
     let started = std::time::Instant::now();
     let labels = request_labels(&parts.method, resource.as_ref());
     let resp = match resource {
@@ -84,7 +120,7 @@ async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes) -
     let code = resp.status().as_u16();
     ctx.metrics.observe(labels, code, started.elapsed());
     tracing::debug!(method = %parts.method, %path, code, elapsed_ms = started.elapsed().as_millis() as u64, user = %user.name, "request");
-    Ok(resp)
+    resp
 }
 
 /// Names the FlowSchema and priority level the request was classified in, as kube-apiserver
@@ -136,15 +172,20 @@ pub(crate) async fn authorize(ctx: &Ctx, attrs: &Attributes) -> Result<(), ApiEr
     let chain = &ctx.auth.chain;
     let applied = ctx.store.cache().applied();
     let mut outcome = chain.authorize(attrs).await;
-    if matches!(&outcome, Outcome::Decided(v) if v.allowed()) {
-        return Ok(());
-    }
-    if caught_up(ctx, applied).await {
+    if !matches!(&outcome, Outcome::Decided(v) if v.allowed()) && caught_up(ctx, applied).await {
         outcome = chain.authorize(attrs).await;
     }
     match outcome {
-        Outcome::Decided(v) if v.allowed() => Ok(()),
-        Outcome::Decided(v) => Err(authz::forbidden(attrs, &v.reason)),
+        Outcome::Decided(v) if v.allowed() => {
+            audit::annotate(audit::DECISION, "allow");
+            audit::annotate(audit::REASON, v.reason);
+            Ok(())
+        }
+        Outcome::Decided(v) => {
+            audit::annotate(audit::DECISION, "forbid");
+            audit::annotate(audit::REASON, v.reason.clone());
+            Err(authz::forbidden(attrs, &v.reason))
+        }
         Outcome::Failed(e) => Err(ApiError::Internal(format!("Internal error occurred: {e}"))),
     }
 }

@@ -130,6 +130,15 @@ pub struct Args {
     #[arg(long)]
     pub authentication_config: Option<PathBuf>,
 
+    /// The audit policy (`audit.k8s.io/v1` `Policy`): which requests are audited, at which level.
+    #[arg(long)]
+    pub audit_policy_file: Option<PathBuf>,
+
+    /// Where audit events are appended, one JSON line each (`-` for standard output); with
+    /// `--audit-policy-file`, auditing is on.
+    #[arg(long)]
+    pub audit_log_path: Option<PathBuf>,
+
     /// OIDC: the issuer's https URL (discovery root); ID tokens it issues authenticate.
     #[arg(long)]
     pub oidc_issuer_url: Option<String>,

@@ -23,6 +23,8 @@ pub struct Ctx {
     pub admission: crate::admission::Admission,
     /// Request classification by the FlowSchemas this replica has applied.
     pub flowcontrol: Arc<crate::flowcontrol::FlowControl>,
+    /// The audit log, when `--audit-policy-file` and `--audit-log-path` are given.
+    pub audit: Option<Arc<crate::audit::Auditor>>,
 }
 
 /// Server behaviour fixed at startup.

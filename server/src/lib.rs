@@ -7,6 +7,7 @@
 
 pub mod admission;
 pub mod app;
+pub mod audit;
 pub mod auth;
 pub mod cbor;
 pub mod cli;

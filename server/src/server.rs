@@ -127,7 +127,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             Arc::new(ValidatingWebhooks { store: store.clone() }),
         ],
     );
-    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, authn, tokens, auth, admission, flowcontrol };
+    // Auditing needs both a policy and a log, as in kube-apiserver.
+    let audit = match (&args.audit_policy_file, &args.audit_log_path) {
+        (Some(policy), Some(log)) => Some(crate::audit::Auditor::open(policy, log)?),
+        _ => None,
+    };
+    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, authn, tokens, auth, admission, flowcontrol, audit };
 
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     tls::write_admin_kubeconfig(&kubeconfig, &address, &pki)?;

@@ -3,7 +3,7 @@
 //! message, and the binding's actions decide between refusing, warning and auditing.
 
 use raft_store::Store;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::{bindings, conditions_and_variables, refs, Policies, Policy};
 use crate::admission::{matching, Request, Validating};
@@ -70,6 +70,8 @@ impl Validating for ValidatingPolicies {
             return Ok(());
         }
         let name = matching::name_of(r);
+        // Failures under the `Audit` action, for the request's audit event.
+        let mut failures: Vec<Value> = Vec::new();
         for s in selected {
             let (policy, binding_name) = (&s.policy, s.name.as_str());
             let spec = &s.binding["spec"];
@@ -110,10 +112,13 @@ impl Validating for ValidatingPolicies {
                         r.warn(format!("Validation failed for ValidatingAdmissionPolicy '{}' with binding '{binding_name}': {message}", policy.name));
                     }
                     if actions.contains(&"Audit") {
-                        tracing::info!(policy = %policy.name, binding = binding_name, %message, "admission policy violation audited");
+                        failures.push(json!({"message": message, "policy": policy.name, "binding": binding_name, "validationActions": actions}));
                     }
                 }
             }
+        }
+        if !failures.is_empty() {
+            crate::audit::annotate(crate::audit::VALIDATION_FAILURE, Value::Array(failures).to_string());
         }
         Ok(())
     }

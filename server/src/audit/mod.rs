@@ -1,0 +1,252 @@
+//! Auditing, as kube-apiserver's log backend does it (`--audit-policy-file`, `--audit-log-path`):
+//! each request the policy selects is written as `audit.k8s.io/v1` Events, one JSON line per
+//! stage (RequestReceived, ResponseStarted for watches, ResponseComplete), with who asked (and
+//! whom they impersonated), what they asked for, the answer's code, the authorizer's decision
+//! and the annotations admission adds; the request and response objects at the `Request` and
+//! `RequestResponse` levels. Lines go to a writer thread, so no request waits for the disk.
+//!
+//! Annotations reach the current request's record through a task-local scope around the request
+//! ([`annotate`]); outside one (controllers), they are dropped.
+
+pub mod policy;
+pub mod stage;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::sync::{mpsc, Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+
+use crate::auth::attributes::Attributes;
+use crate::auth::UserInfo;
+use policy::{Decision, Level, Policy, Stage};
+
+/// The annotations of the authorizer's decision and its reason.
+pub const DECISION: &str = "authorization.k8s.io/decision";
+pub const REASON: &str = "authorization.k8s.io/reason";
+/// The annotation listing a ValidatingAdmissionPolicy's failures under its `Audit` action.
+pub const VALIDATION_FAILURE: &str = "validation.policy.admission.k8s.io/validation_failure";
+
+/// The request header a client may set to name the audit ID (kept when it is sane), and the
+/// response header that tells it.
+pub const AUDIT_ID_HEADER: &str = "audit-id";
+
+tokio::task_local! {
+    static ANNOTATIONS: Arc<Mutex<BTreeMap<String, String>>>;
+}
+
+/// Adds an annotation to the audit event of the request being served, if any.
+pub fn annotate(key: impl Into<String>, value: impl Into<String>) {
+    let _ = ANNOTATIONS.try_with(|a| a.lock().unwrap_or_else(|e| e.into_inner()).insert(key.into(), value.into()));
+}
+
+/// The writer of audit events and the policy that selects them.
+pub struct Auditor {
+    policy: Policy,
+    lines: Mutex<mpsc::Sender<Vec<u8>>>,
+}
+
+impl Auditor {
+    /// Reads the policy and starts the writer appending to `log` (`-` for standard output).
+    pub fn open(policy_file: &Path, log: &Path) -> anyhow::Result<Arc<Auditor>> {
+        let text = std::fs::read_to_string(policy_file).map_err(|e| anyhow::anyhow!("reading {}: {e}", policy_file.display()))?;
+        let policy = Policy::parse(&text).map_err(anyhow::Error::msg)?;
+        let out: Box<dyn Write + Send> = if log == Path::new("-") {
+            Box::new(std::io::stdout())
+        } else {
+            use std::os::unix::fs::OpenOptionsExt;
+            // Events name users and may hold objects (Secrets at the Request level).
+            let file = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(log).map_err(|e| anyhow::anyhow!("opening {}: {e}", log.display()))?;
+            Box::new(file)
+        };
+        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        std::thread::Builder::new().name("audit-log".into()).spawn(move || write_lines(rx, out))?;
+        Ok(Arc::new(Auditor { policy, lines: Mutex::new(tx) }))
+    }
+
+    /// The record of one request, if the policy audits it. `caller` is who authenticated;
+    /// `attrs.user` whom the request acts as.
+    pub fn begin(self: &Arc<Self>, audit_id: &str, caller: &UserInfo, attrs: &Attributes, request: &RequestFacts) -> Option<Record> {
+        let decision = self.policy.decide(attrs);
+        if decision.level == Level::None {
+            return None;
+        }
+        let mut event = Map::new();
+        event.insert("kind".into(), json!("Event"));
+        event.insert("apiVersion".into(), json!("audit.k8s.io/v1"));
+        event.insert("level".into(), json!(decision.level));
+        event.insert("auditID".into(), json!(audit_id));
+        event.insert("stage".into(), Value::Null);
+        event.insert("requestURI".into(), json!(request.uri));
+        event.insert("verb".into(), json!(attrs.verb));
+        event.insert("user".into(), user(caller));
+        if caller != &attrs.user {
+            event.insert("impersonatedUser".into(), user(&attrs.user));
+        }
+        event.insert("sourceIPs".into(), json!(request.source_ips));
+        if let Some(agent) = &request.user_agent {
+            event.insert("userAgent".into(), json!(agent));
+        }
+        if attrs.resource_request {
+            let mut object = Map::new();
+            for (key, value) in [
+                ("resource", &attrs.resource),
+                ("namespace", &attrs.namespace),
+                ("name", &attrs.name),
+                ("apiGroup", &attrs.api_group),
+                ("apiVersion", &attrs.api_version),
+                ("subresource", &attrs.subresource),
+            ] {
+                if !value.is_empty() {
+                    object.insert(key.into(), json!(value));
+                }
+            }
+            event.insert("objectRef".into(), Value::Object(object));
+        }
+        event.insert("requestReceivedTimestamp".into(), json!(micros_now()));
+        Some(Record { auditor: self.clone(), decision, event, annotations: Default::default() })
+    }
+
+    fn write(&self, line: Vec<u8>) {
+        let _ = self.lines.lock().unwrap_or_else(|e| e.into_inner()).send(line);
+    }
+}
+
+/// What the audit event says about the HTTP request itself.
+pub struct RequestFacts {
+    pub uri: String,
+    pub source_ips: Vec<String>,
+    pub user_agent: Option<String>,
+}
+
+/// One audited request: the event's fixed part and the annotations gathered while it is served.
+pub struct Record {
+    auditor: Arc<Auditor>,
+    decision: Decision,
+    event: Map<String, Value>,
+    annotations: Arc<Mutex<BTreeMap<String, String>>>,
+}
+
+impl Record {
+    /// Runs `f` with [`annotate`] adding to this record.
+    pub async fn scope<F: std::future::Future>(&self, f: F) -> F::Output {
+        ANNOTATIONS.scope(self.annotations.clone(), f).await
+    }
+
+    /// Sets `objectRef.name` (a create's, known from its body).
+    pub fn name_object(&mut self, name: &str) {
+        if let Some(Value::Object(object)) = self.event.get_mut("objectRef") {
+            object.insert("name".into(), json!(name));
+        }
+    }
+
+    /// Whether the policy asks for the request body (the `Request` level and above).
+    pub fn wants_request(&self) -> bool {
+        self.decision.level >= Level::Request
+    }
+
+    /// Whether the policy asks for the response body (`RequestResponse`).
+    pub fn wants_response(&self) -> bool {
+        self.decision.level >= Level::RequestResponse
+    }
+
+    /// Writes the event of `stage` (unless the policy leaves it out), with what is known by then.
+    pub fn emit(&self, stage: Stage, answer: Option<&Answer>) {
+        if self.decision.omit_stages.contains(&stage) {
+            return;
+        }
+        let mut event = self.event.clone();
+        event.insert("stage".into(), json!(stage));
+        if let Some(a) = answer {
+            let mut status = Map::new();
+            status.insert("metadata".into(), json!({}));
+            if let Some(Value::Object(s)) = &a.status {
+                for key in ["status", "message", "reason", "details"] {
+                    if let Some(v) = s.get(key) {
+                        status.insert(key.into(), v.clone());
+                    }
+                }
+            }
+            status.insert("code".into(), json!(a.code));
+            event.insert("responseStatus".into(), Value::Object(status));
+            if let Some(body) = &a.request_object {
+                event.insert("requestObject".into(), self.trimmed(body));
+            }
+            if let Some(body) = &a.response_object {
+                event.insert("responseObject".into(), self.trimmed(body));
+            }
+        }
+        event.insert("stageTimestamp".into(), json!(micros_now()));
+        let annotations = self.annotations.lock().unwrap_or_else(|e| e.into_inner());
+        if !annotations.is_empty() {
+            event.insert("annotations".into(), json!(*annotations));
+        }
+        drop(annotations);
+        if let Ok(mut line) = serde_json::to_vec(&Value::Object(event)) {
+            line.push(b'\n');
+            self.auditor.write(line);
+        }
+    }
+
+    /// An object as the event holds it: without `managedFields` when the policy says so.
+    fn trimmed(&self, body: &Value) -> Value {
+        let mut body = body.clone();
+        if self.decision.omit_managed_fields {
+            strip_managed_fields(&mut body);
+        }
+        body
+    }
+}
+
+/// How a request was answered, for its last event.
+#[derive(Default)]
+pub struct Answer {
+    pub code: u16,
+    /// The `Status` body of a failure.
+    pub status: Option<Value>,
+    pub request_object: Option<Value>,
+    pub response_object: Option<Value>,
+}
+
+fn strip_managed_fields(body: &mut Value) {
+    if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    if let Some(items) = body.get_mut("items").and_then(Value::as_array_mut) {
+        items.iter_mut().for_each(strip_managed_fields);
+    }
+}
+
+fn user(u: &UserInfo) -> Value {
+    let mut out = Map::new();
+    out.insert("username".into(), json!(u.name));
+    if !u.uid.is_empty() {
+        out.insert("uid".into(), json!(u.uid));
+    }
+    if !u.groups.is_empty() {
+        out.insert("groups".into(), json!(u.groups));
+    }
+    if !u.extra.is_empty() {
+        out.insert("extra".into(), json!(u.extra));
+    }
+    Value::Object(out)
+}
+
+fn micros_now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+/// Appends each line; flushes whenever no more are waiting.
+fn write_lines(rx: mpsc::Receiver<Vec<u8>>, out: Box<dyn Write + Send>) {
+    let mut out = std::io::BufWriter::new(out);
+    while let Ok(line) = rx.recv() {
+        let mut result = out.write_all(&line);
+        while let Ok(more) = rx.try_recv() {
+            result = result.and_then(|()| out.write_all(&more));
+        }
+        if let Err(e) = result.and_then(|()| out.flush()) {
+            tracing::error!(error = %e, "writing the audit log failed");
+        }
+    }
+}

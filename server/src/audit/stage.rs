@@ -1,0 +1,143 @@
+//! The audit stage of the request chain: the audit ID every response carries, the record begun
+//! once the request's user and attributes are known, and its last events once the answer is
+//! there (for a watch, when its stream ends).
+
+use axum::body::Body;
+use axum::response::Response;
+use futures::StreamExt;
+use http::HeaderValue;
+use serde_json::Value;
+
+use super::policy::Stage;
+use super::{Answer, Record, RequestFacts, AUDIT_ID_HEADER};
+use crate::auth::attributes::Attributes;
+use crate::auth::UserInfo;
+use crate::context::Ctx;
+use crate::negotiate::BodyKind;
+use crate::patch::PatchKind;
+
+/// The request's audit ID: the client's `Audit-ID` header when it is a sane one, else a new UUID.
+pub fn audit_id(headers: &http::HeaderMap) -> String {
+    headers
+        .get(AUDIT_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_string)
+}
+
+/// Tells the client the audit ID, as kube-apiserver does on every response.
+pub fn with_id(mut resp: Response, audit_id: &str) -> Response {
+    if let Ok(v) = HeaderValue::from_str(audit_id) {
+        resp.headers_mut().insert(AUDIT_ID_HEADER, v);
+    }
+    resp
+}
+
+/// Begins the record of a request the policy audits, and writes its RequestReceived event.
+pub fn begin(ctx: &Ctx, audit_id: &str, caller: &UserInfo, attrs: &Attributes, parts: &http::request::Parts) -> Option<Record> {
+    let auditor = ctx.audit.as_ref()?;
+    let mut source_ips: Vec<String> = parts
+        .headers
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok())
+        .into_iter()
+        .flat_map(|v| v.split(','))
+        .map(|ip| ip.trim().to_string())
+        .filter(|ip| !ip.is_empty())
+        .collect();
+    if let Some(axum::extract::ConnectInfo(peer)) = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>() {
+        let ip = peer.ip().to_string();
+        if !source_ips.contains(&ip) {
+            source_ips.push(ip);
+        }
+    }
+    let facts = RequestFacts {
+        uri: parts.uri.path_and_query().map_or_else(|| parts.uri.path().to_string(), |p| p.to_string()),
+        source_ips,
+        user_agent: parts.headers.get(http::header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string),
+    };
+    let record = auditor.begin(audit_id, caller, attrs, &facts)?;
+    record.emit(Stage::RequestReceived, None);
+    Some(record)
+}
+
+/// The request body as the event holds it (JSON, YAML or Protobuf), when the policy asks for it. A create
+/// names its object only in the body: the event's `objectRef` takes the name from there.
+pub fn request_object(record: &mut Record, attrs: &Attributes, headers: &http::HeaderMap, body: &[u8]) -> Option<Value> {
+    let unnamed = attrs.verb == "create" && attrs.name.is_empty();
+    if body.is_empty() || !(record.wants_request() || unnamed) {
+        return None;
+    }
+    let object: Value = match crate::negotiate::body_kind(headers).ok()? {
+        BodyKind::Protobuf => crate::protobuf::decode_body(body).ok()?,
+        BodyKind::Yaml | BodyKind::Patch(PatchKind::Apply) => serde_yaml::from_slice(body).ok()?,
+        _ => serde_json::from_slice(body).ok()?,
+    };
+    if unnamed {
+        if let Some(name) = object["metadata"]["name"].as_str() {
+            record.name_object(name);
+        }
+    }
+    record.wants_request().then_some(object)
+}
+
+/// Writes the record's last events: ResponseComplete now, or for a watch ResponseStarted now and
+/// ResponseComplete when its stream ends. A failure's `Status` (and at `RequestResponse` the
+/// answer) is read from the body, which is passed on unchanged.
+pub async fn finish(record: Record, resp: Response, request_object: Option<Value>, watch: bool) -> Response {
+    let code = resp.status().as_u16();
+    let mut answer = Answer { code, request_object, ..Default::default() };
+    if watch && resp.status().is_success() {
+        record.emit(Stage::ResponseStarted, Some(&answer));
+        let (parts, body) = resp.into_parts();
+        let done = Finished(Some((record, answer)));
+        let stream = body.into_data_stream().map(move |chunk| {
+            let _ = &done;
+            chunk
+        });
+        return Response::from_parts(parts, Body::from_stream(stream));
+    }
+    if !(code >= 400 || record.wants_response()) {
+        record.emit(Stage::ResponseComplete, Some(&answer));
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    // A failed body fails the client's read as it would have without auditing.
+    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(b) => b,
+        Err(_) => {
+            record.emit(Stage::ResponseComplete, Some(&answer));
+            return Response::from_parts(parts, Body::empty());
+        }
+    };
+    let object = decode_answer(&parts.headers, &bytes);
+    if code >= 400 {
+        answer.status = object.clone();
+    }
+    if record.wants_response() {
+        answer.response_object = object;
+    }
+    record.emit(Stage::ResponseComplete, Some(&answer));
+    Response::from_parts(parts, Body::from(bytes))
+}
+
+/// An answer's body as JSON, from JSON or Protobuf (other encodings are left out).
+fn decode_answer(headers: &http::HeaderMap, body: &[u8]) -> Option<Value> {
+    let content_type = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if content_type.starts_with(crate::protobuf::MEDIA_TYPE) {
+        crate::protobuf::decode_body(body).ok()
+    } else {
+        serde_json::from_slice(body).ok()
+    }
+}
+
+/// Writes a watch's ResponseComplete event when its stream is dropped (ended or cut).
+struct Finished(Option<(Record, Answer)>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        if let Some((record, answer)) = self.0.take() {
+            record.emit(Stage::ResponseComplete, Some(&answer));
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! The audit log (`--audit-policy-file`, `--audit-log-path`): the policy's first matching rule
+//! decides what is recorded, events are `audit.k8s.io/v1` JSON lines naming the user, whom they
+//! impersonated, the object, the answer and the authorizer's decision, with the request and
+//! response at their levels and the failures a ValidatingAdmissionPolicy audits; every response
+//! carries its `Audit-Id`.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::TestServer;
+use serde_json::{json, Value};
+
+const POLICY: &str = r#"
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version", "/api*", "/openapi*"]
+- level: RequestResponse
+  omitManagedFields: true
+  resources: [{group: "", resources: ["configmaps"]}]
+  namespaces: ["audited"]
+- level: Metadata
+"#;
+
+/// The events written so far, once `done` holds for them (they are written by a thread).
+async fn events_until(log: &Path, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("an event is one JSON line")).collect();
+        if done(&events) || Instant::now() > deadline {
+            return events;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn find<'a>(events: &'a [Value], verb: &str, resource: &str, name: &str) -> Option<&'a Value> {
+    events.iter().find(|e| e["verb"] == verb && e["objectRef"]["resource"] == resource && e["objectRef"]["name"].as_str().unwrap_or("") == name && e["stage"] == "ResponseComplete")
+}
+
+#[tokio::test]
+async fn audited_requests_are_written_as_kubernetes_events() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (policy, log) = (scratch.path().join("policy.yaml"), scratch.path().join("audit.log"));
+    std::fs::write(&policy, POLICY).unwrap();
+    let s = TestServer::start_with(&["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()]).await;
+
+    // Every response names its audit ID; one the client chose is kept.
+    let reply = s.request(http::Request::get("/api/v1/namespaces/default/configmaps").body(vec![]).unwrap()).await;
+    let id = reply.headers.get("audit-id").expect("Audit-Id header").to_str().unwrap().to_string();
+    assert_eq!(id.len(), 36, "{id}");
+    let chosen = s.request(http::Request::get("/api/v1/namespaces/default/secrets").header("Audit-ID", "my-trace-1").body(vec![]).unwrap()).await;
+    assert_eq!(chosen.headers.get("audit-id").unwrap(), "my-trace-1");
+
+    // Metadata level: who, what, the answer, the decision; no objects.
+    s.kubectl_ok(&["create", "namespace", "audited"]);
+    s.kubectl_ok(&["create", "configmap", "plain", "-n", "default", "--from-literal=k=v"]);
+    // RequestResponse level (and managed fields left out, as the rule says).
+    s.kubectl_ok(&["create", "configmap", "full", "-n", "audited", "--from-literal=k=v"]);
+    // Refused: a user with no rights.
+    let nobody = s.kubeconfig_for("nobody", &[]);
+    let out = s.kubectl_as(&nobody, &["get", "secret", "s1", "-n", "default"]);
+    assert!(!out.status.success());
+    // Impersonation: the admin acting as alice.
+    s.kubectl(&["get", "configmap", "plain", "-n", "default", "--as", "alice"]);
+
+    let events = events_until(&log, |e| find(e, "get", "configmaps", "plain").is_some() && find(e, "get", "secrets", "s1").is_some()).await;
+    assert!(events.iter().all(|e| e["apiVersion"] == "audit.k8s.io/v1" && e["kind"] == "Event"));
+    assert!(events.iter().all(|e| e["stage"] != "RequestReceived"), "an omitted stage was written");
+    assert!(events.iter().all(|e| e["requestURI"] != "/version" && !e["requestURI"].as_str().unwrap().starts_with("/readyz")), "a None rule was audited");
+    let listed = events.iter().find(|e| e["auditID"] == id.as_str()).expect("the event of the first request");
+    assert_eq!((listed["verb"].as_str(), listed["level"].as_str()), (Some("list"), Some("Metadata")));
+    assert_eq!(events.iter().find(|e| e["auditID"] == "my-trace-1").map(|e| e["objectRef"]["resource"].clone()), Some(json!("secrets")));
+
+    let plain = find(&events, "create", "configmaps", "plain").unwrap_or_else(|| panic!("create in default: {:?}", events.iter().filter(|e| e["verb"] == "create").collect::<Vec<_>>()));
+    assert_eq!(plain["level"], "Metadata");
+    assert_eq!(plain["responseStatus"]["code"], 201);
+    assert_eq!(plain["user"]["username"], "kubernetes-admin");
+    assert!(plain["user"]["groups"].as_array().unwrap().contains(&json!("system:masters")));
+    assert_eq!(plain["objectRef"], json!({"resource": "configmaps", "namespace": "default", "name": "plain", "apiVersion": "v1"}));
+    assert_eq!(plain["annotations"]["authorization.k8s.io/decision"], "allow");
+    assert!(plain["userAgent"].as_str().unwrap().starts_with("kubectl"), "{plain}");
+    assert!(plain["sourceIPs"].as_array().unwrap().contains(&json!("127.0.0.1")));
+    assert!(plain.get("requestObject").is_none() && plain.get("responseObject").is_none());
+
+    let full = find(&events, "create", "configmaps", "full").expect("create in audited");
+    assert_eq!(full["level"], "RequestResponse");
+    assert_eq!(full["requestObject"]["data"]["k"], "v");
+    assert_eq!(full["responseObject"]["metadata"]["name"], "full");
+    assert!(full["responseObject"]["metadata"]["uid"].is_string());
+    assert!(full["responseObject"]["metadata"].get("managedFields").is_none(), "{full}");
+
+    let refused = find(&events, "get", "secrets", "s1").unwrap();
+    assert_eq!(refused["user"]["username"], "nobody");
+    assert_eq!(refused["responseStatus"]["code"], 403);
+    assert_eq!(refused["responseStatus"]["reason"], "Forbidden");
+    assert_eq!(refused["responseStatus"]["status"], "Failure");
+    assert_eq!(refused["annotations"]["authorization.k8s.io/decision"], "forbid");
+
+    let impersonated = find(&events, "get", "configmaps", "plain").unwrap();
+    assert_eq!(impersonated["user"]["username"], "kubernetes-admin");
+    assert_eq!(impersonated["impersonatedUser"]["username"], "alice");
+    assert_eq!(impersonated["responseStatus"]["code"], 403, "alice has no rights: {impersonated}");
+    for e in &events {
+        let (received, stage) = (e["requestReceivedTimestamp"].as_str().unwrap(), e["stageTimestamp"].as_str().unwrap());
+        assert!(received.ends_with('Z') && received.len() == 27 && received <= stage, "{e}");
+    }
+}
+
+#[tokio::test]
+async fn a_watch_is_audited_when_it_starts_and_when_it_ends() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (policy, log) = (scratch.path().join("policy.yaml"), scratch.path().join("audit.log"));
+    std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  verbs: [watch]\n").unwrap();
+    let s = TestServer::start_with(&["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()]).await;
+    let reply = s.request(http::Request::get("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1").body(vec![]).unwrap()).await;
+    assert_eq!(reply.status, 200);
+    let events = events_until(&log, |e| e.iter().any(|e| e["stage"] == "ResponseComplete")).await;
+    let stages: Vec<&str> = events.iter().map(|e| e["stage"].as_str().unwrap()).collect();
+    assert_eq!(stages, ["RequestReceived", "ResponseStarted", "ResponseComplete"], "{events:?}");
+    assert!(events.iter().all(|e| e["verb"] == "watch" && e["auditID"] == events[0]["auditID"]));
+}
+
+#[tokio::test]
+async fn a_validating_policy_s_audit_action_is_recorded_in_the_event() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (policy, log) = (scratch.path().join("policy.yaml"), scratch.path().join("audit.log"));
+    std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [configmaps]}]\n").unwrap();
+    let s = TestServer::start_with(&["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()]).await;
+    let manifests = scratch.path().join("policy-objects.yaml");
+    std::fs::write(
+        &manifests,
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: small-maps}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - expression: "!has(object.data) || size(object.data) < 2"
+    message: too many keys
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: small-maps-audit}
+spec:
+  policyName: small-maps
+  validationActions: [Audit]
+"#,
+    )
+    .unwrap();
+    s.kubectl_ok(&["apply", "-f", manifests.to_str().unwrap()]);
+    // The policy is compiled on apply; allow it a moment to take effect.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut n = 0;
+    loop {
+        n += 1;
+        let name = format!("big-{n}");
+        s.kubectl_ok(&["create", "configmap", &name, "-n", "default", "--from-literal=a=1", "--from-literal=b=2"]);
+        let events = events_until(&log, |e| find(e, "create", "configmaps", &name).is_some()).await;
+        let audited = events.iter().filter(|e| e["verb"] == "create" && e["stage"] == "ResponseComplete").find_map(|e| {
+            e["annotations"]["validation.policy.admission.k8s.io/validation_failure"].as_str().map(|v| serde_json::from_str::<Value>(v).unwrap())
+        });
+        if let Some(failures) = audited {
+            assert_eq!(failures[0]["message"], "too many keys");
+            assert_eq!(failures[0]["policy"], "small-maps");
+            assert_eq!(failures[0]["binding"], "small-maps-audit");
+            assert_eq!(failures[0]["validationActions"], json!(["Audit"]));
+            break;
+        }
+        assert!(Instant::now() < deadline, "no validation failure was audited: {events:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Audit alone refuses nothing.
+    assert!(s.kubectl_ok(&["get", "configmaps", "-n", "default"]).contains("big-1"));
+}
