@@ -1,7 +1,7 @@
 //! The audit log (`--audit-policy-file`, `--audit-log-path`): the policy's first matching rule
 //! decides what is recorded, events are `audit.k8s.io/v1` JSON lines naming the user, whom they
 //! impersonated, the object, the answer and the authorizer's decision, with the request and
-//! response at their levels and the failures a ValidatingAdmissionPolicy audits; every response
+//! response at their levels, and what a ValidatingAdmissionPolicy audits; every response
 //! carries its `Audit-Id`.
 
 mod common;
@@ -127,7 +127,7 @@ async fn a_watch_is_audited_when_it_starts_and_when_it_ends() {
 }
 
 #[tokio::test]
-async fn a_validating_policy_s_audit_action_is_recorded_in_the_event() {
+async fn a_validating_policy_s_audit_action_and_annotations_are_recorded_in_the_event() {
     let scratch = tempfile::tempdir().unwrap();
     let (policy, log) = (scratch.path().join("policy.yaml"), scratch.path().join("audit.log"));
     std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [configmaps]}]\n").unwrap();
@@ -144,6 +144,11 @@ spec:
   validations:
   - expression: "!has(object.data) || size(object.data) < 2"
     message: too many keys
+  auditAnnotations:
+  - key: created
+    valueExpression: "'configmap ' + object.metadata.name"
+  - key: never
+    valueExpression: "null"
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding
@@ -163,10 +168,12 @@ spec:
         let name = format!("big-{n}");
         s.kubectl_ok(&["create", "configmap", &name, "-n", "default", "--from-literal=a=1", "--from-literal=b=2"]);
         let events = events_until(&log, |e| find(e, "create", "configmaps", &name).is_some()).await;
-        let audited = events.iter().filter(|e| e["verb"] == "create" && e["stage"] == "ResponseComplete").find_map(|e| {
-            e["annotations"]["validation.policy.admission.k8s.io/validation_failure"].as_str().map(|v| serde_json::from_str::<Value>(v).unwrap())
-        });
+        let event = find(&events, "create", "configmaps", &name).unwrap();
+        let audited = event["annotations"]["validation.policy.admission.k8s.io/validation_failure"].as_str().map(|v| serde_json::from_str::<Value>(v).unwrap());
         if let Some(failures) = audited {
+            // The policy's own annotations, keyed by its name; one whose value is null is left out.
+            assert_eq!(event["annotations"]["small-maps/created"], format!("configmap {name}"), "{event}");
+            assert!(event["annotations"].get("small-maps/never").is_none(), "{event}");
             assert_eq!(failures[0]["message"], "too many keys");
             assert_eq!(failures[0]["policy"], "small-maps");
             assert_eq!(failures[0]["binding"], "small-maps-audit");

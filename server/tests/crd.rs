@@ -210,7 +210,8 @@ async fn custom_resources_are_served_pruned_defaulted_and_validated() {
     server.kubectl_ok(&["patch", "widget", "w1", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
 
     // Deleting the definition deletes its custom resources first, then stops serving them.
-    server.kubectl_ok(&["delete", "crd", "widgets.example.com", "--wait=true", "--timeout=30s"]);
+    // The definition may already be gone once its last resource is: --ignore-not-found.
+    server.kubectl_ok(&["delete", "crd", "widgets.example.com", "--wait=true", "--timeout=30s", "--ignore-not-found"]);
     let deadline = Instant::now() + Duration::from_secs(20);
     while server.get("/apis/example.com/v1/namespaces/default/widgets").await.status != 404 {
         assert!(Instant::now() < deadline, "widgets still served");

@@ -126,6 +126,16 @@ impl Expression {
         }
     }
 
+    /// Evaluates to a string or null (none).
+    pub fn eval_optional_string(&self, vars: &[(&str, &serde_json::Value)], authorizer: Option<&Authorizer>) -> Result<Option<String>, String> {
+        match self.eval_with(vars, authorizer) {
+            Ok(Value::String(s)) => Ok(Some(s.to_string())),
+            Ok(Value::Null) => Ok(None),
+            Ok(other) => Err(format!("expression '{}' resulted in {}, want string or null", self.source, type_name(&other))),
+            Err(e) => Err(format!("expression '{}' resulted in error: {}", self.source, message(&e))),
+        }
+    }
+
     /// Evaluates to a string.
     pub fn eval_string(&self, vars: &[(&str, &serde_json::Value)], authorizer: Option<&Authorizer>) -> Result<String, String> {
         match self.eval_with(vars, authorizer) {

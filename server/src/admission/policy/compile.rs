@@ -1,5 +1,5 @@
 //! An admission policy compiled once: its match constraints, parameter kind, match
-//! conditions, variables, and validations (ValidatingAdmissionPolicy) or mutations
+//! conditions, variables, and validations and audit annotations (ValidatingAdmissionPolicy) or mutations
 //! (MutatingAdmissionPolicy), each expression checked against the variables
 //! Kubernetes gives policies. An expression that does not compile stays an error, which the
 //! policy's failure policy decides on when the policy applies.
@@ -41,6 +41,8 @@ pub struct Policy {
     pub conditions: Vec<(String, Result<Expression, String>)>,
     pub variables: Vec<(String, Result<Expression, String>)>,
     pub validations: Vec<Validation>,
+    /// `auditAnnotations`: keys and the expressions of their values (a string, or null for none).
+    pub audit_annotations: Vec<(String, Result<Expression, String>)>,
     pub mutations: Vec<Mutation>,
     /// `reinvocationPolicy: IfNeeded`: run again when a later mutation changed the object.
     pub reinvoke: bool,
@@ -102,6 +104,12 @@ impl Policy {
                 reason: reason_of(&v["reason"]),
             })
             .collect();
+        let audit_annotations = spec["auditAnnotations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|a| (a["key"].as_str().unwrap_or_default().to_string(), compile(a["valueExpression"].as_str().unwrap_or_default(), &names, None)))
+            .collect();
         let mutations = spec["mutations"]
             .as_array()
             .into_iter()
@@ -123,6 +131,7 @@ impl Policy {
             conditions,
             variables,
             validations,
+            audit_annotations,
             mutations,
             reinvoke: spec["reinvocationPolicy"].as_str() == Some("IfNeeded"),
         }

@@ -34,12 +34,20 @@ impl ValidatingPolicies {
     }
 }
 
-/// Runs one policy's checks with one set of parameters bound.
-fn evaluate(policy: &Policy, mut vars: Vec<(&'static str, Value)>, authz: &Authorizer) -> Result<Outcome, String> {
+/// Runs one policy's checks with one set of parameters bound; with the audit annotations its
+/// expressions give (key and value; none when an expression gives null).
+fn evaluate(policy: &Policy, mut vars: Vec<(&'static str, Value)>, authz: &Authorizer) -> Result<(Outcome, Vec<(String, String)>), String> {
     if !conditions_and_variables(policy, &mut vars, authz)? {
-        return Ok(Outcome::Allowed);
+        return Ok((Outcome::Allowed, Vec::new()));
     }
     let bound = refs(&vars);
+    let mut annotations = Vec::new();
+    for (key, expression) in &policy.audit_annotations {
+        let expression = expression.as_ref().map_err(|e| format!("auditAnnotations '{key}': {e}"))?;
+        if let Some(value) = expression.eval_optional_string(&bound, Some(authz))?.filter(|v| !v.is_empty()) {
+            annotations.push((format!("{}/{key}", policy.name), value));
+        }
+    }
     for v in &policy.validations {
         let expression = v.expression.as_ref().map_err(Clone::clone)?;
         if expression.eval_bool(&bound, Some(authz))? {
@@ -52,9 +60,9 @@ fn evaluate(policy: &Policy, mut vars: Vec<(&'static str, Value)>, authz: &Autho
             .and_then(|m| m.eval_string(&bound, Some(authz)).ok())
             .filter(|m| !m.trim().is_empty());
         let message = from_expression.or_else(|| v.message.clone()).unwrap_or_else(|| format!("failed expression: {}", expression.source));
-        return Ok(Outcome::Refused { message, reason: v.reason });
+        return Ok((Outcome::Refused { message, reason: v.reason }, annotations));
     }
-    Ok(Outcome::Allowed)
+    Ok((Outcome::Allowed, annotations))
 }
 
 #[async_trait::async_trait]
@@ -100,7 +108,12 @@ impl Validating for ValidatingPolicies {
                 let object = r.object.cloned().unwrap_or(Value::Null);
                 let (vars, authorizer) = bindings(r, &name, object, param, namespace.as_ref());
                 let outcome = match self.policies.with_authorizer(&authorizer, || evaluate(policy, vars.clone(), &authorizer)).await {
-                    Ok(o) => o,
+                    Ok((outcome, annotations)) => {
+                        for (key, value) in annotations {
+                            crate::audit::annotate(key, value);
+                        }
+                        outcome
+                    }
                     Err(_) if !policy.fail_closed => continue,
                     Err(e) => Outcome::Refused { message: e, reason: "Invalid" },
                 };
