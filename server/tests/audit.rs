@@ -1,14 +1,17 @@
 //! The audit log (`--audit-policy-file`, `--audit-log-path`): the policy's first matching rule
 //! decides what is recorded, events are `audit.k8s.io/v1` JSON lines naming the user, whom they
 //! impersonated, the object, the answer and the authorizer's decision, with the request and
-//! response at their levels, and what a ValidatingAdmissionPolicy audits; every response
+//! response at their levels, what a ValidatingAdmissionPolicy audits and admission webhooks'
+//! audit annotations; every response
 //! carries its `Audit-Id`.
 
 mod common;
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::webhook_server::WebhookServer;
 use common::TestServer;
 use serde_json::{json, Value};
 
@@ -185,4 +188,50 @@ spec:
     }
     // Audit alone refuses nothing.
     assert!(s.kubectl_ok(&["get", "configmaps", "-n", "default"]).contains("big-1"));
+}
+
+// The webhook answers from this runtime while kubectl blocks the test's thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admission_webhook_s_audit_annotations_are_recorded_under_its_name() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (policy, log) = (scratch.path().join("policy.yaml"), scratch.path().join("audit.log"));
+    std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [configmaps]}]\n").unwrap();
+    let s = TestServer::start_with(&["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()]).await;
+    // Allows everything, and says so in its audit annotations; refuses a `forbidden` key.
+    let webhook = WebhookServer::start(Arc::new(|review: &Value| {
+        let request = &review["request"];
+        let allowed = request["object"]["data"].get("forbidden").is_none();
+        let response = json!({"uid": request["uid"], "allowed": allowed, "auditAnnotations": {"checked": format!("data keys {}", request["object"]["data"].as_object().map_or(0, |d| d.len()))}});
+        (Duration::ZERO, 200, json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
+    }))
+    .await;
+    let configuration = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "checks"},
+        "webhooks": [{
+            "name": "check.example.com",
+            "clientConfig": {"url": webhook.url, "caBundle": webhook.ca_bundle()},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}],
+            "sideEffects": "None", "admissionReviewVersions": ["v1"],
+        }],
+    });
+    let path = scratch.path().join("webhook.json");
+    std::fs::write(&path, configuration.to_string()).unwrap();
+    s.kubectl_ok(&["apply", "-f", path.to_str().unwrap()]);
+    // The configuration takes effect as it is applied; allow it a moment on a slow machine.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while webhook.received().is_empty() {
+        let out = s.kubectl(&["create", "configmap", "probe", "--from-literal=a=1"]);
+        assert!(Instant::now() < deadline, "the webhook was never called: {}", String::from_utf8_lossy(&out.stderr));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    s.kubectl_ok(&["create", "configmap", "checked", "--from-literal=a=1", "--from-literal=b=2"]);
+    let refused = s.kubectl(&["create", "configmap", "refused", "--from-literal=forbidden=1"]);
+    assert!(!refused.status.success());
+    let events = events_until(&log, |e| find(e, "create", "configmaps", "checked").is_some() && find(e, "create", "configmaps", "refused").is_some()).await;
+    let checked = find(&events, "create", "configmaps", "checked").unwrap();
+    assert_eq!(checked["annotations"]["check.example.com/checked"], "data keys 2", "{checked}");
+    let refused = find(&events, "create", "configmaps", "refused").unwrap();
+    assert_eq!(refused["responseStatus"]["code"], 400, "{refused}");
+    assert_eq!(refused["annotations"]["check.example.com/checked"], "data keys 1", "kept for a refusal too: {refused}");
 }

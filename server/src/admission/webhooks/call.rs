@@ -15,6 +15,8 @@ pub struct Answer {
     /// A JSON patch to apply (mutating webhooks).
     pub patch: Option<Vec<u8>>,
     pub warnings: Vec<String>,
+    /// `auditAnnotations`, for the request's audit event.
+    pub audit_annotations: Vec<(String, String)>,
 }
 
 /// The `request` of an AdmissionReview for a write (also what match conditions see).
@@ -74,5 +76,12 @@ pub async fn call(endpoint: &Endpoint, request: Value, timeout: Duration) -> Res
         status: response["status"].clone(),
         patch,
         warnings: response["warnings"].as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from).collect(),
+        audit_annotations: response["auditAnnotations"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .filter(|(k, _)| !k.is_empty())
+            .collect(),
     })
 }

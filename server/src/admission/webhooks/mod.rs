@@ -93,13 +93,19 @@ async fn ask(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Va
     let timeout = Duration::from_secs(webhook["timeoutSeconds"].as_u64().unwrap_or(10).clamp(1, 30));
     let request = call::admission_request(r, object, &uuid::Uuid::new_v4().to_string());
     match call::call(&endpoint, request, timeout).await {
-        Ok(answer) if answer.allowed => {
+        Ok(answer) => {
+            // Kept whatever the webhook decided, under its name, as Kubernetes keeps them.
+            for (key, value) in &answer.audit_annotations {
+                crate::audit::annotate(format!("{name}/{key}"), value.clone());
+            }
+            if !answer.allowed {
+                return Err(refusal(name, &answer.status));
+            }
             for w in &answer.warnings {
                 r.warn(w.clone());
             }
             Ok(Some(answer))
         }
-        Ok(answer) => Err(refusal(name, &answer.status)),
         Err(e) => failed(e),
     }
 }
