@@ -52,20 +52,37 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     }
 }
 
-/// Authentication and impersonation, then the audit stage around the rest of the chain.
+/// Authentication, the audit stage (from here on, a request the policy selects is recorded),
+/// impersonation, then the rest of the chain.
 async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes, audit_id: &str) -> Result<Response, Response> {
     let path = parts.uri.path().to_string();
     let certs = Certificates { client: parts.extensions.get::<ClientIdentity>(), proxy: parts.extensions.get::<ProxyIdentity>() };
-    let caller = ctx.authn.authenticate(&mut parts.headers, &path, certs).await.map_err(IntoResponse::into_response)?;
+    let caller = match ctx.authn.authenticate(&mut parts.headers, &path, certs).await {
+        Ok(caller) => caller,
+        Err(e) => return Err(audit::stage::failed_authentication(ctx, audit_id, &parts, e.into_response()).await),
+    };
     let params = Params::parse(parts.uri.query()).map_err(IntoResponse::into_response)?;
     let deadline = request_deadline(ctx, &params).map_err(IntoResponse::into_response)?;
-    let audited_caller = ctx.audit.is_some().then(|| caller.clone());
-    let user = impersonation::impersonate(&ctx.auth.chain, caller, &parts.headers).await.map_err(IntoResponse::into_response)?;
+    // The policy sees the authenticated user, as Kubernetes audits before impersonation.
+    let record = match &ctx.audit {
+        Some(_) => audit::stage::begin(ctx, audit_id, &Attributes::of_request(caller.clone(), &parts.method, &path, &params), &parts),
+        None => None,
+    };
+    let user = match impersonation::impersonate(&ctx.auth.chain, caller, &parts.headers).await {
+        Ok(user) => user,
+        Err(e) => {
+            let resp = e.into_response();
+            return Err(match record {
+                Some(record) => audit::stage::finish(record, resp, None, false).await,
+                None => resp,
+            });
+        }
+    };
     let attrs = Attributes::of_request(user, &parts.method, &path, &params);
-    let record = audited_caller.and_then(|caller| audit::stage::begin(ctx, audit_id, &caller, &attrs, &parts));
     Ok(match record {
         None => authorized(ctx, parts, path, attrs, params, deadline, body).await,
         Some(mut record) => {
+            record.impersonated(&attrs.user);
             let request_object = audit::stage::request_object(&mut record, &attrs, &parts.headers, &body);
             let watch = attrs.verb == "watch";
             let resp = record.scope(authorized(ctx, parts, path, attrs, params, deadline, body)).await;

@@ -69,10 +69,15 @@ async fn audited_requests_are_written_as_kubernetes_events() {
     let nobody = s.kubeconfig_for("nobody", &[]);
     let out = s.kubectl_as(&nobody, &["get", "secret", "s1", "-n", "default"]);
     assert!(!out.status.success());
-    // Impersonation: the admin acting as alice.
+    // Impersonation: the admin acting as alice; nobody trying to act as alice.
     s.kubectl(&["get", "configmap", "plain", "-n", "default", "--as", "alice"]);
+    assert!(!s.kubectl_as(&nobody, &["get", "configmap", "as-alice", "-n", "default", "--as", "alice"]).status.success());
+    // A token nobody issued: 401, audited without a user.
+    let stranger = s.token_kubeconfig("stranger", "not-a-token-anyone-issued");
+    assert!(!s.kubectl_as(&stranger, &["get", "configmap", "unauthenticated", "-n", "default"]).status.success());
 
-    let events = events_until(&log, |e| find(e, "get", "configmaps", "plain").is_some() && find(e, "get", "secrets", "s1").is_some()).await;
+    let unauthenticated = |e: &Value| e["objectRef"]["name"] == "unauthenticated";
+    let events = events_until(&log, |e| find(e, "get", "configmaps", "plain").is_some() && find(e, "get", "configmaps", "as-alice").is_some() && e.iter().any(unauthenticated)).await;
     assert!(events.iter().all(|e| e["apiVersion"] == "audit.k8s.io/v1" && e["kind"] == "Event"));
     assert!(events.iter().all(|e| e["stage"] != "RequestReceived"), "an omitted stage was written");
     assert!(events.iter().all(|e| e["requestURI"] != "/version" && !e["requestURI"].as_str().unwrap().starts_with("/readyz")), "a None rule was audited");
@@ -109,6 +114,16 @@ async fn audited_requests_are_written_as_kubernetes_events() {
     assert_eq!(impersonated["user"]["username"], "kubernetes-admin");
     assert_eq!(impersonated["impersonatedUser"]["username"], "alice");
     assert_eq!(impersonated["responseStatus"]["code"], 403, "alice has no rights: {impersonated}");
+    // Impersonation refused: the caller is recorded, with the 403.
+    let refused_impersonation = find(&events, "get", "configmaps", "as-alice").unwrap();
+    assert_eq!(refused_impersonation["user"]["username"], "nobody");
+    assert_eq!(refused_impersonation["responseStatus"]["code"], 403);
+    assert!(refused_impersonation.get("impersonatedUser").is_none(), "{refused_impersonation}");
+    // Failed authentication: one event, at ResponseStarted, with the 401 and no user.
+    let failed: Vec<&Value> = events.iter().filter(|e| unauthenticated(e)).collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!((failed[0]["stage"].as_str(), failed[0]["responseStatus"]["code"].as_u64()), (Some("ResponseStarted"), Some(401)), "{:?}", failed[0]);
+    assert_eq!(failed[0]["user"]["username"], "", "{:?}", failed[0]);
     for e in &events {
         let (received, stage) = (e["requestReceivedTimestamp"].as_str().unwrap(), e["stageTimestamp"].as_str().unwrap());
         assert!(received.ends_with('Z') && received.len() == 27 && received <= stage, "{e}");

@@ -65,9 +65,9 @@ impl Auditor {
         Ok(Arc::new(Auditor { policy, lines: Mutex::new(tx) }))
     }
 
-    /// The record of one request, if the policy audits it. `caller` is who authenticated;
-    /// `attrs.user` whom the request acts as.
-    pub fn begin(self: &Arc<Self>, audit_id: &str, caller: &UserInfo, attrs: &Attributes, request: &RequestFacts) -> Option<Record> {
+    /// The record of one request, if the policy audits it: decided, as in Kubernetes, by who
+    /// authenticated (`attrs.user`), before any impersonation.
+    pub fn begin(self: &Arc<Self>, audit_id: &str, attrs: &Attributes, request: &RequestFacts) -> Option<Record> {
         let decision = self.policy.decide(attrs);
         if decision.level == Level::None {
             return None;
@@ -80,10 +80,7 @@ impl Auditor {
         event.insert("stage".into(), Value::Null);
         event.insert("requestURI".into(), json!(request.uri));
         event.insert("verb".into(), json!(attrs.verb));
-        event.insert("user".into(), user(caller));
-        if caller != &attrs.user {
-            event.insert("impersonatedUser".into(), user(&attrs.user));
-        }
+        event.insert("user".into(), user(&attrs.user));
         event.insert("sourceIPs".into(), json!(request.source_ips));
         if let Some(agent) = &request.user_agent {
             event.insert("userAgent".into(), json!(agent));
@@ -132,6 +129,13 @@ impl Record {
     /// Runs `f` with [`annotate`] adding to this record.
     pub async fn scope<F: std::future::Future>(&self, f: F) -> F::Output {
         ANNOTATIONS.scope(self.annotations.clone(), f).await
+    }
+
+    /// Names the user the request acts as, when it impersonates one.
+    pub fn impersonated(&mut self, as_user: &UserInfo) {
+        if self.event.get("user") != Some(&user(as_user)) {
+            self.event.insert("impersonatedUser".into(), user(as_user));
+        }
     }
 
     /// Sets `objectRef.name` (a create's, known from its body).

@@ -34,8 +34,30 @@ pub fn with_id(mut resp: Response, audit_id: &str) -> Response {
 }
 
 /// Begins the record of a request the policy audits, and writes its RequestReceived event.
-pub fn begin(ctx: &Ctx, audit_id: &str, caller: &UserInfo, attrs: &Attributes, parts: &http::request::Parts) -> Option<Record> {
-    let auditor = ctx.audit.as_ref()?;
+/// `attrs` name the authenticated user (before impersonation).
+pub fn begin(ctx: &Ctx, audit_id: &str, attrs: &Attributes, parts: &http::request::Parts) -> Option<Record> {
+    let record = ctx.audit.as_ref()?.begin(audit_id, attrs, &facts(parts))?;
+    record.emit(Stage::RequestReceived, None);
+    Some(record)
+}
+
+/// Audits a request whose authentication failed, as kube-apiserver does: one event at
+/// ResponseStarted with the 401 (its user unknown), if the policy selects such requests.
+pub async fn failed_authentication(ctx: &Ctx, audit_id: &str, parts: &http::request::Parts, resp: Response) -> Response {
+    let Some(auditor) = &ctx.audit else { return resp };
+    let params = crate::query::Params::parse(parts.uri.query()).unwrap_or_default();
+    let attrs = Attributes::of_request(UserInfo::default(), &parts.method, parts.uri.path(), &params);
+    let Some(record) = auditor.begin(audit_id, &attrs, &facts(parts)) else { return resp };
+    let (head, body) = resp.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let answer = Answer { code: head.status.as_u16(), status: decode_answer(&head.headers, &bytes), ..Default::default() };
+    record.emit(Stage::ResponseStarted, Some(&answer));
+    Response::from_parts(head, Body::from(bytes))
+}
+
+/// What the event says about the HTTP request: URI, source IPs (`X-Forwarded-For`, then the
+/// peer), user agent.
+fn facts(parts: &http::request::Parts) -> RequestFacts {
     let mut source_ips: Vec<String> = parts
         .headers
         .get("x-forwarded-for")
@@ -51,14 +73,11 @@ pub fn begin(ctx: &Ctx, audit_id: &str, caller: &UserInfo, attrs: &Attributes, p
             source_ips.push(ip);
         }
     }
-    let facts = RequestFacts {
+    RequestFacts {
         uri: parts.uri.path_and_query().map_or_else(|| parts.uri.path().to_string(), |p| p.to_string()),
         source_ips,
         user_agent: parts.headers.get(http::header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string),
-    };
-    let record = auditor.begin(audit_id, caller, attrs, &facts)?;
-    record.emit(Stage::RequestReceived, None);
-    Some(record)
+    }
 }
 
 /// The request body as the event holds it (JSON, YAML or Protobuf), when the policy asks for it. A create
