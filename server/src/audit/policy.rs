@@ -152,7 +152,6 @@ impl Rule {
                 && (gr.resources.is_empty()
                     || gr.resources.iter().any(|r| {
                         r == &full
-                            || (attrs.subresource.is_empty() && r == &attrs.resource)
                             || r == "*"
                             || r.strip_prefix("*/").is_some_and(|sub| sub == attrs.subresource)
                             || r.strip_suffix("/*").is_some_and(|res| res == attrs.resource)

@@ -50,7 +50,7 @@ pub async fn failed_authentication(ctx: &Ctx, audit_id: &str, parts: &http::requ
     let Some(record) = auditor.begin(audit_id, &attrs, &facts(parts)) else { return resp };
     let (head, body) = resp.into_parts();
     let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    let answer = Answer { code: head.status.as_u16(), status: decode_answer(&head.headers, &bytes), ..Default::default() };
+    let answer = Answer { code: head.status.as_u16(), status: decode(&head.headers, &bytes), ..Default::default() };
     record.emit(Stage::ResponseStarted, Some(&answer));
     Response::from_parts(head, Body::from(bytes))
 }
@@ -80,18 +80,14 @@ fn facts(parts: &http::request::Parts) -> RequestFacts {
     }
 }
 
-/// The request body as the event holds it (JSON, YAML or Protobuf), when the policy asks for it. A create
-/// names its object only in the body: the event's `objectRef` takes the name from there.
+/// The request body as the event holds it, when the policy asks for it. A create names its
+/// object only in the body: the event's `objectRef` takes the name from there.
 pub fn request_object(record: &mut Record, attrs: &Attributes, headers: &http::HeaderMap, body: &[u8]) -> Option<Value> {
     let unnamed = attrs.verb == "create" && attrs.name.is_empty();
     if body.is_empty() || !(record.wants_request() || unnamed) {
         return None;
     }
-    let object: Value = match crate::negotiate::body_kind(headers).ok()? {
-        BodyKind::Protobuf => crate::protobuf::decode_body(body).ok()?,
-        BodyKind::Yaml | BodyKind::Patch(PatchKind::Apply) => serde_yaml::from_slice(body).ok()?,
-        _ => serde_json::from_slice(body).ok()?,
-    };
+    let object = decode(headers, body)?;
     if unnamed {
         if let Some(name) = object["metadata"]["name"].as_str() {
             record.name_object(name);
@@ -129,7 +125,7 @@ pub async fn finish(record: Record, resp: Response, request_object: Option<Value
             return Response::from_parts(parts, Body::empty());
         }
     };
-    let object = decode_answer(&parts.headers, &bytes);
+    let object = decode(&parts.headers, &bytes);
     if code >= 400 {
         answer.status = object.clone();
     }
@@ -140,13 +136,14 @@ pub async fn finish(record: Record, resp: Response, request_object: Option<Value
     Response::from_parts(parts, Body::from(bytes))
 }
 
-/// An answer's body as JSON, from JSON or Protobuf (other encodings are left out).
-fn decode_answer(headers: &http::HeaderMap, body: &[u8]) -> Option<Value> {
-    let content_type = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    if content_type.starts_with(crate::protobuf::MEDIA_TYPE) {
-        crate::protobuf::decode_body(body).ok()
-    } else {
-        serde_json::from_slice(body).ok()
+/// A request's or an answer's body as JSON, by its Content-Type: JSON (and the JSON patches),
+/// YAML (and apply patches) or Protobuf; other encodings are left out of the event.
+fn decode(headers: &http::HeaderMap, body: &[u8]) -> Option<Value> {
+    match crate::negotiate::body_kind(headers).ok()? {
+        BodyKind::Protobuf => crate::protobuf::decode_body(body).ok(),
+        BodyKind::Yaml | BodyKind::Patch(PatchKind::Apply) => serde_yaml::from_slice(body).ok(),
+        BodyKind::Json | BodyKind::Patch(_) => serde_json::from_slice(body).ok(),
+        BodyKind::Cbor | BodyKind::ApplyCbor => None,
     }
 }
 

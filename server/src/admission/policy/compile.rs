@@ -1,6 +1,6 @@
 //! An admission policy compiled once: its match constraints, parameter kind, match
-//! conditions, variables, and validations and audit annotations (ValidatingAdmissionPolicy) or mutations
-//! (MutatingAdmissionPolicy), each expression checked against the variables
+//! conditions, variables, and validations and audit annotations (ValidatingAdmissionPolicy)
+//! or mutations (MutatingAdmissionPolicy), each expression checked against the variables
 //! Kubernetes gives policies. An expression that does not compile stays an error, which the
 //! policy's failure policy decides on when the policy applies.
 
@@ -81,18 +81,16 @@ impl Policy {
     pub fn compile(obj: &Value) -> Policy {
         let spec = &obj["spec"];
         let names: Vec<String> = spec["variables"].as_array().into_iter().flatten().filter_map(|v| v["name"].as_str().map(String::from)).collect();
-        let variables = spec["variables"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|v| (v["name"].as_str().unwrap_or_default().to_string(), compile(v["expression"].as_str().unwrap_or_default(), &names, None)))
-            .collect();
-        let conditions = spec["matchConditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| (c["name"].as_str().unwrap_or_default().to_string(), compile(c["expression"].as_str().unwrap_or_default(), &names, Some("bool"))))
-            .collect();
+        // The entries of `list` as (their `key` field, their `expression` field compiled).
+        let named = |list: &Value, key: &str, expression: &str, want: Option<&str>| -> Vec<(String, Result<Expression, String>)> {
+            list.as_array()
+                .into_iter()
+                .flatten()
+                .map(|e| (e[key].as_str().unwrap_or_default().to_string(), compile(e[expression].as_str().unwrap_or_default(), &names, want)))
+                .collect()
+        };
+        let variables = named(&spec["variables"], "name", "expression", None);
+        let conditions = named(&spec["matchConditions"], "name", "expression", Some("bool"));
         let validations = spec["validations"]
             .as_array()
             .into_iter()
@@ -104,12 +102,7 @@ impl Policy {
                 reason: reason_of(&v["reason"]),
             })
             .collect();
-        let audit_annotations = spec["auditAnnotations"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|a| (a["key"].as_str().unwrap_or_default().to_string(), compile(a["valueExpression"].as_str().unwrap_or_default(), &names, None)))
-            .collect();
+        let audit_annotations = named(&spec["auditAnnotations"], "key", "valueExpression", None);
         let mutations = spec["mutations"]
             .as_array()
             .into_iter()
