@@ -319,3 +319,83 @@ async fn mutating_policies_change_what_they_select() {
     let out = s.kubectl(&["create", "deployment", "db", "--image=postgres", "-n", "stamped"]);
     assert!(stderr(&out).contains("MutatingAdmissionPolicy 'broken.example.com' with binding 'broken-binding.example.com' denied request"), "{}", stderr(&out));
 }
+
+/// The policy's status once the type check has seen its generation.
+async fn checked_status(s: &TestServer, name: &str, generation: i64) -> serde_json::Value {
+    for _ in 0..100 {
+        let out = s.kubectl(&["get", "validatingadmissionpolicy", name, "-o", "json"]);
+        let policy: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if policy["status"]["observedGeneration"] == generation {
+            return policy["status"].clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{name}: the type check never saw generation {generation}");
+}
+
+const CRONTABS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: crontabs.stable.example.com}
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec: {type: string}
+              replicas: {type: integer}
+"#;
+
+fn typed_policy(name: &str, resource_rule: &str, validations: &str) -> String {
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}}}\nspec:\n  matchConstraints:\n    resourceRules:\n    - {resource_rule}\n  validations:\n{validations}"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn policies_are_type_checked_against_the_kinds_they_match() {
+    let s = TestServer::start().await;
+    let deployments = "{apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}";
+    apply(&s, &typed_policy("correct.example.com", deployments, "  - expression: object.spec.replicas > 1\n"));
+    let status = checked_status(&s, "correct.example.com", 1).await;
+    assert_eq!(status["typeChecking"], serde_json::json!({}), "{status}");
+
+    let confused = "  - expression: object.spec.replicas > '1'\n    messageExpression: \"'wants replicas > 1, got ' + object.spec.replicas\"\n";
+    apply(&s, &typed_policy("confused.example.com", deployments, confused));
+    let status = checked_status(&s, "confused.example.com", 1).await;
+    let warnings = status["typeChecking"]["expressionWarnings"].as_array().cloned().unwrap_or_default();
+    assert_eq!(warnings.len(), 2, "{status}");
+    assert_eq!(warnings[0]["fieldRef"], "spec.validations[0].expression");
+    let first = warnings[0]["warning"].as_str().unwrap();
+    assert!(first.starts_with("apps/v1, Kind=Deployment: compilation failed: ERROR: <input>:1:22: found no matching overload for '_>_' applied to '(int, string)'"), "{first}");
+    assert_eq!(warnings[1]["fieldRef"], "spec.validations[0].messageExpression");
+    assert!(warnings[1]["warning"].as_str().unwrap().contains("found no matching overload for '_+_' applied to '(string, int)'"));
+
+    // A fixed policy is a new generation, checked again: no warnings left.
+    apply(&s, &typed_policy("confused.example.com", deployments, "  - expression: object.spec.replicas > 1\n"));
+    let status = checked_status(&s, "confused.example.com", 2).await;
+    assert_eq!(status["typeChecking"], serde_json::json!({}), "{status}");
+
+    // A custom resource's schema, as its definition gives it.
+    apply(&s, CRONTABS);
+    s.kubectl_ok(&["wait", "--for=condition=Established", "crd/crontabs.stable.example.com"]);
+    let crontabs = "{apiGroups: [stable.example.com], apiVersions: [v1], operations: [CREATE], resources: [crontabs]}";
+    let validations = "  - expression: object.spec.replicas > '1'\n  - expression: object.spec.maxRetries < 10\n  - expression: object.metadata.name.startsWith(object.spec.cronSpec)\n";
+    apply(&s, &typed_policy("crontabs.example.com", crontabs, validations));
+    let status = checked_status(&s, "crontabs.example.com", 1).await;
+    let warnings = status["typeChecking"]["expressionWarnings"].as_array().cloned().unwrap_or_default();
+    assert_eq!(warnings.len(), 2, "{status}");
+    assert!(warnings[0]["warning"].as_str().unwrap().starts_with("stable.example.com/v1, Kind=CronTab: compilation failed:"));
+    assert_eq!(warnings[1]["fieldRef"], "spec.validations[1].expression");
+    assert!(warnings[1]["warning"].as_str().unwrap().contains("undefined field 'maxRetries'"));
+}

@@ -3,6 +3,7 @@
 //! evaluate, with the libraries Kubernetes adds to the standard one.
 
 pub mod authorizer;
+pub mod check;
 pub mod format;
 #[cfg(test)]
 mod fuzz;
@@ -13,6 +14,7 @@ pub mod quantity;
 pub mod regex;
 pub mod sets;
 mod support;
+pub mod types;
 pub mod urls;
 
 use std::collections::HashMap;

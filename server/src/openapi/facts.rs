@@ -101,6 +101,11 @@ impl Schemas {
         Schemas { definitions }
     }
 
+    /// The definition named `def`.
+    pub fn definition(&self, def: &str) -> Option<&Value> {
+        self.definitions.get(def)
+    }
+
     /// What the schema of definition `def` says about its field `prop` (a custom resource's
     /// schema nodes are definitions too: [`crate::crd::fields`]).
     pub fn field(&self, def: &str, prop: &str) -> Field {

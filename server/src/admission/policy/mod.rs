@@ -6,6 +6,7 @@
 //! rounds of authorizer checks an evaluation asks for.
 
 mod compile;
+pub mod type_check;
 pub mod mutating;
 pub mod validating;
 
