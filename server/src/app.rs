@@ -114,6 +114,12 @@ async fn authorized(
         Ok(w) => w,
         Err(e) => return e.into_response(),
     };
+    // A group/version an extension server serves: handed to it.
+    if let Some(apiservice) = crate::aggregator::remote_for(ctx, &path) {
+        let forward = crate::aggregator::proxy::forward(ctx, &apiservice, &parts, &attrs.user, body);
+        let resp = if attrs.verb == "watch" || watch { forward.await } else { within(deadline, forward).await };
+        return with_flow(resp, flow.as_ref());
+    }
     let user = Arc::new(attrs.user);
     let applied = ctx.store.cache().applied();
     let resource = match request::classify(&parts.method, &path, watch, user.clone()) {
@@ -284,11 +290,19 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
         }
         ["version"] => Some(version()),
         ["api"] if aggregated => return discovery_response(discovery::aggregated(true)),
-        ["apis"] if aggregated => return discovery_response(discovery::aggregated(false)),
+        ["apis"] if aggregated => {
+            let mut doc = discovery::aggregated(false);
+            crate::aggregator::discovery::extend_aggregated(ctx, &mut doc).await;
+            return discovery_response(doc);
+        }
         ["api"] => Some(discovery::api_versions(&ctx.settings.address)),
-        ["apis"] => Some(discovery::api_group_list()),
+        ["apis"] => {
+            let mut doc = discovery::api_group_list();
+            crate::aggregator::discovery::extend_group_list(ctx, &mut doc);
+            Some(doc)
+        }
         ["api", v] => discovery::api_resource_list("", v),
-        ["apis", g] => discovery::api_group(g),
+        ["apis", g] => discovery::api_group(g).or_else(|| crate::aggregator::discovery::group(ctx, g)),
         ["apis", g, v] => discovery::api_resource_list(g, v),
         // The Swagger document as JSON, or in gnostic's protobuf form when that is asked for
         // first.

@@ -198,6 +198,15 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     pub requestheader_allowed_names: Vec<String>,
 
+    /// The client certificate (PEM) this server presents to extension API servers it proxies
+    /// to (APIServices that name a Service); they trust it through their request-header CA.
+    #[arg(long, requires = "proxy_client_key_file")]
+    pub proxy_client_cert_file: Option<PathBuf>,
+
+    /// The key (PEM) of `--proxy-client-cert-file`.
+    #[arg(long, requires = "proxy_client_cert_file")]
+    pub proxy_client_key_file: Option<PathBuf>,
+
     /// Controllers the leader runs, as kube-controller-manager's flag: `*` for the defaults,
     /// `NAME` to add one, `-NAME` to leave one out (`serviceaccount`, `serviceaccount-token`,
     /// `root-ca-cert-publisher`).

@@ -50,6 +50,8 @@ pub struct Settings {
     pub proxy_ca_pem: Option<String>,
     /// The CA bundle that verifies this server (published to pods as `kube-root-ca.crt`).
     pub root_ca_pem: String,
+    /// The client certificate and key (PEM) presented to extension API servers.
+    pub proxy_client: Option<(String, String)>,
     /// `--enable-bootstrap-token-auth`: the leader runs the bootstrap token controllers.
     pub bootstrap_tokens: bool,
     /// `--controllers`: the optional controllers turned off.
@@ -82,6 +84,7 @@ impl Default for Settings {
             client_ca_pem: String::new(),
             proxy_ca_pem: None,
             root_ca_pem: String::new(),
+            proxy_client: None,
             bootstrap_tokens: false,
             disabled_controllers: Vec::new(),
             shutting_down: Default::default(),

@@ -52,6 +52,7 @@ pub async fn run(ctx: Ctx) {
         leading::run(ctx.clone(), IpRepair),
         leading::run(ctx.clone(), crate::crd::controller::CrdController),
         leading::run(ctx.clone(), crate::admission::policy::type_check::TypeCheckController),
+        leading::run(ctx.clone(), crate::aggregator::available::AvailabilityController),
         bootstrap_token_controllers(ctx.clone()),
         bootstrap_then_namespaces(ctx)
     );

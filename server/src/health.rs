@@ -49,6 +49,12 @@ fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(String, bool)> {
     out.push(("poststarthook/apiservice-registration-controller".into(), registered));
     out.push(("poststarthook/apiservice-status-local-available-controller".into(), registered));
     out.push(("autoregister-completion".into(), registered));
+    // The aggregation layer (`aggregator/`) reads APIServices from the watch cache, its
+    // availability controller runs on the leader from the start, and extension servers' OpenAPI
+    // is merged when the document is asked for.
+    out.push(("poststarthook/start-kube-aggregator-informers".into(), true));
+    out.push(("poststarthook/apiservice-status-remote-available-controller".into(), true));
+    out.push(("poststarthook/apiservice-openapi-controller".into(), true));
     if endpoint == "readyz" {
         out.push(("shutdown".into(), !ctx.settings.shutting_down()));
     }

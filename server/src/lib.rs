@@ -6,6 +6,7 @@
 //! `raft-store` proposes writes to Raft and serves reads and watches from its watch cache.
 
 pub mod admission;
+pub mod aggregator;
 pub mod app;
 pub mod audit;
 pub mod auth;

@@ -53,6 +53,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
     let tls_config = tls::server_config(&pki, proxy_ca_pem.as_deref())?;
+    let read = |path: &std::path::PathBuf, flag: &str| std::fs::read_to_string(path).with_context(|| format!("reading --{flag} {}", path.display()));
+    let proxy_client = match (&args.proxy_client_cert_file, &args.proxy_client_key_file) {
+        (Some(cert), Some(key)) => Some((read(cert, "proxy-client-cert-file")?, read(key, "proxy-client-key-file")?)),
+        _ => None,
+    };
 
     let listener = tokio::net::TcpListener::bind((args.bind_address.as_str(), args.secure_port))
         .await
@@ -103,7 +108,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
 
-    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), proxy_ca_pem, root_ca_pem: pki.server_ca_pem.clone(), bootstrap_tokens: args.enable_bootstrap_token_auth,
+    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), proxy_ca_pem, root_ca_pem: pki.server_ca_pem.clone(), proxy_client, bootstrap_tokens: args.enable_bootstrap_token_auth,
         disabled_controllers: args.controllers.iter().filter_map(|c| c.trim().strip_prefix('-')).map(String::from).collect(),
         ..Default::default()
     };

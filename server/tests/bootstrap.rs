@@ -34,6 +34,9 @@ async fn post_start_hooks_create_what_every_cluster_has() {
         "[+]poststarthook/start-apiextensions-controllers ok",
         "[+]poststarthook/crd-informer-synced ok",
         "[+]poststarthook/start-service-ip-repair-controllers ok",
+        "[+]poststarthook/start-kube-aggregator-informers ok",
+        "[+]poststarthook/apiservice-status-remote-available-controller ok",
+        "[+]poststarthook/apiservice-openapi-controller ok",
     ] {
         assert!(verbose.lines().any(|l| l == check), "{check} missing from:\n{verbose}");
     }

@@ -99,12 +99,17 @@ fn get(store: &Store, key: &str) -> Result<Option<Value>, String> {
 
 /// The endpoint a `clientConfig` names.
 pub fn endpoint(store: &Store, cc: &Value) -> Result<Endpoint, String> {
+    endpoint_as(store, cc, None)
+}
+
+/// The endpoint a `clientConfig` names, called with `client` (certificate and key PEM).
+pub fn endpoint_as(store: &Store, cc: &Value, client: Option<(String, String)>) -> Result<Endpoint, String> {
     let ca = match cc["caBundle"].as_str().filter(|c| !c.is_empty()) {
         Some(b64) => Some(ca_pem(b64)?),
         None => None,
     };
     if let Some(url) = cc["url"].as_str() {
-        return Endpoint::new(url, ca.as_deref(), None, None, None);
+        return Endpoint::new(url, ca.as_deref(), client, None, None);
     }
     let service = &cc["service"];
     let (namespace, name) = (service["namespace"].as_str().unwrap_or_default(), service["name"].as_str().unwrap_or_default());
@@ -128,7 +133,7 @@ pub fn endpoint(store: &Store, cc: &Value) -> Result<Endpoint, String> {
         _ => port,
     };
     let host = if ip.contains(':') { format!("[{ip}]") } else { ip.to_string() };
-    Endpoint::new(&format!("https://{host}:{target}{path}"), ca.as_deref(), None, None, Some(&format!("{name}.{namespace}.svc")))
+    Endpoint::new(&format!("https://{host}:{target}{path}"), ca.as_deref(), client, None, Some(&format!("{name}.{namespace}.svc")))
 }
 
 #[cfg(test)]

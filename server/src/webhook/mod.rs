@@ -91,46 +91,17 @@ impl Endpoint {
 
     /// A POST of `body`, or a GET without one.
     async fn call(&self, body: Option<Vec<u8>>) -> Result<(StatusCode, Bytes), CallError> {
-        let host = self.host.trim_start_matches('[').trim_end_matches(']');
-        let tcp = TcpStream::connect((host, self.port)).await.map_err(|e| CallError::Transport(format!("connecting to {}: {e}", self.uri)))?;
-        let _ = tcp.set_nodelay(true);
-        match &self.tls {
-            Some((config, name)) => {
-                let tls = tokio_rustls::TlsConnector::from(config.clone())
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(|e| CallError::Transport(format!("TLS handshake with {}: {e}", self.uri)))?;
-                self.exchange(tls, body).await
-            }
-            None => self.exchange(tcp, body).await,
-        }
-    }
-
-    async fn exchange<S>(&self, io: S, body: Option<Vec<u8>>) -> Result<(StatusCode, Bytes), CallError>
-    where
-        S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
-    {
-        let transport = |e: hyper::Error| CallError::Transport(e.to_string());
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await.map_err(transport)?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        let authority = match self.uri.port_u16() {
-            Some(p) => format!("{}:{p}", self.host),
-            None => self.host.clone(),
-        };
         let path = self.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
         let mut request = match body {
             Some(_) => Request::post(path).header(header::CONTENT_TYPE, "application/json"),
             None => Request::get(path),
         }
-        .header(header::HOST, authority)
         .header(header::ACCEPT, "application/json");
         if let Some(token) = &self.token {
             request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
         }
         let request = request.body(Full::new(Bytes::from(body.unwrap_or_default()))).map_err(|e| CallError::Transport(e.to_string()))?;
-        let response = sender.send_request(request).await.map_err(transport)?;
+        let response = self.send(request).await?;
         let status = response.status();
         let body = Limited::new(response.into_body(), MAX_RESPONSE)
             .collect()
@@ -139,4 +110,39 @@ impl Endpoint {
             .to_bytes();
         Ok((status, body))
     }
+
+    /// Sends `request` (its path as given, its `Host` this endpoint's) on a new connection and
+    /// returns the answer as it starts; its body streams from the connection.
+    pub async fn send(&self, mut request: Request<Full<Bytes>>) -> Result<http::Response<hyper::body::Incoming>, CallError> {
+        let host = self.host.trim_start_matches('[').trim_end_matches(']');
+        let tcp = TcpStream::connect((host, self.port)).await.map_err(|e| CallError::Transport(format!("connecting to {}: {e}", self.uri)))?;
+        let _ = tcp.set_nodelay(true);
+        let authority = match self.uri.port_u16() {
+            Some(p) => format!("{}:{p}", self.host),
+            None => self.host.clone(),
+        };
+        request.headers_mut().insert(header::HOST, http::HeaderValue::from_str(&authority).map_err(|e| CallError::Transport(e.to_string()))?);
+        match &self.tls {
+            Some((config, name)) => {
+                let tls = tokio_rustls::TlsConnector::from(config.clone())
+                    .connect(name.clone(), tcp)
+                    .await
+                    .map_err(|e| CallError::Transport(format!("TLS handshake with {}: {e}", self.uri)))?;
+                exchange(tls, request).await
+            }
+            None => exchange(tcp, request).await,
+        }
+    }
+}
+
+async fn exchange<S>(io: S, request: Request<Full<Bytes>>) -> Result<http::Response<hyper::body::Incoming>, CallError>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let transport = |e: hyper::Error| CallError::Transport(e.to_string());
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await.map_err(transport)?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    sender.send_request(request).await.map_err(transport)
 }

@@ -101,6 +101,14 @@ impl WebhookServer {
 /// A TLS acceptor for a test server on 127.0.0.1 / localhost, with a certificate of a CA of its
 /// own (named `ca_name`), and that CA's PEM.
 pub fn tls_acceptor(ca_name: &str) -> (tokio_rustls::TlsAcceptor, String) {
+    let (config, ca) = tls_server_config(ca_name, &[], None);
+    (tokio_rustls::TlsAcceptor::from(Arc::new(config)), ca)
+}
+
+/// The server side of [`tls_acceptor`], with `extra_names` in the certificate besides
+/// 127.0.0.1 and localhost, and verifying the client certificates `client_ca` (PEM) signed, if
+/// any is presented.
+pub fn tls_server_config(ca_name: &str, extra_names: &[&str], client_ca: Option<&str>) -> (rustls::ServerConfig, String) {
     let ca_key = rcgen::KeyPair::generate().unwrap();
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -108,19 +116,33 @@ pub fn tls_acceptor(ca_name: &str) -> (tokio_rustls::TlsAcceptor, String) {
     let ca_cert = ca_params.self_signed(&ca_key).unwrap();
     let issuer = rcgen::Issuer::from_ca_cert_pem(&ca_cert.pem(), ca_key).unwrap();
     let key = rcgen::KeyPair::generate().unwrap();
-    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+    let mut names = vec!["127.0.0.1".to_string(), "localhost".to_string()];
+    names.extend(extra_names.iter().map(|n| n.to_string()));
+    let params = rcgen::CertificateParams::new(names).unwrap();
     let cert = params.signed_by(&key, &issuer).unwrap();
-    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+    let builder = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
+        .unwrap();
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(pem) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in rustls_pemfile::certs(&mut pem.as_bytes()) {
+                roots.add(cert.unwrap()).unwrap();
+            }
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider).allow_unauthenticated().build().unwrap();
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder
         .with_single_cert(
             vec![CertificateDer::from(cert.der().to_vec())],
             PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
         )
         .unwrap();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    (tokio_rustls::TlsAcceptor::from(Arc::new(config)), ca_cert.pem())
+    (config, ca_cert.pem())
 }
 
 /// A SubjectAccessReview answer.

@@ -1,0 +1,190 @@
+//! Discovery of the groups extension servers serve: each APIService that names a Service adds
+//! its group/version to `/apis` and `/apis/{group}` (whether available or not, as
+//! kube-aggregator lists them), ordered by `groupPriorityMinimum` and `versionPriority`; in
+//! aggregated discovery each version carries the resources its server lists at
+//! `/apis/{group}/{version}`, fetched at most once a minute, and is `Stale` (with what was last
+//! fetched) while its server cannot be asked.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+
+use super::{endpoint, is_available, remotes, set_user};
+use crate::auth::UserInfo;
+use crate::context::Ctx;
+
+/// How long fetched resources are used before they are fetched again.
+const REFRESH: Duration = Duration::from_secs(60);
+const TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest resource list read from an extension server.
+const MAX_LIST: usize = 3 * 1024 * 1024;
+
+/// The remote groups with their versions, by priority (highest first, then by name).
+fn remote_groups(ctx: &Ctx) -> Vec<(String, Vec<Value>)> {
+    let mut apiservices = remotes(ctx);
+    let priority = |a: &Value, field: &str| a["spec"][field].as_i64().unwrap_or(0);
+    apiservices.sort_by(|a, b| {
+        priority(b, "groupPriorityMinimum")
+            .cmp(&priority(a, "groupPriorityMinimum"))
+            .then_with(|| a["spec"]["group"].as_str().cmp(&b["spec"]["group"].as_str()))
+            .then_with(|| priority(b, "versionPriority").cmp(&priority(a, "versionPriority")))
+    });
+    let mut groups: Vec<(String, Vec<Value>)> = Vec::new();
+    for a in apiservices {
+        let group = a["spec"]["group"].as_str().unwrap_or_default().to_string();
+        match groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, versions)) => versions.push(a),
+            None => groups.push((group, vec![a])),
+        }
+    }
+    groups
+}
+
+fn api_group(group: &str, apiservices: &[Value]) -> Value {
+    let versions: Vec<Value> = apiservices
+        .iter()
+        .map(|a| {
+            let v = a["spec"]["version"].as_str().unwrap_or_default();
+            json!({"groupVersion": format!("{group}/{v}"), "version": v})
+        })
+        .collect();
+    json!({"name": group, "versions": versions, "preferredVersion": versions[0]})
+}
+
+/// Adds the remote groups to the `/apis` group list.
+pub fn extend_group_list(ctx: &Ctx, doc: &mut Value) {
+    if let Some(groups) = doc["groups"].as_array_mut() {
+        groups.extend(remote_groups(ctx).iter().map(|(g, a)| api_group(g, a)));
+    }
+}
+
+/// `/apis/{group}` for a group only extension servers serve.
+pub fn group(ctx: &Ctx, group: &str) -> Option<Value> {
+    let (name, apiservices) = remote_groups(ctx).into_iter().find(|(g, _)| g == group)?;
+    let mut doc = api_group(&name, &apiservices);
+    doc["kind"] = json!("APIGroup");
+    doc["apiVersion"] = json!("v1");
+    Some(doc)
+}
+
+/// Resource lists fetched, by APIService name: when, and the list if the fetch succeeded.
+static FETCHED: Mutex<Option<HashMap<String, (Instant, Option<Value>)>>> = Mutex::new(None);
+
+/// The APIService's resource list, fetched again when older than [`REFRESH`]; `None` when
+/// its server could not be asked the last time.
+async fn resources(ctx: &Ctx, apiservice: &Value) -> (Option<Value>, bool) {
+    let name = apiservice["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let cached = FETCHED.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashMap::new).get(&name).cloned();
+    if let Some((at, list)) = &cached {
+        if at.elapsed() < REFRESH {
+            return (list.clone(), list.is_some());
+        }
+    }
+    let fetched = if is_available(apiservice) { fetch(ctx, apiservice).await.ok() } else { None };
+    let mut all = FETCHED.lock().unwrap_or_else(|p| p.into_inner());
+    let entries = all.get_or_insert_with(HashMap::new);
+    match fetched {
+        Some(list) => {
+            entries.insert(name, (Instant::now(), Some(list.clone())));
+            (Some(list), true)
+        }
+        // The last list fetched, stale.
+        None => {
+            let last = cached.and_then(|(_, l)| l);
+            entries.insert(name, (Instant::now(), last.clone()));
+            (last, false)
+        }
+    }
+}
+
+async fn fetch(ctx: &Ctx, apiservice: &Value) -> Result<Value, String> {
+    let target = endpoint(ctx, apiservice)?;
+    let (group, version) = (apiservice["spec"]["group"].as_str().unwrap_or_default(), apiservice["spec"]["version"].as_str().unwrap_or_default());
+    let mut req = http::Request::get(format!("/apis/{group}/{version}")).header(http::header::ACCEPT, "application/json");
+    let asker = UserInfo { name: "system:kube-aggregator".into(), groups: vec!["system:masters".into()], ..Default::default() };
+    set_user(req.headers_mut().expect("a fresh builder has headers"), &asker);
+    let req = req.body(http_body_util::Full::new(bytes::Bytes::new())).map_err(|e| e.to_string())?;
+    let read = async {
+        let answer = target.send(req).await.map_err(|e| e.to_string())?;
+        if !answer.status().is_success() {
+            return Err(format!("status {}", answer.status()));
+        }
+        let body = http_body_util::Limited::new(answer.into_body(), MAX_LIST).collect().await.map_err(|e| e.to_string())?.to_bytes();
+        serde_json::from_slice::<Value>(&body).map_err(|e| e.to_string())
+    };
+    tokio::time::timeout(TIMEOUT, read).await.map_err(|_| "timed out".to_string())?
+}
+
+/// An `APIResourceList` as aggregated discovery gives a version's resources: each resource with
+/// its subresources inside it.
+fn to_discovery(group: &str, version: &str, list: &Value) -> Vec<Value> {
+    let entries = list["resources"].as_array().cloned().unwrap_or_default();
+    let kind = |r: &Value| json!({"group": r["group"].as_str().unwrap_or(group), "version": r["version"].as_str().unwrap_or(version), "kind": r["kind"]});
+    let mut out: Vec<Value> = Vec::new();
+    for r in entries.iter().filter(|r| !r["name"].as_str().unwrap_or_default().contains('/')) {
+        let mut e = json!({
+            "resource": r["name"],
+            "responseKind": kind(r),
+            "scope": if r["namespaced"] == true { "Namespaced" } else { "Cluster" },
+            "singularResource": r["singularName"],
+            "verbs": r["verbs"],
+        });
+        for field in ["shortNames", "categories"] {
+            if r[field].as_array().is_some_and(|a| !a.is_empty()) {
+                e[field] = r[field].clone();
+            }
+        }
+        let prefix = format!("{}/", r["name"].as_str().unwrap_or_default());
+        let subs: Vec<Value> = entries
+            .iter()
+            .filter_map(|s| Some((s, s["name"].as_str()?.strip_prefix(&prefix)?)))
+            .map(|(s, sub)| json!({"subresource": sub, "responseKind": kind(s), "verbs": s["verbs"]}))
+            .collect();
+        if !subs.is_empty() {
+            e["subresources"] = json!(subs);
+        }
+        out.push(e);
+    }
+    out
+}
+
+/// Adds the remote groups to an aggregated discovery list (`/apis`).
+pub async fn extend_aggregated(ctx: &Ctx, doc: &mut Value) {
+    let mut items = Vec::new();
+    for (group, apiservices) in remote_groups(ctx) {
+        let mut versions = Vec::new();
+        for a in &apiservices {
+            let version = a["spec"]["version"].as_str().unwrap_or_default();
+            let (list, fresh) = resources(ctx, a).await;
+            let resources = list.map(|l| to_discovery(&group, version, &l)).unwrap_or_default();
+            versions.push(json!({"version": version, "resources": resources, "freshness": if fresh { "Current" } else { "Stale" }}));
+        }
+        items.push(json!({"metadata": {"name": group, "creationTimestamp": null}, "versions": versions}));
+    }
+    if let Some(list) = doc["items"].as_array_mut() {
+        list.extend(items);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_lists_become_aggregated_entries() {
+        let list = json!({"resources": [
+            {"name": "widgets", "singularName": "widget", "namespaced": true, "kind": "Widget", "verbs": ["get", "list"], "shortNames": ["wd"]},
+            {"name": "widgets/status", "singularName": "", "namespaced": true, "kind": "Widget", "verbs": ["get"]},
+            {"name": "gadgets", "singularName": "gadget", "namespaced": false, "kind": "Gadget", "verbs": ["get"]},
+        ]});
+        let out = to_discovery("example.com", "v1", &list);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0]["responseKind"], json!({"group": "example.com", "version": "v1", "kind": "Widget"}));
+        assert_eq!(out[0]["subresources"][0]["subresource"], "status");
+        assert_eq!(out[0]["shortNames"], json!(["wd"]));
+        assert_eq!(out[1]["scope"], "Cluster");
+    }
+}

@@ -1,0 +1,145 @@
+//! The aggregation layer: an APIService that names a Service hands its group/version to that
+//! Service, an extension API server. Requests under `/apis/{group}/{version}` are authenticated,
+//! audited, flow-controlled and authorized here, then proxied to it with the user in the
+//! request headers it trusts ([`proxy`]); the leader keeps each APIService's `Available`
+//! condition ([`available`]); discovery lists its group and, fetched from it, its resources
+//! ([`discovery`]). What this server serves itself (built-in and custom resources) is never
+//! handed away.
+
+pub mod available;
+pub mod discovery;
+pub mod proxy;
+
+use std::collections::BTreeMap;
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{json, Value};
+
+use crate::auth::UserInfo;
+use crate::context::Ctx;
+use crate::webhook::{client_config, Endpoint};
+
+/// Where APIServices are stored.
+pub const PREFIX: &str = "/registry/apiregistration.k8s.io/apiservices/";
+
+/// The APIService named `{version}.{group}`, when it names a Service.
+fn remote_named(ctx: &Ctx, group: &str, version: &str) -> Option<Value> {
+    let stored = ctx.store.cache().get(&format!("{PREFIX}{version}.{group}"), None).ok()??;
+    let apiservice: Value = serde_json::from_slice(&stored.data).ok()?;
+    apiservice["spec"]["service"].is_object().then_some(apiservice)
+}
+
+/// The APIService an extension server serves `path` for (`/apis/{group}/{version}` and below),
+/// unless this server serves that group/version itself.
+pub fn remote_for(ctx: &Ctx, path: &str) -> Option<Value> {
+    let mut segments = path.trim_start_matches('/').split('/');
+    let (Some("apis"), Some(group), Some(version)) = (segments.next(), segments.next(), segments.next()) else { return None };
+    if version.is_empty() || crate::registry::served().any(|r| r.group == group && r.version == version) {
+        return None;
+    }
+    remote_named(ctx, group, version)
+}
+
+/// Every APIService that names a Service.
+pub fn remotes(ctx: &Ctx) -> Vec<Value> {
+    let Ok(listed) = ctx.store.cache().list(PREFIX, None, None, None, &|_| true) else { return Vec::new() };
+    listed
+        .items
+        .iter()
+        .filter_map(|o| serde_json::from_slice::<Value>(&o.data).ok())
+        .filter(|a| a["spec"]["service"].is_object() && !crate::registry::served().any(|r| r.group == a["spec"]["group"] && r.version == a["spec"]["version"]))
+        .collect()
+}
+
+/// Whether the APIService's `Available` condition is `True`.
+pub fn is_available(apiservice: &Value) -> bool {
+    apiservice["status"]["conditions"].as_array().into_iter().flatten().any(|c| c["type"] == "Available" && c["status"] == "True")
+}
+
+/// The extension server's address: the Service's endpoint, verified by the APIService's
+/// `caBundle` under the name `{service}.{namespace}.svc`, called with this server's proxy
+/// client certificate.
+pub fn endpoint(ctx: &Ctx, apiservice: &Value) -> Result<Endpoint, String> {
+    let spec = &apiservice["spec"];
+    let service = &spec["service"];
+    let config = json!({
+        "service": {"namespace": service["namespace"], "name": service["name"], "port": service["port"].as_i64().unwrap_or(443)},
+        "caBundle": spec["caBundle"],
+    });
+    client_config::endpoint_as(&ctx.store, &config, ctx.settings.proxy_client.clone())
+}
+
+/// Headers that belong to one connection, never forwarded.
+pub const HOP_BY_HOP: &[&str] = &["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "host"];
+
+/// Sets the user an extension server reads from the request (`X-Remote-User`, `X-Remote-Uid`,
+/// one `X-Remote-Group` per group, `X-Remote-Extra-{key}` per extra value with the key
+/// percent-encoded), after removing any the client sent and every credential.
+pub fn set_user(headers: &mut HeaderMap, user: &UserInfo) {
+    let dropped: Vec<HeaderName> = headers
+        .keys()
+        .filter(|k| {
+            let k = k.as_str();
+            k == "authorization" || k.starts_with("impersonate-") || k.starts_with("x-remote-")
+        })
+        .cloned()
+        .collect();
+    for name in dropped {
+        headers.remove(name);
+    }
+    let value = |v: &str| HeaderValue::from_str(v).ok();
+    if let Some(v) = value(&user.name) {
+        headers.insert("x-remote-user", v);
+    }
+    if let Some(v) = value(&user.uid).filter(|_| !user.uid.is_empty()) {
+        headers.insert("x-remote-uid", v);
+    }
+    for group in &user.groups {
+        if let Some(v) = value(group) {
+            headers.append("x-remote-group", v);
+        }
+    }
+    let extra: &BTreeMap<String, Vec<String>> = &user.extra;
+    for (key, values) in extra {
+        let Ok(name) = HeaderName::from_bytes(format!("x-remote-extra-{}", escape_key(key)).as_bytes()) else { continue };
+        for v in values.iter().filter_map(|v| value(v)) {
+            headers.append(name.clone(), v);
+        }
+    }
+}
+
+/// An extra key as a header name may carry it: bytes that are not token characters, and `%`,
+/// percent-encoded.
+fn escape_key(key: &str) -> String {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$&'*+-.^_`|~".contains(&b);
+    key.bytes().map(|b| if token(b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_user_replaces_credentials_and_forged_headers() {
+        let mut headers = HeaderMap::new();
+        headers.insert("authorization", HeaderValue::from_static("Bearer secret"));
+        headers.insert("impersonate-user", HeaderValue::from_static("root"));
+        headers.insert("x-remote-user", HeaderValue::from_static("forged"));
+        headers.insert("x-remote-group", HeaderValue::from_static("system:masters"));
+        headers.insert("accept", HeaderValue::from_static("application/json"));
+        let user = UserInfo {
+            name: "alice".into(),
+            uid: "u-1".into(),
+            groups: vec!["dev".into(), "system:authenticated".into()],
+            extra: BTreeMap::from([("example.com/team id".to_string(), vec!["a".to_string(), "b".to_string()])]),
+        };
+        set_user(&mut headers, &user);
+        assert!(headers.get("authorization").is_none() && headers.get("impersonate-user").is_none());
+        assert_eq!(headers["x-remote-user"], "alice");
+        assert_eq!(headers["x-remote-uid"], "u-1");
+        let groups: Vec<_> = headers.get_all("x-remote-group").iter().collect();
+        assert_eq!(groups, ["dev", "system:authenticated"]);
+        assert_eq!(headers.get_all("x-remote-extra-example.com%2Fteam%20id").iter().count(), 2);
+        assert_eq!(headers["accept"], "application/json");
+    }
+}
