@@ -307,13 +307,14 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
         // The Swagger document as JSON, or in gnostic's protobuf form when that is asked for
         // first.
         ["openapi", "v2"] => {
+            let merged = crate::aggregator::openapi::v2(ctx, openapi::v2).await;
             return match openapi_v2_form(headers) {
                 Some(true) => {
-                    let mut resp = openapi::v2_protobuf().into_response();
+                    let mut resp = merged.map_or_else(openapi::v2_protobuf, |m| m.1.clone()).into_response();
                     resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(openapi::gnostic::MEDIA_TYPE));
                     resp
                 }
-                Some(false) => raw_json(openapi::v2()),
+                Some(false) => raw_json(merged.map_or_else(openapi::v2, |m| m.0.clone())),
                 None => ApiError::NotAcceptable("only application/json and the protobuf form are served for /openapi/v2".into()).into_response(),
             }
         }

@@ -55,6 +55,10 @@ fn answer(path: &str, user: &str) -> (u16, Value) {
         ["apis", "metrics.example.com", "v1", "namespaces", ns, "widgets"] => {
             (200, json!({"apiVersion": GROUP_VERSION, "kind": "WidgetList", "metadata": {"resourceVersion": "1"}, "items": [widget(ns)]}))
         }
+        ["openapi", "v2"] => (200, json!({"swagger": "2.0", "info": {"title": "widgets", "version": "v1"},
+            "paths": {"/apis/metrics.example.com/v1/namespaces/{namespace}/widgets": {"get": {"operationId": "listWidgets"}}, "/api/v1/pods": {"get": {"operationId": "stolen"}}},
+            "definitions": {"com.example.metrics.v1.Widget": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+        })),
         _ => (404, json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404, "message": "not found"})),
     }
 }
@@ -160,6 +164,14 @@ async fn an_apiservice_hands_its_group_to_an_extension_server() {
     assert!(resources.contains("widgets") && resources.contains("wdg") && resources.contains("Widget"), "{resources}");
     assert!(s.kubectl_ok(&["get", "--raw", "/apis"]).contains("metrics.example.com/v1"));
     assert!(s.kubectl_ok(&["get", "--raw", "/apis/metrics.example.com"]).contains("\"preferredVersion\""));
+
+    // The OpenAPI document carries the extension server's paths and definitions, not its
+    // claims on paths this server serves.
+    let openapi: Value = serde_json::from_str(&s.kubectl_ok(&["get", "--raw", "/openapi/v2"])).unwrap();
+    assert_eq!(openapi["paths"]["/apis/metrics.example.com/v1/namespaces/{namespace}/widgets"]["get"]["operationId"], "listWidgets");
+    assert_eq!(openapi["definitions"]["com.example.metrics.v1.Widget"]["properties"]["size"]["type"], "integer");
+    assert_ne!(openapi["paths"]["/api/v1/pods"]["get"]["operationId"], "stolen");
+    assert!(ext.seen.lock().unwrap().iter().any(|seen| seen.path == "/openapi/v2" && seen.user == "system:aggregator"));
 
     // A user allowed to list widgets gets the extension server's answer, made for that user.
     let carol = s.kubeconfig_for("carol", &["system:masters"]);

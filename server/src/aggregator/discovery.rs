@@ -5,22 +5,11 @@
 //! `/apis/{group}/{version}`, fetched at most once a minute, and is `Stale` (with what was last
 //! fetched) while its server cannot be asked.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
 
-use super::{endpoint, is_available, remotes, set_user};
+use super::{cached, remotes};
 use crate::auth::UserInfo;
 use crate::context::Ctx;
-
-/// How long fetched resources are used before they are fetched again.
-const REFRESH: Duration = Duration::from_secs(60);
-const TIMEOUT: Duration = Duration::from_secs(5);
-/// The largest resource list read from an extension server.
-const MAX_LIST: usize = 3 * 1024 * 1024;
 
 /// The remote groups with their versions, by priority (highest first, then by name).
 fn remote_groups(ctx: &Ctx) -> Vec<(String, Vec<Value>)> {
@@ -70,54 +59,6 @@ pub fn group(ctx: &Ctx, group: &str) -> Option<Value> {
     Some(doc)
 }
 
-/// Resource lists fetched, by APIService name: when, and the list if the fetch succeeded.
-static FETCHED: Mutex<Option<HashMap<String, (Instant, Option<Value>)>>> = Mutex::new(None);
-
-/// The APIService's resource list, fetched again when older than [`REFRESH`]; `None` when
-/// its server could not be asked the last time.
-async fn resources(ctx: &Ctx, apiservice: &Value) -> (Option<Value>, bool) {
-    let name = apiservice["metadata"]["name"].as_str().unwrap_or_default().to_string();
-    let cached = FETCHED.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashMap::new).get(&name).cloned();
-    if let Some((at, list)) = &cached {
-        if at.elapsed() < REFRESH {
-            return (list.clone(), list.is_some());
-        }
-    }
-    let fetched = if is_available(apiservice) { fetch(ctx, apiservice).await.ok() } else { None };
-    let mut all = FETCHED.lock().unwrap_or_else(|p| p.into_inner());
-    let entries = all.get_or_insert_with(HashMap::new);
-    match fetched {
-        Some(list) => {
-            entries.insert(name, (Instant::now(), Some(list.clone())));
-            (Some(list), true)
-        }
-        // The last list fetched, stale.
-        None => {
-            let last = cached.and_then(|(_, l)| l);
-            entries.insert(name, (Instant::now(), last.clone()));
-            (last, false)
-        }
-    }
-}
-
-async fn fetch(ctx: &Ctx, apiservice: &Value) -> Result<Value, String> {
-    let target = endpoint(ctx, apiservice)?;
-    let (group, version) = (apiservice["spec"]["group"].as_str().unwrap_or_default(), apiservice["spec"]["version"].as_str().unwrap_or_default());
-    let mut req = http::Request::get(format!("/apis/{group}/{version}")).header(http::header::ACCEPT, "application/json");
-    let asker = UserInfo { name: "system:kube-aggregator".into(), groups: vec!["system:masters".into()], ..Default::default() };
-    set_user(req.headers_mut().expect("a fresh builder has headers"), &asker);
-    let req = req.body(http_body_util::Full::new(bytes::Bytes::new())).map_err(|e| e.to_string())?;
-    let read = async {
-        let answer = target.send(req).await.map_err(|e| e.to_string())?;
-        if !answer.status().is_success() {
-            return Err(format!("status {}", answer.status()));
-        }
-        let body = http_body_util::Limited::new(answer.into_body(), MAX_LIST).collect().await.map_err(|e| e.to_string())?.to_bytes();
-        serde_json::from_slice::<Value>(&body).map_err(|e| e.to_string())
-    };
-    tokio::time::timeout(TIMEOUT, read).await.map_err(|_| "timed out".to_string())?
-}
-
 /// An `APIResourceList` as aggregated discovery gives a version's resources: each resource with
 /// its subresources inside it.
 fn to_discovery(group: &str, version: &str, list: &Value) -> Vec<Value> {
@@ -158,7 +99,8 @@ pub async fn extend_aggregated(ctx: &Ctx, doc: &mut Value) {
         let mut versions = Vec::new();
         for a in &apiservices {
             let version = a["spec"]["version"].as_str().unwrap_or_default();
-            let (list, fresh) = resources(ctx, a).await;
+            let asker = UserInfo { name: "system:kube-aggregator".into(), groups: vec!["system:masters".into()], ..Default::default() };
+            let (list, fresh) = cached(ctx, a, &format!("/apis/{group}/{version}"), &asker).await;
             let resources = list.map(|l| to_discovery(&group, version, &l)).unwrap_or_default();
             versions.push(json!({"version": version, "resources": resources, "freshness": if fresh { "Current" } else { "Stale" }}));
         }

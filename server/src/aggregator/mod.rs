@@ -8,9 +8,14 @@
 
 pub mod available;
 pub mod discovery;
+pub mod openapi;
 pub mod proxy;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use http_body_util::BodyExt;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Value};
@@ -67,6 +72,51 @@ pub fn endpoint(ctx: &Ctx, apiservice: &Value) -> Result<Endpoint, String> {
         "caBundle": spec["caBundle"],
     });
     client_config::endpoint_as(&ctx.store, &config, ctx.settings.proxy_client.clone())
+}
+
+/// How long a document fetched from an extension server is used before it is fetched again.
+const REFRESH: Duration = Duration::from_secs(60);
+/// How long a fetch may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest document read from an extension server.
+const MAX_DOCUMENT: usize = 16 * 1024 * 1024;
+
+/// Documents fetched from extension servers, by APIService name and path: when, and the last
+/// document fetched (kept while its server cannot be asked).
+static FETCHED: Mutex<Option<HashMap<(String, String), (Instant, Option<Value>)>>> = Mutex::new(None);
+
+/// The JSON document at `path` on the APIService's server, asked for as `user` at most once
+/// every [`REFRESH`]; with whether this is the latest answer (`false`: the last one, or none,
+/// while the server cannot be asked).
+pub async fn cached(ctx: &Ctx, apiservice: &Value, path: &str, user: &UserInfo) -> (Option<Value>, bool) {
+    let key = (apiservice["metadata"]["name"].as_str().unwrap_or_default().to_string(), path.to_string());
+    let last = FETCHED.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashMap::new).get(&key).cloned();
+    if let Some((at, doc)) = &last {
+        if at.elapsed() < REFRESH {
+            return (doc.clone(), doc.is_some());
+        }
+    }
+    let fetched = if is_available(apiservice) { fetch(ctx, apiservice, path, user).await.ok() } else { None };
+    let fresh = fetched.is_some();
+    let doc = fetched.or_else(|| last.and_then(|(_, d)| d));
+    FETCHED.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashMap::new).insert(key, (Instant::now(), doc.clone()));
+    (doc, fresh)
+}
+
+async fn fetch(ctx: &Ctx, apiservice: &Value, path: &str, user: &UserInfo) -> Result<Value, String> {
+    let target = endpoint(ctx, apiservice)?;
+    let mut req = http::Request::get(path).header(http::header::ACCEPT, "application/json");
+    set_user(req.headers_mut().expect("a fresh builder has headers"), user);
+    let req = req.body(http_body_util::Full::new(bytes::Bytes::new())).map_err(|e| e.to_string())?;
+    let read = async {
+        let answer = target.send(req).await.map_err(|e| e.to_string())?;
+        if !answer.status().is_success() {
+            return Err(format!("status {}", answer.status()));
+        }
+        let body = http_body_util::Limited::new(answer.into_body(), MAX_DOCUMENT).collect().await.map_err(|e| e.to_string())?.to_bytes();
+        serde_json::from_slice::<Value>(&body).map_err(|e| e.to_string())
+    };
+    tokio::time::timeout(FETCH_TIMEOUT, read).await.map_err(|_| "timed out".to_string())?
 }
 
 /// Headers that belong to one connection, never forwarded.
