@@ -49,7 +49,7 @@ fn answer(path: &str, user: &str) -> (u16, Value) {
     let widget = |ns: &str| json!({"apiVersion": GROUP_VERSION, "kind": "Widget", "metadata": {"name": format!("for-{user}"), "namespace": ns, "creationTimestamp": "2026-01-01T00:00:00Z"}});
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     match segments.as_slice() {
-        ["apis", "metrics.example.com", "v1"] => (200, json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GROUP_VERSION, "resources": [
+        ["apis", "metrics.example.com", version] => (200, json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("metrics.example.com/{version}"), "resources": [
             {"name": "widgets", "singularName": "widget", "namespaced": true, "kind": "Widget", "verbs": ["get", "list"], "shortNames": ["wdg"]},
         ]})),
         ["apis", "metrics.example.com", "v1", "namespaces", ns, "widgets"] => {
@@ -125,16 +125,17 @@ fn apply(s: &TestServer, yaml: &str) {
 
 /// The APIService's `Available` condition once it has the status `want`.
 async fn available(s: &TestServer, name: &str, want: &str) -> Value {
+    let mut condition = None;
     for _ in 0..150 {
         let out = s.kubectl(&["get", "apiservice", name, "-o", "json"]);
         let apiservice: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        let condition = apiservice["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Available").cloned();
-        if let Some(c) = condition.filter(|c| c["status"] == want) {
+        condition = apiservice["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Available").cloned();
+        if let Some(c) = condition.clone().filter(|c| c["status"] == want) {
             return c;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    panic!("{name} never had Available={want}");
+    panic!("{name} never had Available={want}: {condition:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -197,4 +198,27 @@ async fn an_apiservice_hands_its_group_to_an_extension_server() {
     assert_eq!(condition["message"], "service/nowhere in \"default\" is not present");
     let reply = s.get("/apis/metrics.example.com/v2").await;
     assert_eq!((reply.status, reply.text()), (503, "service unavailable\n".to_string()));
+
+    // Without the caBundle the server's certificate is not trusted, unless the APIService says
+    // to skip verification.
+    let apiservice = |version: &str, tls: &str| {
+        format!("apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {{name: {version}.metrics.example.com}}\nspec:\n  group: metrics.example.com\n  version: {version}\n  groupPriorityMinimum: 1000\n  versionPriority: 5\n  {tls}\n  service: {{namespace: default, name: widgets-api}}\n")
+    };
+    apply(&s, &apiservice("v1alpha1", "insecureSkipTLSVerify: false"));
+    let condition = available(&s, "v1alpha1.metrics.example.com", "False").await;
+    assert_eq!(condition["reason"], "FailedDiscoveryCheck");
+    assert!(condition["message"].as_str().unwrap().starts_with("failing or missing response from https://127.0.0.1:"), "{condition}");
+    apply(&s, &apiservice("v1beta1", "insecureSkipTLSVerify: true"));
+    assert_eq!(available(&s, "v1beta1.metrics.example.com", "True").await["reason"], "Passed");
+
+    // An APIService is checked as kube-aggregator checks it.
+    let mut cmd = s.kubectl_command(&["apply", "-f", "-"]);
+    cmd.stdin(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(apiservice("v3", "caBundle: YWJj\n  insecureSkipTLSVerify: true").replace("name: v3.", "name: v4.").as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("metadata.name: Invalid value: \"v4.metrics.example.com\": must be `spec.version+\".\"+spec.group`: \"v3.metrics.example.com\""), "{err}");
+    assert!(err.contains("spec.insecureSkipTLSVerify: Invalid value: \"true\": may not be true if caBundle is present"), "{err}");
 }

@@ -204,5 +204,5 @@ pub static ALL: &[ResourceInfo] = &[
         ops!(apiextensions::v1::CustomResourceDefinition, "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
             crate::crd::definition::defaults, crate::crd::definition::validate)),
     res!(apiregistration::v1::APIService, CLUSTER, "apiservice", [], ["api-extensions"], ["status"], false,
-        ops!(apiregistration::v1::APIService, "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService", no_defaults, no_validation, APISERVICE_COLUMNS, apiservice_cells)),
+        ops!(apiregistration::v1::APIService, "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService", apiservice::defaults, apiservice::validate, APISERVICE_COLUMNS, apiservice_cells)),
 ];

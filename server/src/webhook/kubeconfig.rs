@@ -140,6 +140,11 @@ fn pem_of(dir: &Path, file: &Option<PathBuf>, data: &Option<String>) -> Result<O
 /// The TLS settings for a server: its CA (or this machine's roots) and an optional client
 /// certificate.
 pub(super) fn tls_config(ca: Option<&str>, client: Option<(String, String)>) -> Result<Arc<rustls::ClientConfig>, String> {
+    tls_config_verifying(ca, client, true)
+}
+
+/// [`tls_config`], or without verifying the server's certificate when `verify` is false.
+pub(super) fn tls_config_verifying(ca: Option<&str>, client: Option<(String, String)>, verify: bool) -> Result<Arc<rustls::ClientConfig>, String> {
     let mut roots = rustls::RootCertStore::empty();
     match ca {
         Some(pem) => {
@@ -153,10 +158,13 @@ pub(super) fn tls_config(ca: Option<&str>, client: Option<(String, String)>) -> 
             }
         }
     }
-    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots);
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let versions = rustls::ClientConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().map_err(|e| e.to_string())?;
+    let builder = if verify {
+        versions.with_root_certificates(roots)
+    } else {
+        versions.dangerous().with_custom_certificate_verifier(Arc::new(super::insecure::AnyCertificate(provider)))
+    };
     let mut config = match client {
         Some((cert, key)) => {
             let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut key.as_bytes())

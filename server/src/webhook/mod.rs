@@ -3,6 +3,7 @@
 //! URL says so) with a deadline.
 
 pub mod client_config;
+mod insecure;
 pub mod kubeconfig;
 
 use std::sync::Arc;
@@ -61,6 +62,15 @@ impl Endpoint {
         };
         let port = uri.port_u16().unwrap_or(default_port);
         Ok(Endpoint { uri, host, port, tls, token })
+    }
+
+    /// The same endpoint, not verifying the server's certificate (`insecureSkipTLSVerify`),
+    /// presenting `client`.
+    pub fn without_verification(mut self, client: Option<(String, String)>) -> Result<Endpoint, String> {
+        if let Some((config, _)) = &mut self.tls {
+            *config = kubeconfig::tls_config_verifying(None, client, false)?;
+        }
+        Ok(self)
     }
 
     /// The URL called.

@@ -3,6 +3,7 @@
 
 mod columns;
 mod config_columns;
+pub mod apiservice;
 pub mod defaults;
 pub mod hpa;
 pub mod immutable;
