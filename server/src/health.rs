@@ -40,6 +40,11 @@ fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(String, bool)> {
         CRDS_SYNCED.store(true, Ordering::Relaxed);
     }
     out.push(("poststarthook/crd-informer-synced".into(), CRDS_SYNCED.load(Ordering::Relaxed)));
+    // Behind its gate, as in Kubernetes: storage is ready once the watch cache, which serves
+    // every resource, has caught up with the commit.
+    if crate::registry::gate_enabled(crate::registry::STORAGE_READINESS_GATE) {
+        out.push(("poststarthook/storage-readiness".into(), CRDS_SYNCED.load(Ordering::Relaxed)));
+    }
     let hooks = &ctx.settings.hooks;
     out.extend(poststart::HOOKS.iter().map(|h| (format!("poststarthook/{h}"), hooks.is_done(h))));
     // The Service IP repair runs from the start, acting on the leader (`ip_repair.rs`).

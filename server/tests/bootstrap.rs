@@ -41,6 +41,8 @@ async fn post_start_hooks_create_what_every_cluster_has() {
         assert!(verbose.lines().any(|l| l == check), "{check} missing from:\n{verbose}");
     }
     assert!(s.kubectl_ok(&["get", "--raw", "/readyz?verbose"]).contains("[+]informer-sync ok"));
+    // Its gate is off by default in 1.34.
+    assert!(!verbose.contains("storage-readiness"));
     assert_eq!(s.kubectl_ok(&["get", "--raw", "/livez/poststarthook/bootstrap-controller"]), "ok");
 
     let namespaces = names(&s, &["namespaces"]);
@@ -95,4 +97,13 @@ async fn post_start_hooks_create_what_every_cluster_has() {
     assert_eq!(core["spec"]["groupPriorityMinimum"], 18000);
     let row = s.kubectl_ok(&["get", "apiservice", "v1.apps", "--no-headers"]);
     assert_eq!(row.split_whitespace().collect::<Vec<_>>()[..3], ["v1.apps", "Local", "True"], "{row}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn storage_readiness_is_checked_behind_its_gate() {
+    let s = TestServer::start_with(&["--feature-gates=WatchCacheInitializationPostStartHook=true"]).await;
+    for endpoint in ["/healthz?verbose", "/livez?verbose", "/readyz?verbose"] {
+        let verbose = s.kubectl_ok(&["get", "--raw", endpoint]);
+        assert!(verbose.lines().any(|l| l == "[+]poststarthook/storage-readiness ok"), "{endpoint}:\n{verbose}");
+    }
 }

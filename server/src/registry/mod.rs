@@ -91,10 +91,13 @@ pub struct ResourceInfo {
 /// Feature gates that are not about serving a resource, with their defaults as in
 /// Kubernetes 1.34.
 const OTHER_GATES: &[(&str, bool)] =
-    &[("APIResponseCompression", true), ("CBORServingAndStorage", false), (UNSAFE_DELETION_GATE, false)];
+    &[("APIResponseCompression", true), ("CBORServingAndStorage", false), (UNSAFE_DELETION_GATE, false), (STORAGE_READINESS_GATE, false)];
 
 /// The gate of the unsafe deletion of objects storage cannot decode.
 pub const UNSAFE_DELETION_GATE: &str = "AllowUnsafeMalformedObjectDeletion";
+
+/// The gate of the `storage-readiness` post-start hook (beta and off in Kubernetes 1.34).
+pub const STORAGE_READINESS_GATE: &str = "WatchCacheInitializationPostStartHook";
 
 /// The feature gates set by `--feature-gates`, set once at start.
 static GATES: OnceLock<Vec<(String, bool)>> = OnceLock::new();
