@@ -117,7 +117,9 @@ async fn authorized(
     // A group/version an extension server serves: handed to it.
     if let Some(apiservice) = crate::aggregator::remote_for(ctx, &path) {
         let forward = crate::aggregator::proxy::forward(ctx, &apiservice, &parts, &attrs.user, body);
-        let resp = if attrs.verb == "watch" || watch { forward.await } else { within(deadline, forward).await };
+        // Bounded until the answer starts (a watch's stream then goes on): the seat is held
+        // only until then.
+        let resp = within(deadline, forward).await;
         return with_flow(resp, flow.as_ref());
     }
     let user = Arc::new(attrs.user);

@@ -51,13 +51,33 @@ pub struct Settings {
     /// The CA bundle that verifies this server (published to pods as `kube-root-ca.crt`).
     pub root_ca_pem: String,
     /// The client certificate and key (PEM) presented to extension API servers.
-    pub proxy_client: Option<(String, String)>,
+    pub proxy_client: Option<ClientCredentials>,
     /// `--enable-bootstrap-token-auth`: the leader runs the bootstrap token controllers.
     pub bootstrap_tokens: bool,
     /// `--controllers`: the optional controllers turned off.
     pub disabled_controllers: Vec<String>,
     /// Set when shutdown begins.
     pub shutting_down: Arc<AtomicBool>,
+}
+
+/// A client certificate and its key (PEM); the key is never printed.
+#[derive(Clone)]
+pub struct ClientCredentials {
+    pub cert: String,
+    pub key: String,
+}
+
+impl std::fmt::Debug for ClientCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientCredentials { key: <redacted>, .. }")
+    }
+}
+
+impl ClientCredentials {
+    /// The certificate and key, as TLS configurations take them.
+    pub fn pair(&self) -> (String, String) {
+        (self.cert.clone(), self.key.clone())
+    }
 }
 
 impl Settings {

@@ -55,7 +55,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let tls_config = tls::server_config(&pki, proxy_ca_pem.as_deref())?;
     let read = |path: &std::path::PathBuf, flag: &str| std::fs::read_to_string(path).with_context(|| format!("reading --{flag} {}", path.display()));
     let proxy_client = match (&args.proxy_client_cert_file, &args.proxy_client_key_file) {
-        (Some(cert), Some(key)) => Some((read(cert, "proxy-client-cert-file")?, read(key, "proxy-client-key-file")?)),
+        (Some(cert), Some(key)) => Some(crate::context::ClientCredentials { cert: read(cert, "proxy-client-cert-file")?, key: read(key, "proxy-client-key-file")? }),
         _ => None,
     };
 

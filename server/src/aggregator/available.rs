@@ -59,8 +59,8 @@ async fn check(ctx: &Ctx, apiservice: &Value) -> Condition {
     }
 }
 
-/// GETs the group/version's discovery as `system:kube-aggregator` in `system:masters`; any 2xx
-/// or 3xx answer within the timeout passes.
+/// GETs the group/version's discovery as `system:kube-aggregator` in `system:masters`; a 2xx
+/// answer within the timeout passes (redirects are not followed).
 async fn discovery_check(ctx: &Ctx, apiservice: &Value) -> Result<(), String> {
     let target = endpoint(ctx, apiservice)?;
     let (group, version) = (apiservice["spec"]["group"].as_str().unwrap_or_default(), apiservice["spec"]["version"].as_str().unwrap_or_default());
@@ -68,12 +68,12 @@ async fn discovery_check(ctx: &Ctx, apiservice: &Value) -> Result<(), String> {
     let url = format!("{}{}", target.url().trim_end_matches('/'), path);
     let mut req = http::Request::get(&path).header(http::header::ACCEPT, "application/json");
     let prober = UserInfo { name: "system:kube-aggregator".into(), groups: vec!["system:masters".into()], ..Default::default() };
-    set_user(req.headers_mut().expect("a fresh builder has headers"), &prober);
+    set_user(req.headers_mut().expect("a fresh builder has headers"), &prober)?;
     let req = req.body(http_body_util::Full::new(bytes::Bytes::new())).map_err(|e| e.to_string())?;
     match tokio::time::timeout(DISCOVERY_TIMEOUT, target.send(req)).await {
         Err(_) => Err(format!("timed out waiting for {url}")),
         Ok(Err(e)) => Err(format!("failing or missing response from {url}: {e}")),
-        Ok(Ok(answer)) if answer.status().is_success() || answer.status().is_redirection() => Ok(()),
+        Ok(Ok(answer)) if answer.status().is_success() => Ok(()),
         Ok(Ok(answer)) => Err(format!("failing or missing response from {url}: bad status from {url}: {}", answer.status().as_u16())),
     }
 }
@@ -104,7 +104,7 @@ async fn write(ctx: &Ctx, name: &str, (status, reason, message): Condition) -> A
 async fn sync(ctx: &Ctx) -> ApiResult<()> {
     let listed = ctx.store.cache().list(PREFIX, None, None, None, &|_| true)?;
     for item in &listed.items {
-        let apiservice = handlers::parse(item)?;
+        let Ok(apiservice) = handlers::parse(item) else { continue };
         let want = if apiservice["spec"]["service"].is_object() {
             check(ctx, &apiservice).await
         } else {
@@ -116,7 +116,10 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
         }
         let name = apiservice["metadata"]["name"].as_str().unwrap_or_default();
         tracing::info!(apiservice = name, status = want.0, reason = want.1, message = %want.2, "APIService availability changed");
-        write(ctx, name, want).await?;
+        // One APIService that cannot be written does not hold up the others.
+        if let Err(e) = write(ctx, name, want).await {
+            tracing::warn!(apiservice = name, error = %e, "APIService status not written");
+        }
     }
     Ok(())
 }

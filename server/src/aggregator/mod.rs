@@ -71,9 +71,10 @@ pub fn endpoint(ctx: &Ctx, apiservice: &Value) -> Result<Endpoint, String> {
         "service": {"namespace": service["namespace"], "name": service["name"], "port": service["port"].as_i64().unwrap_or(443)},
         "caBundle": spec["caBundle"],
     });
-    let target = client_config::endpoint_as(&ctx.store, &config, ctx.settings.proxy_client.clone())?;
+    let client = ctx.settings.proxy_client.as_ref().map(|c| c.pair());
+    let target = client_config::endpoint_as(&ctx.store, &config, client.clone())?;
     match spec["insecureSkipTLSVerify"] == true {
-        true => target.without_verification(ctx.settings.proxy_client.clone()),
+        true => target.without_verification(client),
         false => Ok(target),
     }
 }
@@ -85,32 +86,43 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest document read from an extension server.
 const MAX_DOCUMENT: usize = 16 * 1024 * 1024;
 
-/// Documents fetched from extension servers, by APIService name and path: when, and the last
-/// document fetched (kept while its server cannot be asked).
-static FETCHED: Mutex<Option<HashMap<(String, String), (Instant, Option<Value>)>>> = Mutex::new(None);
+/// A document fetched from an extension server: when it was last asked for, the last document
+/// it gave (kept while it cannot be asked), and whether that asking succeeded.
+#[derive(Clone)]
+struct Fetched {
+    at: Instant,
+    doc: Option<Value>,
+    fresh: bool,
+}
+
+/// Documents fetched from extension servers, by APIService name and path.
+static FETCHED: Mutex<Option<HashMap<(String, String), Fetched>>> = Mutex::new(None);
 
 /// The JSON document at `path` on the APIService's server, asked for as `user` at most once
 /// every [`REFRESH`]; with whether this is the latest answer (`false`: the last one, or none,
 /// while the server cannot be asked).
 pub async fn cached(ctx: &Ctx, apiservice: &Value, path: &str, user: &UserInfo) -> (Option<Value>, bool) {
     let key = (apiservice["metadata"]["name"].as_str().unwrap_or_default().to_string(), path.to_string());
+    let available = is_available(apiservice);
     let last = FETCHED.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashMap::new).get(&key).cloned();
-    if let Some((at, doc)) = &last {
-        if at.elapsed() < REFRESH {
-            return (doc.clone(), doc.is_some());
+    if let Some(f) = &last {
+        // An APIService that became available is asked at once.
+        if f.at.elapsed() < REFRESH && (f.fresh || !available) {
+            return (f.doc.clone(), f.fresh);
         }
     }
-    let fetched = if is_available(apiservice) { fetch(ctx, apiservice, path, user).await.ok() } else { None };
+    let fetched = if available { fetch(ctx, apiservice, path, user).await.ok() } else { None };
     let fresh = fetched.is_some();
-    let doc = fetched.or_else(|| last.and_then(|(_, d)| d));
-    FETCHED.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashMap::new).insert(key, (Instant::now(), doc.clone()));
+    let doc = fetched.or_else(|| last.and_then(|f| f.doc));
+    let entry = Fetched { at: Instant::now(), doc: doc.clone(), fresh };
+    FETCHED.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashMap::new).insert(key, entry);
     (doc, fresh)
 }
 
 async fn fetch(ctx: &Ctx, apiservice: &Value, path: &str, user: &UserInfo) -> Result<Value, String> {
     let target = endpoint(ctx, apiservice)?;
     let mut req = http::Request::get(path).header(http::header::ACCEPT, "application/json");
-    set_user(req.headers_mut().expect("a fresh builder has headers"), user);
+    set_user(req.headers_mut().expect("a fresh builder has headers"), user)?;
     let req = req.body(http_body_util::Full::new(bytes::Bytes::new())).map_err(|e| e.to_string())?;
     let read = async {
         let answer = target.send(req).await.map_err(|e| e.to_string())?;
@@ -124,12 +136,14 @@ async fn fetch(ctx: &Ctx, apiservice: &Value, path: &str, user: &UserInfo) -> Re
 }
 
 /// Headers that belong to one connection, never forwarded.
-pub const HOP_BY_HOP: &[&str] = &["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "host"];
+pub const HOP_BY_HOP: &[&str] =
+    &["connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "transfer-encoding", "te", "trailer", "upgrade", "host"];
 
 /// Sets the user an extension server reads from the request (`X-Remote-User`, `X-Remote-Uid`,
 /// one `X-Remote-Group` per group, `X-Remote-Extra-{key}` per extra value with the key
-/// percent-encoded), after removing any the client sent and every credential.
-pub fn set_user(headers: &mut HeaderMap, user: &UserInfo) {
+/// percent-encoded), after removing any the client sent and every credential. A name, group or
+/// extra value a header cannot carry is an error: the user is passed on whole or not at all.
+pub fn set_user(headers: &mut HeaderMap, user: &UserInfo) -> Result<(), String> {
     let dropped: Vec<HeaderName> = headers
         .keys()
         .filter(|k| {
@@ -141,25 +155,22 @@ pub fn set_user(headers: &mut HeaderMap, user: &UserInfo) {
     for name in dropped {
         headers.remove(name);
     }
-    let value = |v: &str| HeaderValue::from_str(v).ok();
-    if let Some(v) = value(&user.name) {
-        headers.insert("x-remote-user", v);
-    }
-    if let Some(v) = value(&user.uid).filter(|_| !user.uid.is_empty()) {
-        headers.insert("x-remote-uid", v);
+    let value = |v: &str| HeaderValue::from_str(v).map_err(|_| "the user's name, groups or extra values cannot be carried in request headers".to_string());
+    headers.insert("x-remote-user", value(&user.name)?);
+    if !user.uid.is_empty() {
+        headers.insert("x-remote-uid", value(&user.uid)?);
     }
     for group in &user.groups {
-        if let Some(v) = value(group) {
-            headers.append("x-remote-group", v);
-        }
+        headers.append("x-remote-group", value(group)?);
     }
     let extra: &BTreeMap<String, Vec<String>> = &user.extra;
     for (key, values) in extra {
-        let Ok(name) = HeaderName::from_bytes(format!("x-remote-extra-{}", escape_key(key)).as_bytes()) else { continue };
-        for v in values.iter().filter_map(|v| value(v)) {
-            headers.append(name.clone(), v);
+        let name = HeaderName::from_bytes(format!("x-remote-extra-{}", escape_key(key)).as_bytes()).map_err(|e| e.to_string())?;
+        for v in values {
+            headers.append(name.clone(), value(v)?);
         }
     }
+    Ok(())
 }
 
 /// An extra key as a header name may carry it: bytes that are not token characters, and `%`,
@@ -187,7 +198,7 @@ mod tests {
             groups: vec!["dev".into(), "system:authenticated".into()],
             extra: BTreeMap::from([("example.com/team id".to_string(), vec!["a".to_string(), "b".to_string()])]),
         };
-        set_user(&mut headers, &user);
+        set_user(&mut headers, &user).unwrap();
         assert!(headers.get("authorization").is_none() && headers.get("impersonate-user").is_none());
         assert_eq!(headers["x-remote-user"], "alice");
         assert_eq!(headers["x-remote-uid"], "u-1");
@@ -195,5 +206,7 @@ mod tests {
         assert_eq!(groups, ["dev", "system:authenticated"]);
         assert_eq!(headers.get_all("x-remote-extra-example.com%2Fteam%20id").iter().count(), 2);
         assert_eq!(headers["accept"], "application/json");
+        let bad = UserInfo { name: "eve\nX-Remote-Group: system:masters".into(), ..Default::default() };
+        assert!(set_user(&mut headers, &bad).is_err());
     }
 }

@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::{endpoint, is_available, set_user, HOP_BY_HOP};
 use crate::auth::UserInfo;
 use crate::context::Ctx;
+use crate::webhook::CallError;
 
 fn text(status: StatusCode, body: String) -> Response {
     let mut resp = (status, body).into_response();
@@ -42,13 +43,16 @@ pub async fn forward(ctx: &Ctx, apiservice: &Value, parts: &http::request::Parts
             headers.append(name.clone(), value.clone());
         }
     }
-    set_user(headers, user);
+    if let Err(e) = set_user(headers, user) {
+        return text(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n"));
+    }
     let Ok(request) = request.body(Full::new(body)) else {
         return text(StatusCode::BAD_REQUEST, "the request cannot be forwarded\n".into());
     };
     let answer = match target.send(request).await {
         Ok(a) => a,
-        Err(e) => return text(StatusCode::SERVICE_UNAVAILABLE, format!("error trying to reach service: {e}\n")),
+        Err(CallError::Transport(e)) => return text(StatusCode::SERVICE_UNAVAILABLE, format!("error trying to reach service: {e}\n")),
+        Err(CallError::Timeout(after)) => return text(StatusCode::SERVICE_UNAVAILABLE, format!("error trying to reach service: no answer within {after:?}\n")),
     };
     if answer.status().is_redirection() && answer.headers().contains_key(header::LOCATION) {
         return text(StatusCode::BAD_GATEWAY, "the backend attempted to redirect this request, which is not permitted\n".into());

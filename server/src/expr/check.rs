@@ -79,8 +79,20 @@ impl Checker {
                 }
             }
             Expr::Call(c) => {
-                let mut args: Vec<Ty> = c.target.iter().map(|t| self.expr(t)).collect();
+                // `sets.contains(a, b)`, `strings.quote(s)`, `optional.of(x)`: a function of a
+                // library's namespace, not a member call on a variable.
+                let namespaced = c.target.as_deref().and_then(|t| match &t.expr {
+                    Expr::Ident(name) if self.lookup(name).is_none() => Some(name),
+                    _ => None,
+                });
+                let mut args: Vec<Ty> = match namespaced {
+                    Some(_) => Vec::new(),
+                    None => c.target.iter().map(|t| self.expr(t)).collect(),
+                };
                 args.extend(c.args.iter().map(|a| self.expr(a)));
+                if namespaced.is_some() {
+                    return returns(&c.func_name, false);
+                }
                 self.call(e.id, &c.func_name, c.target.is_some(), &args)
             }
             Expr::List(l) => {
@@ -278,7 +290,6 @@ fn returns(name: &str, member: bool) -> Ty {
         "matches" | "startsWith" | "endsWith" | "contains" | "isSorted" | "isURL" | "isIP" | "isCIDR" | "isQuantity" | "all" | "exists" | "exists_one" => Ty::Bool,
         "lowerAscii" | "upperAscii" | "trim" | "replace" | "substring" | "charAt" | "join" | "format" | "quote" | "getScheme" | "getHost"
         | "getHostname" | "getPort" | "getEscapedPath" => Ty::String,
-        "indexOf" | "lastIndexOf" if member => Ty::Dyn,
         "split" => Ty::List(Box::new(Ty::String)),
         _ => Ty::Dyn,
     }
@@ -325,6 +336,7 @@ mod tests {
             "size(object.spec.containers) == variables.n",
             "object.spec.replicas == null || object.kind == 'Deployment'",
             "[1, 2].all(x, x > 0) && {'a': 1}.a == 1 && type(1) == int",
+            "sets.contains(['a'], ['a']) && strings.quote('x') != '' && optional.of(1).hasValue()",
         ] {
             assert!(check(ok, &vars).is_ok(), "{ok}: {:?}", check(ok, &vars));
         }
