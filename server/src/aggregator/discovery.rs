@@ -11,16 +11,14 @@ use super::{cached, remotes};
 use crate::auth::UserInfo;
 use crate::context::Ctx;
 
-/// The remote groups with their versions, by priority (highest first, then by name).
+/// The remote groups with their versions: groups by their highest `groupPriorityMinimum`, then
+/// by name; within a group, versions by `versionPriority`, then GA before beta before alpha.
 fn remote_groups(ctx: &Ctx) -> Vec<(String, Vec<Value>)> {
-    let mut apiservices = remotes(ctx);
+    ordered(remotes(ctx))
+}
+
+fn ordered(apiservices: Vec<Value>) -> Vec<(String, Vec<Value>)> {
     let priority = |a: &Value, field: &str| a["spec"][field].as_i64().unwrap_or(0);
-    apiservices.sort_by(|a, b| {
-        priority(b, "groupPriorityMinimum")
-            .cmp(&priority(a, "groupPriorityMinimum"))
-            .then_with(|| a["spec"]["group"].as_str().cmp(&b["spec"]["group"].as_str()))
-            .then_with(|| priority(b, "versionPriority").cmp(&priority(a, "versionPriority")))
-    });
     let mut groups: Vec<(String, Vec<Value>)> = Vec::new();
     for a in apiservices {
         let group = a["spec"]["group"].as_str().unwrap_or_default().to_string();
@@ -29,6 +27,14 @@ fn remote_groups(ctx: &Ctx) -> Vec<(String, Vec<Value>)> {
             None => groups.push((group, vec![a])),
         }
     }
+    for (_, versions) in &mut groups {
+        versions.sort_by(|a, b| {
+            let name = |x: &Value| crate::crd::served::priority(x["spec"]["version"].as_str().unwrap_or_default());
+            priority(b, "versionPriority").cmp(&priority(a, "versionPriority")).then_with(|| name(b).cmp(&name(a)))
+        });
+    }
+    let top = |versions: &[Value]| versions.iter().map(|a| priority(a, "groupPriorityMinimum")).max().unwrap_or(0);
+    groups.sort_by(|(ga, va), (gb, vb)| top(vb).cmp(&top(va)).then_with(|| ga.cmp(gb)));
     groups
 }
 
@@ -114,6 +120,14 @@ pub async fn extend_aggregated(ctx: &Ctx, doc: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn groups_and_versions_go_by_priority() {
+        let a = |group: &str, version: &str, g: i64, v: i64| json!({"spec": {"group": group, "version": version, "groupPriorityMinimum": g, "versionPriority": v}});
+        let groups = ordered(vec![a("b.io", "v1", 100, 10), a("a.io", "v1alpha1", 200, 5), a("a.io", "v1", 100, 5), a("a.io", "v2", 100, 20), a("c.io", "v1", 100, 1)]);
+        let names: Vec<(&str, Vec<&str>)> = groups.iter().map(|(g, vs)| (g.as_str(), vs.iter().map(|v| v["spec"]["version"].as_str().unwrap()).collect())).collect();
+        assert_eq!(names, [("a.io", vec!["v2", "v1", "v1alpha1"]), ("b.io", vec!["v1"]), ("c.io", vec!["v1"])]);
+    }
 
     #[test]
     fn resource_lists_become_aggregated_entries() {

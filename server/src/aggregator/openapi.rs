@@ -2,8 +2,9 @@
 //! APIService's server is asked for its `/openapi/v2` as `system:aggregator`, at most once a
 //! minute, the last good answer kept while it cannot be asked. `/openapi/v2` then carries its
 //! paths under `/apis/{group}/{version}/` (this server's own paths win a conflict) and the
-//! definitions they need that this server does not have (one this server has is kept as this
-//! server has it). The merged document is built again only when a fetched document changes.
+//! definitions and shared parameters they need that this server does not have (one this server
+//! has is kept as this server has it). The merged document is built again only when a fetched
+//! document changes.
 
 use std::sync::{Arc, Mutex};
 
@@ -33,35 +34,36 @@ pub async fn v2(ctx: &Ctx, base: impl FnOnce() -> Vec<u8>) -> Option<Arc<(Vec<u8
         return None;
     }
     let generation = crate::registry::custom::current().generation;
-    let mut last = MERGED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((made_from, made_at, merged)) = last.as_ref() {
+    if let Some((made_from, made_at, merged)) = MERGED.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
         if *made_from == docs && *made_at == generation {
             return Some(merged.clone());
         }
     }
+    // Merged without the lock held: two requests may both merge; the later result is kept.
     let mut doc: Value = serde_json::from_slice(&base()).ok()?;
     for remote in docs.iter().flatten() {
         merge(&mut doc, remote);
     }
     let merged = Arc::new((serde_json::to_vec(&doc).unwrap_or_default(), crate::openapi::gnostic::document(&doc)));
-    *last = Some((docs, generation, merged.clone()));
+    *MERGED.lock().unwrap_or_else(|p| p.into_inner()) = Some((docs, generation, merged.clone()));
     Some(merged)
 }
 
 /// A document's paths under `prefix`, with all its definitions.
 fn only_under(doc: &Value, prefix: &str) -> Value {
     let paths: Map<String, Value> = doc["paths"].as_object().into_iter().flatten().filter(|(p, _)| p.starts_with(prefix)).map(|(p, v)| (p.clone(), v.clone())).collect();
-    serde_json::json!({"paths": paths, "definitions": doc["definitions"]})
+    serde_json::json!({"paths": paths, "definitions": doc["definitions"], "parameters": doc["parameters"]})
 }
 
 /// Adds `remote`'s paths and definitions that `doc` does not have.
 fn merge(doc: &mut Value, remote: &Value) {
-    for (field, from) in [("paths", &remote["paths"]), ("definitions", &remote["definitions"])] {
+    for field in ["paths", "definitions", "parameters"] {
+        let Some(from) = remote[field].as_object() else { continue };
         if !doc[field].is_object() {
             doc[field] = Value::Object(Map::new());
         }
         let into = doc[field].as_object_mut().expect("made an object above");
-        for (name, v) in from.as_object().into_iter().flatten() {
+        for (name, v) in from {
             into.entry(name.clone()).or_insert_with(|| v.clone());
         }
     }
