@@ -304,7 +304,7 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
             Some(doc)
         }
         ["api", v] => discovery::api_resource_list("", v),
-        ["apis", g] => discovery::api_group(g).or_else(|| crate::aggregator::discovery::group(ctx, g)),
+        ["apis", g] => crate::aggregator::discovery::group(ctx, g, discovery::api_group(g)),
         ["apis", g, v] => discovery::api_resource_list(g, v),
         // The Swagger document as JSON, or in gnostic's protobuf form when that is asked for
         // first.

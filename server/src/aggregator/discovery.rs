@@ -1,5 +1,6 @@
 //! Discovery of the groups extension servers serve: each APIService that names a Service adds
-//! its group/version to `/apis` and `/apis/{group}` (whether available or not, as
+//! its group/version to `/apis` and `/apis/{group}` (to the group's entry when this server
+//! serves other versions of it; whether available or not, as
 //! kube-aggregator lists them), ordered by `groupPriorityMinimum` and `versionPriority`; in
 //! aggregated discovery each version carries the resources its server lists at
 //! `/apis/{group}/{version}`, fetched at most once a minute, and is `Stale` (with what was last
@@ -51,15 +52,42 @@ fn api_group(group: &str, apiservices: &[Value]) -> Value {
 
 /// Adds the remote groups to the `/apis` group list.
 pub fn extend_group_list(ctx: &Ctx, doc: &mut Value) {
-    if let Some(groups) = doc["groups"].as_array_mut() {
-        groups.extend(remote_groups(ctx).iter().map(|(g, a)| api_group(g, a)));
+    let Some(groups) = doc["groups"].as_array_mut() else { return };
+    for (group, apiservices) in remote_groups(ctx) {
+        let remote = api_group(&group, &apiservices);
+        let versions = remote["versions"].as_array().cloned().unwrap_or_default();
+        add_versions(groups, &group, remote, versions);
     }
 }
 
-/// `/apis/{group}` for a group only extension servers serve.
-pub fn group(ctx: &Ctx, group: &str) -> Option<Value> {
-    let (name, apiservices) = remote_groups(ctx).into_iter().find(|(g, _)| g == group)?;
-    let mut doc = api_group(&name, &apiservices);
+/// Adds `versions` to the entry of `group` in a group list (named at `name`, or at
+/// `metadata.name` in aggregated discovery), after the versions this server serves itself; or
+/// adds `entry` when this server serves none of the group.
+fn add_versions(entries: &mut Vec<Value>, group: &str, entry: Value, versions: Vec<Value>) {
+    match entries.iter_mut().find(|e| e["name"] == group || e["metadata"]["name"] == group) {
+        Some(local) => {
+            if let Some(list) = local["versions"].as_array_mut() {
+                list.extend(versions);
+            }
+        }
+        None => entries.push(entry),
+    }
+}
+
+/// `/apis/{group}`: `local` (this server's versions of the group, if any) with the versions
+/// extension servers serve.
+pub fn group(ctx: &Ctx, group: &str, local: Option<Value>) -> Option<Value> {
+    let Some((name, apiservices)) = remote_groups(ctx).into_iter().find(|(g, _)| g == group) else { return local };
+    let remote = api_group(&name, &apiservices);
+    let mut doc = match local {
+        Some(mut doc) => {
+            if let (Some(list), Some(more)) = (doc["versions"].as_array_mut(), remote["versions"].as_array()) {
+                list.extend(more.iter().cloned());
+            }
+            doc
+        }
+        None => remote,
+    };
     doc["kind"] = json!("APIGroup");
     doc["apiVersion"] = json!("v1");
     Some(doc)
@@ -110,16 +138,27 @@ pub async fn extend_aggregated(ctx: &Ctx, doc: &mut Value) {
             let resources = list.map(|l| to_discovery(&group, version, &l)).unwrap_or_default();
             versions.push(json!({"version": version, "resources": resources, "freshness": if fresh { "Current" } else { "Stale" }}));
         }
-        items.push(json!({"metadata": {"name": group, "creationTimestamp": null}, "versions": versions}));
+        items.push((group, versions));
     }
-    if let Some(list) = doc["items"].as_array_mut() {
-        list.extend(items);
+    let Some(list) = doc["items"].as_array_mut() else { return };
+    for (group, versions) in items {
+        let entry = json!({"metadata": {"name": group, "creationTimestamp": null}, "versions": versions});
+        add_versions(list, &group, entry, versions);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_group_served_here_gets_the_remote_versions() {
+        let mut groups = vec![json!({"name": "stable.example.com", "versions": [{"version": "v1"}]})];
+        add_versions(&mut groups, "stable.example.com", json!({}), vec![json!({"version": "v2"})]);
+        add_versions(&mut groups, "metrics.example.com", json!({"name": "metrics.example.com"}), vec![]);
+        assert_eq!(groups[0]["versions"], json!([{"version": "v1"}, {"version": "v2"}]));
+        assert_eq!(groups[1]["name"], "metrics.example.com");
+    }
 
     #[test]
     fn groups_and_versions_go_by_priority() {
