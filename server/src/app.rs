@@ -320,10 +320,14 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
                 None => ApiError::NotAcceptable("only application/json and the protobuf form are served for /openapi/v2".into()).into_response(),
             }
         }
-        ["openapi", "v3"] => return raw_json(openapi::v3_index()),
+        ["openapi", "v3"] => {
+            let mut index: Value = serde_json::from_slice(&openapi::v3_index()).unwrap_or_default();
+            crate::aggregator::openapi::extend_v3_index(ctx, &mut index).await;
+            Some(index)
+        }
         ["openapi", "v3", rest @ ..] => match openapi::v3_group_version(&rest.join("/")) {
             Some(b) => return raw_json(b),
-            None => None,
+            None => crate::aggregator::openapi::v3_document(ctx, &rest.join("/")).await,
         },
         _ => None,
     };

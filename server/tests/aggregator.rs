@@ -59,6 +59,13 @@ fn answer(path: &str, user: &str) -> (u16, Value) {
             "paths": {"/apis/metrics.example.com/v1/namespaces/{namespace}/widgets": {"get": {"operationId": "listWidgets"}}, "/api/v1/pods": {"get": {"operationId": "stolen"}}},
             "definitions": {"com.example.metrics.v1.Widget": {"type": "object", "properties": {"size": {"type": "integer"}}}},
         })),
+        ["openapi", "v3"] => (200, json!({"paths": {"apis/metrics.example.com/v1": {"serverRelativeURL": "/openapi/v3/apis/metrics.example.com/v1?hash=0123"}}})),
+        ["openapi", "v3", "apis", "metrics.example.com", "v1"] => (200, json!({"openapi": "3.0.0", "info": {"title": "widgets", "version": "v1"},
+            "paths": {"/apis/metrics.example.com/v1/namespaces/{namespace}/widgets": {"get": {"x-kubernetes-group-version-kind": {"group": "metrics.example.com", "version": "v1", "kind": "Widget"}}}},
+            "components": {"schemas": {"com.example.metrics.v1.Widget": {"type": "object", "description": "A widget, made for its caller.",
+                "properties": {"size": {"type": "integer", "description": "How big the widget is."}},
+                "x-kubernetes-group-version-kind": [{"group": "metrics.example.com", "version": "v1", "kind": "Widget"}]}}},
+        })),
         _ => (404, json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404, "message": "not found"})),
     }
 }
@@ -173,6 +180,14 @@ async fn an_apiservice_hands_its_group_to_an_extension_server() {
     assert_eq!(openapi["definitions"]["com.example.metrics.v1.Widget"]["properties"]["size"]["type"], "integer");
     assert_ne!(openapi["paths"]["/api/v1/pods"]["get"]["operationId"], "stolen");
     assert!(ext.seen.lock().unwrap().iter().any(|seen| seen.path == "/openapi/v2" && seen.user == "system:aggregator"));
+
+    // OpenAPI v3: the index lists the group version, whose document is the server's own, and
+    // kubectl explains the kind from it.
+    let index: Value = serde_json::from_str(&s.kubectl_ok(&["get", "--raw", "/openapi/v3"])).unwrap();
+    assert_eq!(index["paths"]["apis/metrics.example.com/v1"]["serverRelativeURL"], "/openapi/v3/apis/metrics.example.com/v1?hash=0123");
+    assert!(index["paths"]["apis/apps/v1"].is_object());
+    let explained = s.kubectl_ok(&["explain", "widgets.metrics.example.com.size"]);
+    assert!(explained.contains("How big the widget is."), "{explained}");
 
     // A user allowed to list widgets gets the extension server's answer, made for that user.
     let carol = s.kubeconfig_for("carol", &["system:masters"]);

@@ -4,7 +4,8 @@
 //! paths under `/apis/{group}/{version}/` (this server's own paths win a conflict) and the
 //! definitions and shared parameters they need that this server does not have (one this server
 //! has is kept as this server has it). The merged document is built again only when a fetched
-//! document changes.
+//! document changes. `/openapi/v3` lists the group versions whose servers list them in their
+//! own index, and their documents are the servers' own (fetched the same way).
 
 use std::sync::{Arc, Mutex};
 
@@ -23,10 +24,9 @@ static MERGED: Mutex<Option<Merged>> = Mutex::new(None);
 /// `/openapi/v2` with the extension servers' paths and definitions, as (JSON, protobuf);
 /// `None` when no extension server has a document.
 pub async fn v2(ctx: &Ctx, base: impl FnOnce() -> Vec<u8>) -> Option<Arc<(Vec<u8>, Vec<u8>)>> {
-    let asker = UserInfo { name: "system:aggregator".into(), ..Default::default() };
     let mut docs = Vec::new();
     for apiservice in remotes(ctx) {
-        let (doc, _) = cached(ctx, &apiservice, "/openapi/v2", &asker).await;
+        let (doc, _) = cached(ctx, &apiservice, "/openapi/v2", &aggregator()).await;
         let (group, version) = (apiservice["spec"]["group"].as_str().unwrap_or_default(), apiservice["spec"]["version"].as_str().unwrap_or_default());
         docs.push(doc.map(|d| only_under(&d, &format!("/apis/{group}/{version}/"))));
     }
@@ -47,6 +47,29 @@ pub async fn v2(ctx: &Ctx, base: impl FnOnce() -> Vec<u8>) -> Option<Arc<(Vec<u8
     let merged = Arc::new((serde_json::to_vec(&doc).unwrap_or_default(), crate::openapi::gnostic::document(&doc)));
     *MERGED.lock().unwrap_or_else(|p| p.into_inner()) = Some((docs, generation, merged.clone()));
     Some(merged)
+}
+
+fn aggregator() -> UserInfo {
+    UserInfo { name: "system:aggregator".into(), ..Default::default() }
+}
+
+/// Adds to the `/openapi/v3` index each remote group version its server's index lists.
+pub async fn extend_v3_index(ctx: &Ctx, index: &mut Value) {
+    for apiservice in remotes(ctx) {
+        let (group, version) = (apiservice["spec"]["group"].as_str().unwrap_or_default(), apiservice["spec"]["version"].as_str().unwrap_or_default());
+        let gv = format!("apis/{group}/{version}");
+        let (Some(remote), _) = cached(ctx, &apiservice, "/openapi/v3", &aggregator()).await else { continue };
+        if let (Some(entry), Some(paths)) = (remote["paths"].get(&gv), index["paths"].as_object_mut()) {
+            paths.entry(gv).or_insert_with(|| entry.clone());
+        }
+    }
+}
+
+/// The OpenAPI v3 document of a remote group version (`apis/{group}/{version}`), as its server
+/// gives it.
+pub async fn v3_document(ctx: &Ctx, path: &str) -> Option<Value> {
+    let apiservice = super::remote_for(ctx, &format!("/{path}"))?;
+    cached(ctx, &apiservice, &format!("/openapi/v3/{path}"), &aggregator()).await.0
 }
 
 /// A document's paths under `prefix`, with all its definitions.
