@@ -103,13 +103,18 @@ async fn write(ctx: &Ctx, name: &str, (status, reason, message): Condition) -> A
 
 async fn sync(ctx: &Ctx) -> ApiResult<()> {
     let listed = ctx.store.cache().list(PREFIX, None, None, None, &|_| true)?;
-    for item in &listed.items {
-        let Ok(apiservice) = handlers::parse(item) else { continue };
-        let want = if apiservice["spec"]["service"].is_object() {
-            check(ctx, &apiservice).await
+    let apiservices: Vec<Value> = listed.items.iter().filter_map(|item| handlers::parse(item).ok()).collect();
+    // The extension servers are checked at once, so one slow server delays the others by its
+    // timeout at most.
+    let wanted = futures::future::join_all(apiservices.iter().map(|apiservice| async move {
+        if apiservice["spec"]["service"].is_object() {
+            check(ctx, apiservice).await
         } else {
             ("True", "Local", "Local APIServices are always available".to_string())
-        };
+        }
+    }))
+    .await;
+    for (apiservice, want) in apiservices.iter().zip(wanted) {
         let has = apiservice["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Available");
         if has.is_some_and(|c| c["status"] == want.0 && c["reason"] == want.1 && c["message"] == want.2.as_str()) {
             continue;
