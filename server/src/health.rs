@@ -108,7 +108,9 @@ pub fn serve(ctx: &Ctx, endpoint: &str, check: Option<&str>, params: &Params) ->
     }
 }
 
-fn text(code: StatusCode, body: String) -> Response {
+/// A plain-text answer, as Go's `http.Error` writes one (health checks, and what the aggregation
+/// layer answers for an extension server).
+pub(crate) fn text(code: StatusCode, body: String) -> Response {
     let mut resp = (code, body).into_response();
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
     resp.headers_mut().insert("x-content-type-options", HeaderValue::from_static("nosniff"));

@@ -104,22 +104,6 @@ async fn start_extension(proxy_ca_pem: &str) -> Extension {
     Extension { port, ca_pem, seen, task }
 }
 
-/// A front-proxy CA, and a client certificate it signed, as PEM: (ca, cert, key).
-fn front_proxy() -> (String, String, String) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "front-proxy-ca");
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::from_ca_cert_pem(&ca.pem(), ca_key).unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.distinguished_name.push(rcgen::DnType::CommonName, "front-proxy-client");
-    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-    let cert = params.signed_by(&key, &issuer).unwrap();
-    (ca.pem(), cert.pem(), key.serialize_pem())
-}
-
 fn apply(s: &TestServer, yaml: &str) {
     let mut cmd = s.kubectl_command(&["apply", "-f", "-"]);
     cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
@@ -147,7 +131,8 @@ async fn available(s: &TestServer, name: &str, want: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_apiservice_hands_its_group_to_an_extension_server() {
-    let (proxy_ca, proxy_cert, proxy_key) = front_proxy();
+    let (proxy_ca, mut leaves) = common::user_cert::proxy_pki(&["front-proxy-client"]);
+    let (proxy_cert, proxy_key) = leaves.remove(0);
     let dir = tempfile::tempdir().unwrap();
     let (cert_file, key_file) = (dir.path().join("proxy.crt"), dir.path().join("proxy.key"));
     std::fs::write(&cert_file, proxy_cert).unwrap();

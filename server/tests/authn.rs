@@ -131,29 +131,6 @@ async fn a_token_webhook_vouches_for_tokens_and_is_cached() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("Unauthorized"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// A CA of the test's own (PEM) and a client certificate and key (PEM) it issues for each of
-/// `cns`.
-fn proxy_pki(cns: &[&str]) -> (String, Vec<(String, String)>) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "front-proxy-ca");
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::from_ca_cert_pem(&ca.pem(), ca_key).unwrap();
-    let leaves = cns
-        .iter()
-        .map(|cn| {
-            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-            params.distinguished_name.push(rcgen::DnType::CommonName, *cn);
-            params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-            let key = rcgen::KeyPair::generate().unwrap();
-            let cert = params.signed_by(&key, &issuer).unwrap();
-            (cert.pem(), key.serialize_pem())
-        })
-        .collect();
-    (ca.pem(), leaves)
-}
-
 /// A TLS client of the server presenting `cert`/`key`.
 fn tls_client(s: &TestServer, cert: &str, key: &str) -> std::sync::Arc<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
@@ -231,7 +208,7 @@ async fn start_proxy(s: &TestServer, tls: std::sync::Arc<rustls::ClientConfig>) 
 async fn an_authenticating_proxy_names_the_user_in_headers() {
     use http_body_util::Full;
     let files = tempfile::tempdir().unwrap();
-    let (ca, leaves) = proxy_pki(&["front-proxy", "other-proxy"]);
+    let (ca, leaves) = common::user_cert::proxy_pki(&["front-proxy", "other-proxy"]);
     let ((cert, key), (other_cert, other_key)) = (&leaves[0], &leaves[1]);
     let ca_file = files.path().join("proxy-ca.crt");
     std::fs::write(&ca_file, &ca).unwrap();

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::{endpoint, set_user, PREFIX};
+use crate::webhook::client_config::get;
 use crate::auth::UserInfo;
 use crate::context::Ctx;
 use crate::controllers::request;
@@ -26,23 +27,18 @@ const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The condition an APIService should have: status, reason, message.
 type Condition = (&'static str, &'static str, String);
 
-fn get(ctx: &Ctx, key: &str) -> Option<Value> {
-    let stored = ctx.store.cache().get(key, None).ok()??;
-    serde_json::from_slice(&stored.data).ok()
-}
-
 /// What the checks find for a remote APIService.
 async fn check(ctx: &Ctx, apiservice: &Value) -> Condition {
     let spec = &apiservice["spec"];
     let (namespace, name) = (spec["service"]["namespace"].as_str().unwrap_or_default(), spec["service"]["name"].as_str().unwrap_or_default());
     let port = spec["service"]["port"].as_i64().unwrap_or(443);
-    let Some(service) = get(ctx, &format!("/registry/services/{namespace}/{name}")) else {
+    let Some(service) = get(&ctx.store, &format!("/registry/services/{namespace}/{name}")).ok().flatten() else {
         return ("False", "ServiceNotFound", format!("service/{name} in \"{namespace}\" is not present"));
     };
     let Some(service_port) = service["spec"]["ports"].as_array().into_iter().flatten().find(|p| p["port"].as_i64() == Some(port)) else {
         return ("False", "ServicePortError", format!("service/{name} in \"{namespace}\" is not listening on port {port}"));
     };
-    let Some(endpoints) = get(ctx, &format!("/registry/endpoints/{namespace}/{name}")) else {
+    let Some(endpoints) = get(&ctx.store, &format!("/registry/endpoints/{namespace}/{name}")).ok().flatten() else {
         return ("False", "EndpointsNotFound", format!("cannot find endpoints for service/{name} in \"{namespace}\""));
     };
     let port_name = service_port["name"].as_str().unwrap_or_default();

@@ -29,8 +29,7 @@ pub const PREFIX: &str = "/registry/apiregistration.k8s.io/apiservices/";
 
 /// The APIService named `{version}.{group}`, when it names a Service.
 fn remote_named(ctx: &Ctx, group: &str, version: &str) -> Option<Value> {
-    let stored = ctx.store.cache().get(&format!("{PREFIX}{version}.{group}"), None).ok()??;
-    let apiservice: Value = serde_json::from_slice(&stored.data).ok()?;
+    let apiservice = client_config::get(&ctx.store, &format!("{PREFIX}{version}.{group}")).ok()??;
     apiservice["spec"]["service"].is_object().then_some(apiservice)
 }
 
@@ -39,7 +38,7 @@ fn remote_named(ctx: &Ctx, group: &str, version: &str) -> Option<Value> {
 pub fn remote_for(ctx: &Ctx, path: &str) -> Option<Value> {
     let mut segments = path.trim_start_matches('/').split('/');
     let (Some("apis"), Some(group), Some(version)) = (segments.next(), segments.next(), segments.next()) else { return None };
-    if version.is_empty() || crate::registry::served().any(|r| r.group == group && r.version == version) {
+    if version.is_empty() || crate::registry::serves(group, version) {
         return None;
     }
     remote_named(ctx, group, version)
@@ -52,7 +51,10 @@ pub fn remotes(ctx: &Ctx) -> Vec<Value> {
         .items
         .iter()
         .filter_map(|o| serde_json::from_slice::<Value>(&o.data).ok())
-        .filter(|a| a["spec"]["service"].is_object() && !crate::registry::served().any(|r| r.group == a["spec"]["group"] && r.version == a["spec"]["version"]))
+        .filter(|a| {
+            let (group, version) = (a["spec"]["group"].as_str().unwrap_or_default(), a["spec"]["version"].as_str().unwrap_or_default());
+            a["spec"]["service"].is_object() && !crate::registry::serves(group, version)
+        })
         .collect()
 }
 

@@ -6,22 +6,17 @@
 //! is a 503 naming why.
 
 use axum::body::Body;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use bytes::Bytes;
-use http::{header, HeaderValue, Request, StatusCode};
+use http::{header, Request, StatusCode};
 use http_body_util::Full;
 use serde_json::Value;
 
 use super::{endpoint, is_available, set_user, HOP_BY_HOP};
 use crate::auth::UserInfo;
 use crate::context::Ctx;
+use crate::health::text;
 use crate::webhook::CallError;
-
-fn text(status: StatusCode, body: String) -> Response {
-    let mut resp = (status, body).into_response();
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-    resp
-}
 
 /// Forwards the request to the APIService's extension server.
 pub async fn forward(ctx: &Ctx, apiservice: &Value, parts: &http::request::Parts, user: &UserInfo, body: Bytes) -> Response {

@@ -132,6 +132,13 @@ pub fn served() -> impl Iterator<Item = &'static ResourceInfo> {
     built_in().chain(custom)
 }
 
+/// Whether this server serves any resource of `group`/`version` itself (built-in or custom),
+/// without collecting the custom ones.
+pub fn serves(group: &str, version: &str) -> bool {
+    let matches = |r: &ResourceInfo| r.group == group && r.version == version;
+    built_in().any(matches) || custom::current().entries.iter().any(|(info, _)| matches(info))
+}
+
 /// The built-in resources served.
 pub fn built_in() -> impl Iterator<Item = &'static ResourceInfo> {
     ALL.iter().filter(|r| r.gate.is_none_or(gate_enabled))

@@ -90,7 +90,8 @@ fn ca_pem(b64: &str) -> Result<String, String> {
     String::from_utf8(pem).map_err(|_| "caBundle is not PEM".to_string())
 }
 
-fn get(store: &Store, key: &str) -> Result<Option<Value>, String> {
+/// The object stored at `key`, as JSON.
+pub fn get(store: &Store, key: &str) -> Result<Option<Value>, String> {
     match store.cache().get(key, None).map_err(|e| e.to_string())? {
         Some(o) => serde_json::from_slice(&o.data).map(Some).map_err(|e| e.to_string()),
         None => Ok(None),

@@ -39,3 +39,26 @@ pub fn write_token_kubeconfig(admin: &Path, token: &str, out: &Path) {
     config["users"][0]["user"] = serde_yaml::Mapping::from_iter([("token".into(), token.into())]).into();
     std::fs::write(out, serde_yaml::to_string(&config).unwrap()).expect("write kubeconfig");
 }
+
+/// A front-proxy CA of the test's own (PEM) and a client certificate and key (PEM) it issues for each of
+/// `cns`.
+pub fn proxy_pki(cns: &[&str]) -> (String, Vec<(String, String)>) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "front-proxy-ca");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::from_ca_cert_pem(&ca.pem(), ca_key).unwrap();
+    let leaves = cns
+        .iter()
+        .map(|cn| {
+            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            params.distinguished_name.push(rcgen::DnType::CommonName, *cn);
+            params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+            let key = rcgen::KeyPair::generate().unwrap();
+            let cert = params.signed_by(&key, &issuer).unwrap();
+            (cert.pem(), key.serialize_pem())
+        })
+        .collect();
+    (ca.pem(), leaves)
+}
