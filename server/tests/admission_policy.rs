@@ -1,10 +1,13 @@
 //! ValidatingAdmissionPolicy against the real binary, with kubectl: CEL validations over the
 //! object, the namespace, parameters and variables; messages and message expressions; the
-//! binding's namespace selector and actions; failure policies.
+//! binding's namespace selector and actions; failure policies; the status type check; and
+//! MutatingAdmissionPolicy in both the versions it is served in.
 
 mod common;
 
 use common::TestServer;
+use k8s_pb::apimachinery::pkg::runtime::Unknown;
+use prost::Message;
 
 fn try_apply(s: &TestServer, yaml: &str) -> std::process::Output {
     let mut cmd = s.kubectl_command(&["apply", "-f", "-"]);
@@ -269,7 +272,7 @@ spec:
         [JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("example.com/stamped"), value: object.metadata.annotations["mutated-by"]}]
   reinvocationPolicy: Never
 ---
-apiVersion: admissionregistration.k8s.io/v1beta1
+apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicyBinding
 metadata: {name: stamp-binding.example.com}
 spec:
@@ -295,6 +298,23 @@ async fn mutating_policies_change_what_they_select() {
     apply(&s, MUTATING_POLICY);
     let listed = s.kubectl_ok(&["get", "mutatingadmissionpolicies"]);
     assert!(listed.contains("MUTATIONS") && listed.contains("stamp.example.com"), "{listed}");
+    // v1 (as Kubernetes 1.36 serves it) and v1beta1 are two views of the same objects: the
+    // policy was written as v1beta1, its binding as v1.
+    let in_v1 = s.kubectl_ok(&["get", "mutatingadmissionpolicies.v1.admissionregistration.k8s.io", "stamp.example.com", "-o", "json"]);
+    let in_v1: serde_json::Value = serde_json::from_str(&in_v1).unwrap();
+    assert_eq!(in_v1["apiVersion"], "admissionregistration.k8s.io/v1");
+    assert_eq!(in_v1["spec"]["reinvocationPolicy"], "Never", "{in_v1}");
+    let binding = s.kubectl_ok(&["get", "mutatingadmissionpolicybindings.v1beta1.admissionregistration.k8s.io", "stamp-binding.example.com", "-o", "jsonpath={.apiVersion}"]);
+    assert_eq!(binding, "admissionregistration.k8s.io/v1beta1");
+    // client-go's typed clients read v1 in Protobuf, the v1beta1 message on the wire.
+    let path = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies/stamp.example.com";
+    let reply = s.request(http::Request::get(path).header("accept", "application/vnd.kubernetes.protobuf").body(vec![]).unwrap()).await;
+    assert_eq!(reply.status, 200);
+    let unknown = Unknown::decode(reply.body.strip_prefix(b"k8s\0").expect("the Protobuf prefix")).unwrap();
+    assert_eq!(unknown.type_meta.unwrap().api_version.as_deref(), Some("admissionregistration.k8s.io/v1"));
+    let policy = k8s_pb::api::admissionregistration::v1beta1::MutatingAdmissionPolicy::decode(unknown.raw.unwrap().as_slice()).unwrap();
+    assert_eq!(policy.metadata.unwrap().name.as_deref(), Some("stamp.example.com"));
+    assert_eq!(policy.spec.unwrap().mutations.len(), 2);
 
     s.kubectl_ok(&["create", "deployment", "web", "--image=nginx", "--replicas=5", "-n", "stamped"]);
     let web: serde_json::Value = serde_json::from_str(&s.kubectl_ok(&["get", "deployment", "web", "-n", "stamped", "-o", "json"])).unwrap();

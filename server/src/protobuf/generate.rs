@@ -169,10 +169,13 @@ fn generate() -> String {
     let mut all = BTreeMap::new();
     parse_crate(&k8s_pb_src(), &mut Vec::new(), &mut all);
     let names = json_names();
-    let mut roots: Vec<String> = ALL.iter().map(|r| r.ops.definition.trim_start_matches("io.k8s.").to_string()).collect();
+    let same_as = |m: String| super::SAME_AS.iter().find(|(name, _)| *name == m).map_or(m, |(_, same)| same.to_string());
+    let mut roots: Vec<String> = ALL.iter().map(|r| same_as(r.ops.definition.trim_start_matches("io.k8s.").to_string())).collect();
     // The reviews have no lists.
     roots.extend(
-        ALL.iter().map(|r| format!("{}List", r.ops.definition.trim_start_matches("io.k8s."))).filter(|l| all.contains_key(l)),
+        ALL.iter()
+            .map(|r| same_as(format!("{}List", r.ops.definition.trim_start_matches("io.k8s."))))
+            .filter(|l| all.contains_key(l)),
     );
     roots.extend(super::OTHER_KINDS.iter().map(|(_, _, m)| m.to_string()));
     let mut keep = BTreeSet::new();

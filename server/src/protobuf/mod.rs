@@ -37,6 +37,21 @@ const OTHER_KINDS: &[(&str, &str, &str)] = &[
     ("meta.k8s.io/v1", "PartialObjectMetadataList", "apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList"),
 ];
 
+/// Messages `k8s-pb` does not have yet, each the same on the wire as another version's:
+/// (message, the message it is sent as).
+const SAME_AS: &[(&str, &str)] = &[
+    ("api.admissionregistration.v1.MutatingAdmissionPolicy", "api.admissionregistration.v1beta1.MutatingAdmissionPolicy"),
+    ("api.admissionregistration.v1.MutatingAdmissionPolicyList", "api.admissionregistration.v1beta1.MutatingAdmissionPolicyList"),
+    ("api.admissionregistration.v1.MutatingAdmissionPolicyBinding", "api.admissionregistration.v1beta1.MutatingAdmissionPolicyBinding"),
+    ("api.admissionregistration.v1.MutatingAdmissionPolicyBindingList", "api.admissionregistration.v1beta1.MutatingAdmissionPolicyBindingList"),
+];
+
+/// The schema message a message name is sent as, if there is one.
+fn wire_message(name: &str) -> Option<&'static str> {
+    let name = SAME_AS.iter().find(|(m, _)| *m == name).map_or(name, |(_, same)| same);
+    schema::messages().get_key_value(name).map(|(k, _)| *k)
+}
+
 /// The `runtime.Unknown` envelope, as far as it matters here.
 #[derive(Default)]
 struct Unknown<'a> {
@@ -102,12 +117,11 @@ pub fn watch_frame(kind: &str, obj: &Value) -> ApiResult<Vec<u8>> {
 fn message_for(api_version: &str, kind: &str) -> Option<&'static str> {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     if let Some(info) = registry::lookup_kind(group, version, kind) {
-        return info.ops.definition.strip_prefix("io.k8s.");
+        return wire_message(info.ops.definition.strip_prefix("io.k8s.")?);
     }
     if let Some(item) = kind.strip_suffix("List") {
         if let Some(info) = registry::lookup_kind(group, version, item) {
-            let list = format!("{}List", info.ops.definition.strip_prefix("io.k8s.")?);
-            return schema::messages().get_key_value(list.as_str()).map(|(k, _)| *k);
+            return wire_message(&format!("{}List", info.ops.definition.strip_prefix("io.k8s.")?));
         }
     }
     OTHER_KINDS

@@ -7,6 +7,7 @@ pub mod apiservice;
 pub mod defaults;
 pub mod hpa;
 pub mod immutable;
+pub mod mutating_policy;
 pub mod validate;
 
 pub use columns::*;
