@@ -53,4 +53,19 @@ mod tests {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }
+
+    proptest::proptest! {
+        /// The `timeout` parameter is a request's own text: any of it parses or is refused.
+        #[test]
+        fn any_text_parses_or_is_refused(s in "[-+0-9.nuµsmh]{0,12}|\\PC{0,12}") {
+            let _ = parse_duration(&s);
+        }
+
+        #[test]
+        fn whole_units_add_up(h in 0u64..100, m in 0u64..60, ms in 0u64..1000) {
+            let parsed = parse_duration(&format!("{h}h{m}m{ms}ms")).unwrap();
+            let want = (h * 3_600_000 + m * 60_000 + ms) as f64 / 1e3;
+            proptest::prop_assert!((parsed.as_secs_f64() - want).abs() < 1e-6, "{parsed:?} against {want}");
+        }
+    }
 }

@@ -52,10 +52,15 @@ impl Server {
 
     /// A client for `user` in `groups` (a client certificate from the server's CA).
     pub async fn user_client(&self, user: &str, groups: &[&str]) -> kube::Client {
+        client(&self.user_kubeconfig(user, groups)).await
+    }
+
+    /// A kubeconfig for `user` in `groups`, for a client made elsewhere (on another runtime).
+    pub fn user_kubeconfig(&self, user: &str, groups: &[&str]) -> std::path::PathBuf {
         let dir = self.kubeconfig.parent().expect("data directory");
         let path = dir.join(format!("{user}.kubeconfig"));
         user_cert::write_kubeconfig(&self.kubeconfig, &dir.join("pki"), user, groups, &path);
-        client(&path).await
+        path
     }
 
     /// A client presenting a bearer token instead of the admin's certificate.

@@ -166,7 +166,7 @@ impl Checker {
             // Both sides of one type (numbers of any kind compare equal by value).
             ("_==_" | "_!=_", [a, b]) => {
                 let numbers = |t: &Ty| matches!(t, Ty::Int | Ty::Uint | Ty::Double);
-                if !a.fits(b) && !(numbers(a) && numbers(b)) {
+                if !(a.fits(b) || numbers(a) && numbers(b)) {
                     return self.no_overload(id, name, args);
                 }
                 Ty::Bool

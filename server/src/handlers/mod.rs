@@ -91,7 +91,9 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
             prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;
             let validation = FieldValidation::from_params(params)?;
             let manager = request_manager(req, params, headers, "CreateOptions", None)?;
-            write::create(ctx, req, obj, validation, &duplicate_fields(headers, &body), params.dry_run()?, Some(&manager), &mut warnings).await?
+            let duplicates = duplicate_fields(headers, &body);
+            let opts = write::Create { validation, duplicates: &duplicates, dry_run: params.dry_run()?, manager: Some(&manager) };
+            write::create(ctx, req, obj, opts, &mut warnings).await?
         }
         Verb::Update => {
             let obj = decode_object(headers, &body)?;
@@ -288,7 +290,8 @@ fn own_manager(req: &ResourceRequest) -> Manager {
 
 /// Creates an object on the server's own behalf (bootstrap, controllers).
 pub async fn create_object(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<()> {
-    write::create(ctx, req, obj, FieldValidation::Strict, &[], false, Some(&own_manager(req)), &mut Vec::new()).await.map(|_| ())
+    let opts = write::Create { validation: FieldValidation::Strict, duplicates: &[], dry_run: false, manager: Some(&own_manager(req)) };
+    write::create(ctx, req, obj, opts, &mut Vec::new()).await.map(|_| ())
 }
 
 /// Deletes an object on the server's own behalf.

@@ -204,7 +204,7 @@ async fn apply(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: &[u8], m
             }
             applied["metadata"]["name"] = Value::String(req.name().to_string());
             let created = fieldmanager::apply(None, &applied, &manager, force, def, &now)?;
-            write::create(ctx, req, created, validation, &[], dry_run, None, warnings).await
+            write::create(ctx, req, created, write::Create { validation, duplicates: &[], dry_run, manager: None }, warnings).await
         }
         other => scale_reply(req, other?),
     }

@@ -77,17 +77,19 @@ async fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>) -> Ap
     }
 }
 
+/// How a create checks and records what it writes.
+pub struct Create<'a> {
+    pub validation: FieldValidation,
+    /// Keys the request body repeated, reported per `validation`.
+    pub duplicates: &'a [String],
+    pub dry_run: bool,
+    /// Who writes, for `managedFields` (`None`: a server-side apply, which recorded them).
+    pub manager: Option<&'a Manager>,
+}
+
 /// Creates an object from a request body that passed type checks.
-pub async fn create(
-    ctx: &Ctx,
-    req: &ResourceRequest,
-    mut obj: Value,
-    validation: FieldValidation,
-    duplicates: &[String],
-    dry_run: bool,
-    manager: Option<&Manager>,
-    warnings: &mut Vec<String>,
-) -> ApiResult<Reply> {
+pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Create<'_>, warnings: &mut Vec<String>) -> ApiResult<Reply> {
+    let Create { validation, duplicates, dry_run, manager } = opts;
     let info = req.info;
     if custom::version(info).is_some_and(|v| v.terminating) {
         let name = meta_str(&obj, "name").unwrap_or_default().to_string();

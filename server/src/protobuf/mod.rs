@@ -13,6 +13,8 @@
 mod decode;
 pub(crate) mod encode;
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod generate;
 pub mod schema;
 mod unions;

@@ -2,6 +2,8 @@
 //! [`Filter`] over object JSON.
 
 mod field;
+#[cfg(test)]
+mod fuzz;
 mod label;
 
 pub use field::FieldSelector;

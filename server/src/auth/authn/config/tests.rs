@@ -109,7 +109,7 @@ proptest::proptest! {
             "claimMappings": {"username": {"expression": field}, "groups": {"claim": field}, "uid": {"claim": field, "expression": field}, "extra": [{"key": field, "valueExpression": field}]},
             "userValidationRules": [{"expression": field}]});
         let doc = serde_json::json!({"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AuthenticationConfiguration", "jwt": vec![entry; count], "anonymous": {"enabled": count > 1, "conditions": [{"path": field}]}});
-        let _ = parse(doc.to_string().as_bytes(), &[field.clone()]);
+        let _ = parse(doc.to_string().as_bytes(), std::slice::from_ref(&field));
     }
 }
 

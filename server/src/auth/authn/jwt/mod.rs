@@ -256,7 +256,7 @@ mod tests {
     /// An authenticator of [`ISSUER`] with one ES256 key, and a signer of that key.
     fn authenticator() -> (JwtAuthenticator, impl Fn(&Value) -> String) {
         let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-        let key = keys::Key { kid: Some("k1".into()), key: keys::Verifying::Jwt(DecodingKey::from_ec_der(&pair.public_key_raw())) };
+        let key = keys::Key { kid: Some("k1".into()), key: keys::Verifying::Jwt(DecodingKey::from_ec_der(pair.public_key_raw())) };
         let encoding = EncodingKey::from_ec_der(&pair.serialize_der());
         let settings = Settings {
             issuer: ISSUER.into(),
