@@ -1,8 +1,9 @@
 //! API Priority and Fairness: create throughput at 32 clients (a user classified in
 //! `global-default`) with the default flowcontrol configuration against APF off
 //! (`--enable-priority-and-fairness=false`), and the latency of an exempt (`system:masters`)
-//! client's GETs alone against while a flood of creates from another user fills its priority
-//! level. Run with `cargo bench -p apiserver --bench apf`.
+//! client's GETs (consistent ones, and ones the watch cache answers) alone against while a flood
+//! of creates from another user, on a runtime of its own, fills its priority level. Run with
+//! `cargo bench -p apiserver --bench apf`.
 
 mod common;
 
@@ -61,6 +62,8 @@ async fn main() {
     }
     let (lat, el) = gets(&api, &names, &GetParams::default(), 2_000, 1).await;
     report("get consistent, exempt, idle", lat, el);
+    let (lat, el) = gets(&api, &names, &GetParams::any(), 2_000, 1).await;
+    report("get rv=0, exempt, idle", lat, el);
 
     // The flood runs on a runtime of its own (its own two threads), so that the exempt client's
     // figures hold the server's delay and not the load generator's task queue.
@@ -94,10 +97,13 @@ async fn main() {
     };
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let levels = admin.request_text(http::Request::get("/debug/api_priority_and_fairness/dump_priority_levels").body(vec![]).unwrap()).await.expect("dump");
-    let before = done.load(Ordering::Relaxed);
+    let (before, started) = (done.load(Ordering::Relaxed), std::time::Instant::now());
     let (lat, el) = gets(&api, &names, &GetParams::default(), 2_000, 1).await;
     report("get consistent, exempt, during flood", lat, el);
-    let flooded = done.load(Ordering::Relaxed) - before;
+    // The same GETs from the watch cache (`resourceVersion=0`), which wait for no apply.
+    let (lat, el) = gets(&api, &names, &GetParams::any(), 2_000, 1).await;
+    report("get rv=0, exempt, during flood", lat, el);
+    let (flooded, el) = (done.load(Ordering::Relaxed) - before, started.elapsed());
     stop.store(true, Ordering::Relaxed);
     let _ = flood.await;
     flood_runtime.shutdown_background();

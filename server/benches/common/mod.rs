@@ -78,12 +78,14 @@ impl Server {
         self.dir.path()
     }
 
-    /// A client, once the server has written its kubeconfig and serves the default namespace.
+    /// A client, once the server has written its kubeconfig and answers `/readyz` with `ok`.
     pub async fn client(&self) -> kube::Client {
         for _ in 0..300 {
             if let Some(client) = try_client(&self.kubeconfig).await {
-                let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-                if ns.get("default").await.is_ok() {
+                // Ready as a load balancer sees it: every post-start hook done (the flowcontrol
+                // configuration among them), so that no phase measures the server's start.
+                let ready = client.request_text(http::Request::get("/readyz").body(vec![]).unwrap()).await;
+                if ready.is_ok_and(|r| r.trim() == "ok") {
                     return client;
                 }
             }
