@@ -44,9 +44,10 @@ impl PatchKind {
 /// A malformed patch document is a 400; a JSON patch whose operation fails (a failing `test`,
 /// a missing path) is the 422 Kubernetes gives, whose message does not name the operation.
 ///
-/// Server-side apply is approximated until field management exists: the applied
-/// configuration (YAML or JSON) is merged like a strategic merge patch, so fields are set and
-/// list items merged by key, but fields the applier stopped sending are not removed.
+/// `Apply` merges an applied configuration (YAML or JSON) like a strategic merge patch: fields
+/// are set and list items merged by key, and nothing is removed, as a MutatingAdmissionPolicy's
+/// `ApplyConfiguration` is merged. A server-side apply request goes through field management
+/// instead (`handlers::mutate`), which removes what the applier stopped sending.
 pub fn apply(kind: PatchKind, current: &Value, body: &[u8]) -> ApiResult<Value> {
     match kind {
         PatchKind::Json => json_patch(current, body),
@@ -102,6 +103,20 @@ mod tests {
     use super::*;
     use http::StatusCode;
     use serde_json::json;
+
+    proptest::proptest! {
+        /// A patch body is the request's own bytes: any of them, of any patch type, patch the
+        /// object or are refused with an error, never a panic.
+        #[test]
+        fn arbitrary_bodies_never_panic(current in crate::test_values::json_value(), body in crate::test_values::json_value(), junk in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            let body = serde_json::to_vec(&body).unwrap();
+            for kind in [PatchKind::Json, PatchKind::Merge, PatchKind::Strategic, PatchKind::Apply] {
+                let _ = apply(kind, &current, &body);
+                let _ = apply(kind, &cm(), &body);
+                let _ = apply(kind, &current, &junk);
+            }
+        }
+    }
 
     fn cm() -> Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"a": "1", "b": "2"}}, "data": {"k": "v"}})
