@@ -169,12 +169,11 @@ fn generate() -> String {
     let mut all = BTreeMap::new();
     parse_crate(&k8s_pb_src(), &mut Vec::new(), &mut all);
     let names = json_names();
-    let same_as = |m: String| super::SAME_AS.iter().find(|(name, _)| *name == m).map_or(m, |(_, same)| same.to_string());
-    let mut roots: Vec<String> = ALL.iter().map(|r| same_as(r.ops.definition.trim_start_matches("io.k8s.").to_string())).collect();
+    let mut roots: Vec<String> = ALL.iter().map(|r| super::sent_as(r.ops.definition.trim_start_matches("io.k8s.")).to_string()).collect();
     // The reviews have no lists.
     roots.extend(
         ALL.iter()
-            .map(|r| same_as(format!("{}List", r.ops.definition.trim_start_matches("io.k8s."))))
+            .map(|r| super::sent_as(&format!("{}List", r.ops.definition.trim_start_matches("io.k8s."))).to_string())
             .filter(|l| all.contains_key(l)),
     );
     roots.extend(super::OTHER_KINDS.iter().map(|(_, _, m)| m.to_string()));

@@ -48,10 +48,14 @@ const SAME_AS: &[(&str, &str)] = &[
     ("api.admissionregistration.v1.MutatingAdmissionPolicyBindingList", "api.admissionregistration.v1beta1.MutatingAdmissionPolicyBindingList"),
 ];
 
+/// The message a message name is sent as: its own, or the one [`SAME_AS`] names.
+fn sent_as(name: &str) -> &str {
+    SAME_AS.iter().find(|(m, _)| *m == name).map_or(name, |(_, same)| same)
+}
+
 /// The schema message a message name is sent as, if there is one.
 fn wire_message(name: &str) -> Option<&'static str> {
-    let name = SAME_AS.iter().find(|(m, _)| *m == name).map_or(name, |(_, same)| same);
-    schema::messages().get_key_value(name).map(|(k, _)| *k)
+    schema::messages().get_key_value(sent_as(name)).map(|(k, _)| *k)
 }
 
 /// The `runtime.Unknown` envelope, as far as it matters here.

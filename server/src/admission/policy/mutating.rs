@@ -1,9 +1,9 @@
 //! MutatingAdmissionPolicy (`admissionregistration.k8s.io/v1beta1` as in Kubernetes 1.34, and
-//! `v1` as in 1.36, behind the feature gate of the same name): every write a binding's policy selects is changed by the
-//! policy's mutations in order, each seeing the object as the ones before left it: an
-//! `Object{...}` apply configuration merged as server-side apply merges, or a list of
-//! `JSONPatch{...}` operations. Policies with `reinvocationPolicy: IfNeeded` run once more when a
-//! later policy changed the object after them.
+//! `v1` as in 1.36, behind the feature gate of the same name): every write a binding's policy
+//! selects is changed by the policy's mutations in order, each seeing the object as the ones
+//! before left it: an `Object{...}` apply configuration merged as server-side apply merges, or a
+//! list of `JSONPatch{...}` operations. Policies with `reinvocationPolicy: IfNeeded` run once
+//! more when a later policy changed the object after them.
 
 use raft_store::Store;
 use serde_json::Value;
