@@ -66,7 +66,12 @@ fn start_flood(kubeconfig: PathBuf, kind: Flood) -> Running {
     let tasks = {
         let (stop, answered, refused) = (stop.clone(), answered.clone(), refused.clone());
         runtime.spawn(async move {
-            let client = common::client(&kubeconfig).await;
+            // Without kube-rs' retries (of 429, 503 and 504, up to 15 times): every request is
+            // counted as it is answered, and a stopped flood ends after the request in flight.
+            let kc = kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig");
+            let mut config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.expect("config");
+            config.default_retry = false;
+            let client = kube::Client::try_from(config).expect("client");
             let tasks: Vec<_> = (0..FLOOD_CLIENTS)
                 .map(|c| {
                     let (client, stop, answered, refused) = (client.clone(), stop.clone(), answered.clone(), refused.clone());
