@@ -31,6 +31,8 @@ pub struct Cluster {
     pub lb_port: u16,
     /// `FAILPOINTS` given to every node at start (the deliberately broken modes).
     failpoints: Option<String>,
+    /// Flags every node starts with, besides its address and membership.
+    flags: Vec<String>,
 }
 
 fn free_port() -> Result<u16> {
@@ -47,7 +49,7 @@ fn signal(pid: u32, sig: &str) -> Result<()> {
 
 impl Cluster {
     /// Starts `nodes` replicas of a new cluster under `dir` and the load balancer.
-    pub fn start(bin: &Path, dir: &Path, nodes: u32, failpoints: Option<String>) -> Result<Cluster> {
+    pub fn start(bin: &Path, dir: &Path, nodes: u32, failpoints: Option<String>, flags: Vec<String>) -> Result<Cluster> {
         let net = Net::create(nodes)?;
         let lb_port = free_port()?;
         let status = Command::new(bin)
@@ -60,7 +62,7 @@ impl Cluster {
         if !status.success() {
             bail!("apiserver certs failed");
         }
-        let mut cluster = Cluster { net, bin: bin.to_path_buf(), dir: dir.to_path_buf(), nodes: Vec::new(), haproxy: None, lb_port, failpoints };
+        let mut cluster = Cluster { net, bin: bin.to_path_buf(), dir: dir.to_path_buf(), nodes: Vec::new(), haproxy: None, lb_port, failpoints, flags };
         cluster.nodes = (1..=nodes).map(|i| Node { dir: dir.join(format!("node-{i}")), process: None, paused: false }).collect();
         for i in 1..=nodes {
             cluster.seed_pki(i)?;
@@ -102,6 +104,7 @@ impl Cluster {
             .arg(&dir)
             .args(["--bind-address", &self.net.node_ip(i), "--secure-port", &API_PORT.to_string()])
             .args(["--node-id", &i.to_string(), "--initial-cluster", &members.join(","), "--initial-cluster-state", state])
+            .args(&self.flags)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);

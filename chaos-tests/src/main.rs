@@ -51,6 +51,10 @@ struct Args {
     /// Seed of every random choice (faults, targets, operations).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Log entries between snapshots on every node (the server's `--snapshot-count`): a small
+    /// count makes snapshots, log purges and snapshot installs part of the run.
+    #[arg(long)]
+    snapshot_count: Option<u64>,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -95,6 +99,7 @@ async fn main() {
         apiserver: args.apiserver,
         broken: args.broken,
         seed: args.seed,
+        snapshot_count: args.snapshot_count,
     };
     // On Ctrl-C or SIGTERM the run is dropped, which stops the nodes and removes the hosts.
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");

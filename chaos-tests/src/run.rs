@@ -36,6 +36,7 @@ pub struct Options {
     pub apiserver: Option<PathBuf>,
     pub broken: Option<String>,
     pub seed: u64,
+    pub snapshot_count: Option<u64>,
 }
 
 /// Builds the apiserver with failpoints into its own target directory and returns its path.
@@ -79,7 +80,8 @@ pub async fn run(opts: Options) -> Result<bool> {
     std::fs::create_dir_all(&opts.out)?;
     let out = opts.out.canonicalize()?;
     let failpoints = opts.broken.as_ref().map(|_| "read-index-skip=return".to_string());
-    let mut cluster = Cluster::start(&bin, &out.join("cluster"), opts.nodes, failpoints)?;
+    let flags = opts.snapshot_count.map(|n| vec!["--snapshot-count".to_string(), n.to_string()]).unwrap_or_default();
+    let mut cluster = Cluster::start(&bin, &out.join("cluster"), opts.nodes, failpoints, flags)?;
     println!("cluster of {} nodes behind https://127.0.0.1:{}; report in {}", opts.nodes, cluster.lb_port, out.display());
     cluster.wait_ready(Duration::from_secs(60)).await?;
     let rec = Arc::new(Recorder::default());

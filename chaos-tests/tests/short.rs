@@ -17,7 +17,7 @@ fn chaos(out: &Path, args: &[&str]) -> (Option<i32>, String) {
 fn short_schedule_passes_and_the_broken_server_is_caught() {
     let dir = tempfile::tempdir().unwrap();
     let faults = "kill-leader,pause-random,partition-leader,slow-fsync";
-    let (code, summary) = chaos(&dir.path().join("faults"), &["--nodes", "3", "--duration", "60s", "--faults", faults, "--seed", "7"]);
+    let (code, summary) = chaos(&dir.path().join("faults"), &["--nodes", "3", "--duration", "60s", "--faults", faults, "--seed", "7", "--snapshot-count", "300"]);
     assert_eq!(code, Some(0), "the short schedule found a violation or failed:\n{summary}");
     assert!(summary.contains("VERDICT: PASS"), "{summary}");
     for fault in faults.split(',') {

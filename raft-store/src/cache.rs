@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, watch};
@@ -98,7 +98,9 @@ pub struct ListResult {
 
 pub struct Cache {
     state: RwLock<State>,
-    events: broadcast::Sender<Arc<Event>>,
+    /// Replaced with the state (snapshot install): the watchers of the old state then end,
+    /// since no event connects it to the new one.
+    events: Mutex<broadcast::Sender<Arc<Event>>>,
     applied: watch::Sender<u64>,
     opts: CacheOptions,
     observers: Observers,
@@ -113,7 +115,7 @@ impl Cache {
     pub fn with_observers(opts: CacheOptions, observers: Observers) -> Self {
         let (events, _) = broadcast::channel(opts.watch_buffer.max(16));
         let (applied, _) = watch::channel(0);
-        Cache { state: RwLock::new(State::default()), events, applied, opts, observers }
+        Cache { state: RwLock::new(State::default()), events: Mutex::new(events), applied, opts, observers }
     }
 
     fn read(&self) -> RwLockReadGuard<'_, State> {
@@ -225,7 +227,7 @@ impl Cache {
         }
         // Subscribing under the read lock: the backlog and the live stream neither overlap
         // nor leave a gap, since apply sends while holding the write lock.
-        let rx = self.events.subscribe();
+        let rx = self.events.lock().unwrap_or_else(|e| e.into_inner()).subscribe();
         let backlog: VecDeque<Arc<Event>> = st
             .history
             .iter()
@@ -239,6 +241,9 @@ impl Cache {
     /// Replaces the whole state (snapshot install or restore).
     pub(crate) fn reset(&self, applied: u64, objects: BTreeMap<String, Object>, txns: Vec<(u64, u64, Outcome)>) {
         let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        // Watchers of the old state get its events sent so far, then the end of their stream;
+        // resuming, they find its revisions compacted (410) and list again.
+        *self.events.lock().unwrap_or_else(|e| e.into_inner()) = broadcast::channel(self.opts.watch_buffer.max(16)).0;
         self.observers.reset(&objects);
         let undecodable = objects.iter().filter_map(|(k, o)| Some((k.clone(), (o.rev, undecodable(&o.data)?)))).collect();
         *st = State {
@@ -444,7 +449,7 @@ impl Drop for Applier<'_> {
     fn drop(&mut self) {
         for ev in self.pending.drain(..) {
             // No receivers is fine: nobody watches.
-            let _ = self.cache.events.send(ev);
+            let _ = self.cache.events.lock().unwrap_or_else(|e| e.into_inner()).send(ev);
         }
         let applied = self.state.applied;
         self.cache.applied.send_if_modified(|a| {
@@ -461,7 +466,8 @@ pub enum WatchError {
     /// The watcher fell too far behind and was dropped; it should resume from its last revision.
     #[error("watcher fell behind and was closed")]
     Lagged,
-    #[error("store closed")]
+    /// The store closed, or a snapshot replaced its state (resuming from before it gets 410).
+    #[error("store closed or its state replaced")]
     Closed,
 }
 
@@ -506,7 +512,9 @@ impl Watcher {
             return None;
         }
         let applied = self.cache.applied();
-        if !self.rx.is_empty() {
+        // Closed: a snapshot replaced the state (before it published `applied`), and no
+        // revision of the new state is this watcher's to vouch for.
+        if !self.rx.is_empty() || self.rx.is_closed() {
             return None;
         }
         self.seen = self.seen.max(applied);
@@ -539,5 +547,25 @@ mod tests {
         // Another proposal with the same effect is applied (and fails) on its own.
         let other = cache.write().apply(3, &create("/k", 8));
         assert!(matches!(other, TxnResult::Failed { op: 0, current: Some(_) }), "{other:?}");
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_install_ends_the_watchers_of_the_state_it_replaces() {
+        let cache = Arc::new(Cache::new(CacheOptions::default()));
+        let mut watcher = cache.watch("/", 0).unwrap();
+        cache.write().apply(1, &create("/a", 1));
+        // A snapshot taken elsewhere at revision 10: the events from 2 to 10 never reach here.
+        let objects = BTreeMap::from([("/b".to_string(), Object { rev: 10, data: Bytes::from_static(b"{}") })]);
+        cache.reset(10, objects, Vec::new());
+        cache.write().apply(11, &create("/c", 2));
+        // The event of the old state sent before the install, then the end: no bookmark, and no
+        // event of the new state, which would skip the gap.
+        assert_eq!(watcher.next().await.unwrap().rev, 1);
+        assert_eq!(watcher.progress(), None);
+        assert_eq!(watcher.next().await.unwrap_err(), WatchError::Closed);
+        // Resuming from before the install: compacted (410); from after it: the new events.
+        assert!(matches!(cache.watch("/", 1), Err(StoreError::Compacted { requested: 1, compacted: 10 })));
+        let mut resumed = cache.watch("/", 10).unwrap();
+        assert_eq!(resumed.next().await.unwrap().rev, 11);
     }
 }
