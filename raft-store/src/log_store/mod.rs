@@ -1,4 +1,4 @@
-//! The Raft log and vote in redb. Appends return at once and a single writer thread commits
+//! The Raft log and vote in redb. Appends return at once and a single writer thread (`writer.rs`) commits
 //! them (with fsync) in batches, so concurrent proposals share one disk flush; the committed log
 //! id, only a hint for the next start, rides along with a batch instead of costing a flush. A
 //! leader whose followers form a quorum without it gathers appends a little longer per flush
@@ -9,9 +9,8 @@ use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
 use std::sync::mpsc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use openraft::entry::RaftEntry;
 use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
@@ -22,6 +21,11 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::error::io_err;
 use crate::types::{Entry, LogId, TypeConfig};
 
+mod writer;
+
+use writer::Job;
+pub use writer::{FlushStats, Flushes};
+
 type Vote = openraft::alias::VoteOf<TypeConfig>;
 
 const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("log");
@@ -31,14 +35,6 @@ const KEY_VOTE: &str = "vote";
 const KEY_COMMITTED: &str = "committed";
 const KEY_PURGED: &str = "last_purged";
 
-/// Most jobs the writer folds into one transaction.
-const MAX_BATCH: usize = 1024;
-
-/// Most purged entries the writer deletes in one transaction. A snapshot purges the tens of
-/// thousands of entries before it; deleted at once they held every append behind them for
-/// about 190 ms, in slices each batch waits about 4 ms more.
-const PURGE_SLICE: u64 = 1024;
-
 pub(crate) fn encode<T: Serialize>(v: &T) -> io::Result<Vec<u8>> {
     let mut buf = Vec::new();
     ciborium::into_writer(v, &mut buf).map_err(io_err)?;
@@ -47,22 +43,6 @@ pub(crate) fn encode<T: Serialize>(v: &T) -> io::Result<Vec<u8>> {
 
 pub(crate) fn decode<T: DeserializeOwned>(b: &[u8]) -> io::Result<T> {
     ciborium::from_reader(b).map_err(io_err)
-}
-
-/// How long a newer committed log id may wait for a batch to ride along with, before it is
-/// written on its own.
-const COMMITTED_LINGER: Duration = Duration::from_millis(10);
-
-/// How long a leader's writer gathers appends before flushing (see `linger_switch`).
-const LEADER_LINGER: Duration = Duration::from_millis(1);
-
-enum Job {
-    Append(Vec<(u64, Vec<u8>)>, IOFlushed<TypeConfig>),
-    Meta(&'static str, Vec<u8>, tokio::sync::oneshot::Sender<io::Result<()>>),
-    TruncateFrom(u64, tokio::sync::oneshot::Sender<io::Result<()>>),
-    /// Record the last purged log id; the writer then deletes the entries up to its index, a
-    /// slice per batch.
-    Purge(u64, Vec<u8>),
 }
 
 struct Shared {
@@ -77,35 +57,6 @@ struct Shared {
     flushes: Arc<Flushes>,
     /// Set while this node leads a group in which the other voters form a quorum.
     linger: Arc<AtomicBool>,
-}
-
-/// Counts the log's disk flushes since the node started, for metrics.
-#[derive(Debug, Default)]
-pub struct Flushes {
-    count: AtomicU64,
-    entries: AtomicU64,
-    micros: AtomicU64,
-}
-
-/// A reading of [`Flushes`].
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct FlushStats {
-    /// Transactions committed (each with one fsync).
-    pub flushes: u64,
-    /// Log entries those transactions wrote.
-    pub entries: u64,
-    /// Time spent committing them.
-    pub seconds: f64,
-}
-
-impl Flushes {
-    pub fn read(&self) -> FlushStats {
-        FlushStats {
-            flushes: self.count.load(Ordering::Relaxed),
-            entries: self.entries.load(Ordering::Relaxed),
-            seconds: self.micros.load(Ordering::Relaxed) as f64 / 1e6,
-        }
-    }
 }
 
 #[derive(Clone, Copy)]
@@ -160,7 +111,7 @@ impl LogStore {
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
             .name("raft-log-writer".into())
-            .spawn(move || writer_loop(db, rx, weak))
+            .spawn(move || writer::run(db, rx, weak))
             .map_err(io_err)?;
         Ok(LogStore { shared })
     }
@@ -193,132 +144,6 @@ impl LogStore {
         let v = meta.get(key).map_err(io_err)?;
         v.map(|v| decode(v.value())).transpose()
     }
-}
-
-/// Commits queued jobs in batches: one redb transaction and one fsync per batch, then
-/// completes every job of the batch in order. The newest committed log id rides along with a
-/// batch, or is written alone once the log has been idle for `COMMITTED_LINGER`. With the
-/// linger switch on, a batch waits up to `LEADER_LINGER` for more appends only when the previous
-/// one held several: appends are then queueing, and waiting saves flushes; a lone client's
-/// append would only wait.
-fn writer_loop(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync::Weak<Shared>) {
-    let mut last_appends = 0;
-    // The index up to which purged entries are still to be deleted.
-    let mut purge_to = None;
-    loop {
-        let idle = if purge_to.is_some() { Duration::ZERO } else { COMMITTED_LINGER };
-        let mut batch = match rx.recv_timeout(idle) {
-            Ok(first) => vec![first],
-            Err(mpsc::RecvTimeoutError::Timeout) => Vec::new(),
-            Err(mpsc::RecvTimeoutError::Disconnected) => return,
-        };
-        let Some(shared) = shared.upgrade() else { return };
-        // Taken before the queue is drained: the appends of the entries it covers were queued
-        // before it was set, so they are in this batch or an earlier one.
-        let mut committed = shared.committed.lock().unwrap().take();
-        let queueing = last_appends > 1 && shared.linger.load(Ordering::Relaxed);
-        let until = (!batch.is_empty() && queueing).then(|| Instant::now() + LEADER_LINGER);
-        while batch.len() < MAX_BATCH {
-            let next = match until {
-                Some(until) => rx.recv_timeout(until.saturating_duration_since(Instant::now())).ok(),
-                None => rx.try_recv().ok(),
-            };
-            match next {
-                Some(job) => batch.push(job),
-                None => break,
-            }
-        }
-        if batch.len() == MAX_BATCH {
-            // The queue may hold more of those appends; the id waits for a later batch (unless
-            // a newer one has been set meanwhile).
-            if let Some(id) = committed.take() {
-                shared.committed.lock().unwrap().get_or_insert(id);
-            }
-        }
-        if batch.is_empty() && committed.is_none() && purge_to.is_none() {
-            continue;
-        }
-        last_appends = batch.iter().filter(|job| matches!(job, Job::Append(..))).count();
-        purge_to = batch.iter().filter_map(|job| if let Job::Purge(to, _) = job { Some(*to) } else { None }).fold(purge_to, |a, b| a.max(Some(b)));
-        let started = Instant::now();
-        let result = commit_batch(&db, &batch, committed.as_deref(), purge_to);
-        if let Ok(purged_all) = result {
-            purge_to = purge_to.filter(|_| !purged_all);
-        }
-        tracing::debug!(jobs = batch.len(), micros = started.elapsed().as_micros() as u64, "log flushed");
-        shared.flushes.count.fetch_add(1, Ordering::Relaxed);
-        shared.flushes.micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-        let mut appended = Vec::new();
-        for job in batch {
-            let res = result.as_ref().map(|_| ()).map_err(io_err);
-            match job {
-                Job::Append(entries, cb) => {
-                    appended.extend(entries.iter().map(|(i, _)| *i));
-                    cb.io_completed(res);
-                }
-                Job::Meta(_, _, done) | Job::TruncateFrom(_, done) => {
-                    let _ = done.send(res);
-                }
-                Job::Purge(..) => {}
-            }
-        }
-        if result.is_ok() {
-            shared.flushes.entries.fetch_add(appended.len() as u64, Ordering::Relaxed);
-            let mut pending = shared.pending.lock().unwrap();
-            for i in appended {
-                pending.remove(&i);
-            }
-        }
-    }
-}
-
-/// Commits `batch` in one transaction, with the committed log id and a slice of the purged
-/// entries up to `purge_to`; answers whether no purged entry is left.
-fn commit_batch(db: &Database, batch: &[Job], committed: Option<&[u8]>, purge_to: Option<u64>) -> Result<bool, String> {
-    let txn = db.begin_write().map_err(|e| e.to_string())?;
-    let mut purged_all = true;
-    {
-        let mut log = txn.open_table(LOG).map_err(|e| e.to_string())?;
-        let mut meta = txn.open_table(META).map_err(|e| e.to_string())?;
-        if let Some(committed) = committed {
-            meta.insert(KEY_COMMITTED, committed).map_err(|e| e.to_string())?;
-        }
-        for job in batch {
-            match job {
-                Job::Append(entries, _) => {
-                    for (i, bytes) in entries {
-                        log.insert(*i, bytes.as_slice()).map_err(|e| e.to_string())?;
-                    }
-                }
-                Job::Meta(key, value, _) => {
-                    meta.insert(*key, value.as_slice()).map_err(|e| e.to_string())?;
-                }
-                Job::TruncateFrom(index, _) => {
-                    log.retain_in(*index.., |_, _| false).map_err(|e| e.to_string())?;
-                }
-                // Recorded before the entries go: should a crash interrupt the deletion, what
-                // is left below it is never read, and the next purge deletes it.
-                Job::Purge(_, purged) => {
-                    meta.insert(KEY_PURGED, purged.as_slice()).map_err(|e| e.to_string())?;
-                }
-            }
-        }
-        if let Some(to) = purge_to {
-            let first = log.first().map_err(|e| e.to_string())?.map(|(k, _)| k.value());
-            purged_all = match first {
-                Some(first) if first <= to => {
-                    let end = to.min(first.saturating_add(PURGE_SLICE - 1));
-                    log.retain_in(..=end, |_, _| false).map_err(|e| e.to_string())?;
-                    end == to
-                }
-                _ => true,
-            };
-        }
-    }
-    // `sleep(ms)` makes the flush slow, `return` makes it fail.
-    fail::fail_point!("raft-log-fsync", |_| Err("injected fsync failure".to_string()));
-    txn.commit().map_err(|e| e.to_string())?;
-    Ok(purged_all)
 }
 
 impl RaftLogReader<TypeConfig> for LogStore {
@@ -446,6 +271,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use super::writer::{COMMITTED_LINGER, PURGE_SLICE};
     use super::*;
     use openraft::type_config::TypeConfigExt;
     use openraft::vote::RaftLeaderId;
