@@ -447,10 +447,12 @@ impl Applier<'_> {
 
 impl Drop for Applier<'_> {
     fn drop(&mut self) {
+        let events = self.cache.events.lock().unwrap_or_else(|e| e.into_inner());
         for ev in self.pending.drain(..) {
             // No receivers is fine: nobody watches.
-            let _ = self.cache.events.lock().unwrap_or_else(|e| e.into_inner()).send(ev);
+            let _ = events.send(ev);
         }
+        drop(events);
         let applied = self.state.applied;
         self.cache.applied.send_if_modified(|a| {
             let changed = *a != applied;
