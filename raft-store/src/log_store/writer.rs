@@ -111,11 +111,14 @@ pub(super) fn run(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync:
             continue;
         }
         last_appends = batch.iter().filter(|job| matches!(job, Job::Append(..))).count();
-        purge_to = batch.iter().filter_map(|job| if let Job::Purge(to, _) = job { Some(*to) } else { None }).fold(purge_to, |a, b| a.max(Some(b)));
+        // A purge this batch records is deleted from here on only once the record is on disk:
+        // were its slices deleted after a failed commit, a crash would leave a hole after the
+        // last purged id on disk.
+        let target = batch.iter().filter_map(|job| if let Job::Purge(to, _) = job { Some(*to) } else { None }).fold(purge_to, |a, b| a.max(Some(b)));
         let started = Instant::now();
-        let result = commit_batch(&db, &batch, committed.as_deref(), purge_to);
+        let result = commit_batch(&db, &batch, committed.as_deref(), target);
         if let Ok(purged_all) = result {
-            purge_to = purge_to.filter(|_| !purged_all);
+            purge_to = target.filter(|_| !purged_all);
         }
         tracing::debug!(jobs = batch.len(), micros = started.elapsed().as_micros() as u64, "log flushed");
         shared.flushes.count.fetch_add(1, Ordering::Relaxed);
