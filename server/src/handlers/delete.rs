@@ -4,7 +4,8 @@ use raft_store::{Action, Cond, Op, StoreError, Txn, TxnResult};
 use serde_json::Value;
 
 use super::reply::{ListReply, Reply};
-use super::write::{self, DeleteOptions, Propagation};
+use super::finalizers::{DeleteOptions, Propagation};
+use super::write;
 use crate::auth::Attributes;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult, Cause};

@@ -7,7 +7,8 @@ use http::StatusCode;
 use serde_json::{json, Value};
 
 use super::reply::Reply;
-use super::write::{self, parse, DeleteOptions, Update};
+use super::finalizers::DeleteOptions;
+use super::write::{self, parse, Update};
 use super::FieldValidation;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};

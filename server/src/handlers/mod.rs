@@ -7,6 +7,7 @@ mod binding;
 mod certificates;
 mod component_status;
 mod eviction;
+mod finalizers;
 pub mod grace;
 mod prepare;
 mod read;
@@ -38,7 +39,8 @@ use crate::{metadata_form, table_form};
 
 pub use prepare::{admit as decode_and_validate, FieldValidation};
 pub use reply::{list_json, ListReply, Reply};
-pub use write::{parse, DeleteOptions, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+pub use finalizers::{DeleteOptions, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+pub use write::parse;
 
 /// Serves one resource request.
 pub async fn serve(ctx: &Ctx, req: ResourceRequest, params: Params, headers: &HeaderMap, body: Bytes) -> Response {

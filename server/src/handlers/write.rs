@@ -1,11 +1,13 @@
 //! The write verbs against storage: create, the guaranteed-update loop shared by update and
-//! patch, and delete. Each mutation is one compare-and-set transaction through Raft.
+//! patch, and delete (whose finalizers are in `finalizers.rs`). Each mutation is one
+//! compare-and-set transaction through Raft.
 
 use bytes::Bytes;
 use http::StatusCode;
 use raft_store::{Action, Cond, Object, Op, Txn, TxnResult};
 use serde_json::{json, Value};
 
+use super::finalizers::{self, finalizers_empty, DeleteOptions};
 use super::prepare::{admit, FieldValidation};
 use crate::admission::Operation;
 use super::reply::Reply;
@@ -303,11 +305,6 @@ pub async fn update(
     Err(conflict(req, MODIFIED))
 }
 
-fn finalizers_empty(obj: &Value) -> bool {
-    obj["metadata"]["finalizers"].as_array().is_none_or(Vec::is_empty)
-        && (obj["kind"] != "Namespace" || obj["spec"]["finalizers"].as_array().is_none_or(Vec::is_empty))
-}
-
 /// Keys released together with an object: a Service's cluster IP reservations.
 fn release_ops(info: &ResourceInfo, obj: &Value) -> Vec<Op> {
     if info.resource != "services" || !info.group.is_empty() {
@@ -321,93 +318,6 @@ fn release_ops(info: &ResourceInfo, obj: &Value) -> Vec<Op> {
         .filter(|ip| *ip != "None")
         .map(|ip| Op { key: ServiceIps::key(ip), cond: Cond::Any, action: Action::Delete })
         .collect()
-}
-
-/// Delete preconditions and the propagation policy from `DeleteOptions`.
-#[derive(Debug, Default, Clone)]
-pub struct DeleteOptions {
-    pub uid: Option<String>,
-    pub resource_version: Option<u64>,
-    pub dry_run: bool,
-    /// `None`: the resource's default (Background: the garbage collector deletes dependents
-    /// after the owner is gone).
-    pub propagation: Option<Propagation>,
-    /// `gracePeriodSeconds` (pods only; `None`: the pod's own).
-    pub grace_period: Option<i64>,
-    /// The body carries `preconditions`.
-    pub preconditions: bool,
-    /// `ignoreStoreReadErrorWithClusterBreakingPotential` (with its feature gate): remove an
-    /// object that cannot be decoded.
-    pub unsafe_delete: bool,
-}
-
-/// What happens to an object's dependents when it is deleted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Propagation {
-    /// They lose their owner reference and stay (the `orphan` finalizer holds the owner until done).
-    Orphan,
-    /// The owner goes at once; the garbage collector deletes them afterwards.
-    Background,
-    /// They are deleted first (the `foregroundDeletion` finalizer holds the owner until the
-    /// dependents that block it are gone).
-    Foreground,
-}
-
-/// The finalizers the garbage collector acts on.
-pub const ORPHAN_FINALIZER: &str = "orphan";
-pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
-
-impl Propagation {
-    pub fn parse(s: &str) -> Option<Propagation> {
-        match s {
-            "Orphan" => Some(Propagation::Orphan),
-            "Background" => Some(Propagation::Background),
-            "Foreground" => Some(Propagation::Foreground),
-            _ => None,
-        }
-    }
-
-    /// Puts the finalizer this policy needs on `obj` (and takes the other one off); returns
-    /// whether the finalizers changed.
-    fn apply_finalizers(self, obj: &mut Value) -> bool {
-        let (want, drop) = match self {
-            Propagation::Orphan => (Some(ORPHAN_FINALIZER), [FOREGROUND_FINALIZER, ""]),
-            Propagation::Foreground => (Some(FOREGROUND_FINALIZER), [ORPHAN_FINALIZER, ""]),
-            Propagation::Background => (None, [ORPHAN_FINALIZER, FOREGROUND_FINALIZER]),
-        };
-        let before = obj["metadata"]["finalizers"].clone();
-        let mut list: Vec<Value> = before.as_array().cloned().unwrap_or_default();
-        list.retain(|f| !drop.contains(&f.as_str().unwrap_or_default()));
-        if let Some(w) = want {
-            if !list.iter().any(|f| f == w) {
-                list.push(json!(w));
-            }
-        }
-        let changed = list != before.as_array().cloned().unwrap_or_default();
-        if changed {
-            if list.is_empty() {
-                meta_mut(obj).remove("finalizers");
-            } else {
-                meta_mut(obj).insert("finalizers".into(), Value::Array(list));
-            }
-        }
-        changed
-    }
-}
-
-fn is_definition(info: &ResourceInfo) -> bool {
-    info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions"
-}
-
-/// Adds `finalizer` to `obj` unless there; returns whether it was added.
-fn add_finalizer(obj: &mut Value, finalizer: &str) -> bool {
-    let mut list: Vec<Value> = obj["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
-    if list.iter().any(|f| f == finalizer) {
-        return false;
-    }
-    list.push(json!(finalizer));
-    meta_mut(obj).insert("finalizers".into(), Value::Array(list));
-    true
 }
 
 /// Namespaces the server needs and never deletes.
@@ -442,13 +352,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
                 ));
             }
         }
-        // An explicit policy on an object already being deleted may still change its
-        // finalizers; the default leaves them as they are.
-        let mut finalizers_changed = opts.propagation.is_some_and(|p| p.apply_finalizers(&mut obj));
-        if is_definition(info) && obj["metadata"].get("deletionTimestamp").is_none() {
-            // A definition goes once its custom resources are gone.
-            finalizers_changed |= add_finalizer(&mut obj, crate::crd::controller::CLEANUP_FINALIZER);
-        }
+        let finalizers_changed = finalizers::on_delete(info, opts.propagation, &mut obj);
         let period = super::grace::period(info, &obj, opts.grace_period);
         let graceful = !finalizers_empty(&obj) || info.resource == "namespaces" && info.group.is_empty() || period > 0;
         if graceful {
