@@ -67,11 +67,14 @@ pub(crate) fn writes(peers: Peers) -> Batcher<Txn, Forwarded> {
     }
 }
 
+/// Who asks for a read index: this node, and the term of its vote when the read asked.
+pub(crate) type Asker = (NodeId, u64);
+
 /// Read indexes asked of the leader; one answer serves every request of the batch.
-pub(crate) fn read_indexes(peers: Peers) -> Batcher<(), u64> {
+pub(crate) fn read_indexes(peers: Peers) -> Batcher<Asker, u64> {
     Batcher {
         peers,
-        call: |peers, leader, addr, reqs| Box::pin(read_index(peers, leader, addr, reqs.len())),
+        call: |peers, leader, addr, askers| Box::pin(read_index(peers, leader, addr, askers)),
         size: |_| 0,
         queues: Default::default(),
     }
@@ -200,14 +203,19 @@ async fn forward(peers: Peers, leader: NodeId, addr: String, txns: Vec<Txn>) -> 
     }
 }
 
-async fn read_index(peers: Peers, leader: NodeId, addr: String, n: usize) -> Vec<Result<u64, String>> {
+/// One read index for a batch. The batch vouches for its askers' term only if every read in it
+/// saw the same one.
+async fn read_index(peers: Peers, leader: NodeId, addr: String, askers: Vec<Asker>) -> Vec<Result<u64, String>> {
+    let n = askers.len();
+    let (node_id, term) = askers.first().copied().unwrap_or_default();
+    let term = if askers.iter().all(|a| *a == (node_id, term)) { term } else { 0 };
     let call = async {
         let resp = piped_or_called(
             &peers.read_indexes,
             &peers,
             leader,
             &addr,
-            proto::raft::ReadIndexRequest {},
+            proto::raft::ReadIndexRequest { node_id, term },
             |mut c, s| async move { c.read_index_stream(s).await },
             |mut c, r| async move { c.read_index(r).await },
         )
@@ -279,6 +287,6 @@ mod tests {
         assert_eq!(index, 5);
         // Again, now that the leader is known to have no stream.
         assert_eq!(writes.ask(2, &addr, Txn::new(Vec::new()), deadline).await.unwrap().0, 5);
-        assert_eq!(read_indexes(Peers::new(None)).ask(2, &addr, (), deadline).await, Ok(7));
+        assert_eq!(read_indexes(Peers::new(None)).ask(2, &addr, (1, 1), deadline).await, Ok(7));
     }
 }

@@ -15,6 +15,7 @@ mod network;
 mod observer;
 mod peer;
 mod pipe;
+mod read_index;
 mod service;
 mod snapshot;
 mod stamp;

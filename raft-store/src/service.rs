@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use futures::StreamExt;
 use openraft::errors::RaftError;
 use openraft::async_runtime::WatchReceiver;
-use openraft::{BasicNode, ChangeMembers, ReadPolicy};
+use openraft::{BasicNode, ChangeMembers};
 use proto::raft::raft_server::{Raft as RaftRpc, RaftServer};
 use proto::raft::{
     ForwardRequest, ForwardResponse, ForwardResult, Member, MembershipRequest, MembershipResponse, RaftPayload, ReadIndexRequest, ReadIndexResponse,
@@ -19,6 +19,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::network::{carried, SnapshotHeader, StreamAnswer};
 use crate::peer::{decode, encode, Peers, MAX_MESSAGE};
+use crate::read_index;
 use crate::snapshot::{Snapshot, Snapshots};
 use crate::types::{Raft, Txn, TxnResult, TypeConfig};
 
@@ -120,7 +121,13 @@ impl RaftRpc for Service {
     /// Read-index requests, a few at a time, answered in order.
     async fn read_index_stream(&self, req: Request<Streaming<ReadIndexRequest>>) -> Result<Response<Self::ReadIndexStreamStream>, Status> {
         let raft = self.raft.clone();
-        let answers = messages(req).map(move |_| read_index(raft.clone())).buffered(IN_FLIGHT).map(Ok);
+        let answers = messages(req)
+            .map(move |req| {
+                let raft = raft.clone();
+                async move { read_index::answer(&raft, &req).await }
+            })
+            .buffered(IN_FLIGHT)
+            .map(Ok);
         Ok(Response::new(Box::pin(answers)))
     }
 
@@ -150,8 +157,8 @@ impl RaftRpc for Service {
         Ok(Response::new(MembershipResponse { members, leader_id, error: String::new() }))
     }
 
-    async fn read_index(&self, _req: Request<ReadIndexRequest>) -> Result<Response<ReadIndexResponse>, Status> {
-        Ok(Response::new(read_index(self.raft.clone()).await))
+    async fn read_index(&self, req: Request<ReadIndexRequest>) -> Result<Response<ReadIndexResponse>, Status> {
+        Ok(Response::new(read_index::answer(&self.raft, &req.into_inner()).await))
     }
 }
 
@@ -193,12 +200,4 @@ const IN_FLIGHT: usize = 4;
 async fn propose_all(raft: Raft, batch: ForwardRequest) -> ForwardResponse {
     let results = futures::future::join_all(batch.txns.iter().map(|txn| propose(&raft, txn))).await;
     ForwardResponse { results }
-}
-
-/// The read index this leader confirms with a quorum, or why it cannot.
-async fn read_index(raft: Raft) -> ReadIndexResponse {
-    match raft.get_read_linearizer(ReadPolicy::ReadIndex).await {
-        Ok(linearizer) => ReadIndexResponse { index: linearizer.read_log_id().index(), error: String::new() },
-        Err(e) => ReadIndexResponse { index: 0, error: e.to_string() },
-    }
 }

@@ -9,7 +9,7 @@ use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
 use std::sync::mpsc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use openraft::entry::RaftEntry;
@@ -57,6 +57,8 @@ struct Shared {
     flushes: Arc<Flushes>,
     /// Set while this node leads a group in which the other voters form a quorum.
     linger: Arc<AtomicBool>,
+    /// The term of the newest vote, raised before the vote is saved (see `LogStore::vote_term`).
+    vote_term: Arc<AtomicU64>,
 }
 
 #[derive(Clone, Copy)]
@@ -107,6 +109,7 @@ impl LogStore {
             committed: Mutex::new(None),
             flushes: Default::default(),
             linger: Default::default(),
+            vote_term: Arc::new(AtomicU64::new(vote.map_or(0, |v| v.leader_id().term))),
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -126,6 +129,13 @@ impl LogStore {
     /// is then off the commit path, and fewer, larger flushes leave it more CPU for serving.
     pub fn linger_switch(&self) -> Arc<AtomicBool> {
         self.shared.linger.clone()
+    }
+
+    /// The term of this node's newest vote. It is raised before a vote is saved, so before this
+    /// node grants a vote or accepts a leader in a newer term: while it reads `T`, no leader of a
+    /// later term has this node's vote.
+    pub fn vote_term(&self) -> Arc<AtomicU64> {
+        self.shared.vote_term.clone()
     }
 
     fn send(&self, job: Job) -> io::Result<()> {
@@ -202,6 +212,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
+        self.shared.vote_term.fetch_max(vote.leader_id().term, Ordering::SeqCst);
         self.put_meta(KEY_VOTE, encode(vote)?).await?;
         self.shared.state.lock().unwrap().vote = Some(*vote);
         Ok(())
