@@ -19,7 +19,7 @@ use tonic::transport::Channel;
 use crate::peer::{ask_leader, decode, encode, Peers, PEER_CALL};
 use crate::pipe::{PipeError, Pipes};
 use crate::service::Forwarded;
-use crate::types::{Action, NodeId, Txn};
+use crate::types::{Action, LeaderId, NodeId, Txn};
 
 /// Batches on their way to one leader at a time; later requests wait for a slot and join the
 /// next batch.
@@ -67,8 +67,8 @@ pub(crate) fn writes(peers: Peers) -> Batcher<Txn, Forwarded> {
     }
 }
 
-/// Who asks for a read index: this node, and the term of its vote when the read asked.
-pub(crate) type Asker = (NodeId, u64);
+/// Who asks for a read index: this node, and the leader of its vote when the read asked.
+pub(crate) type Asker = (NodeId, Option<LeaderId>);
 
 /// Read indexes asked of the leader; one answer serves every request of the batch.
 pub(crate) fn read_indexes(peers: Peers) -> Batcher<Asker, u64> {
@@ -203,19 +203,20 @@ async fn forward(peers: Peers, leader: NodeId, addr: String, txns: Vec<Txn>) -> 
     }
 }
 
-/// One read index for a batch. The batch vouches for its askers' term only if every read in it
-/// saw the same one.
+/// One read index for a batch. The batch vouches for the leader of its askers' vote only if
+/// every read in it saw the same one.
 async fn read_index(peers: Peers, leader: NodeId, addr: String, askers: Vec<Asker>) -> Vec<Result<u64, String>> {
     let n = askers.len();
-    let (node_id, term) = askers.first().copied().unwrap_or_default();
-    let term = if askers.iter().all(|a| *a == (node_id, term)) { term } else { 0 };
+    let first = askers.first().copied().unwrap_or_default();
+    let (node_id, voted_for) = if askers.iter().all(|a| *a == first) { first } else { (first.0, None) };
+    let (vote_term, vote_leader) = voted_for.map_or((0, 0), |id| (id.term, id.node_id));
     let call = async {
         let resp = piped_or_called(
             &peers.read_indexes,
             &peers,
             leader,
             &addr,
-            proto::raft::ReadIndexRequest { node_id, term },
+            proto::raft::ReadIndexRequest { node_id, vote_term, vote_leader },
             |mut c, s| async move { c.read_index_stream(s).await },
             |mut c, r| async move { c.read_index(r).await },
         )
@@ -287,6 +288,6 @@ mod tests {
         assert_eq!(index, 5);
         // Again, now that the leader is known to have no stream.
         assert_eq!(writes.ask(2, &addr, Txn::new(Vec::new()), deadline).await.unwrap().0, 5);
-        assert_eq!(read_indexes(Peers::new(None)).ask(2, &addr, (1, 1), deadline).await, Ok(7));
+        assert_eq!(read_indexes(Peers::new(None)).ask(2, &addr, (1, None), deadline).await, Ok(7));
     }
 }

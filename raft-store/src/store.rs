@@ -13,7 +13,7 @@ use redb::Database;
 
 use crate::cache::{Cache, CacheOptions};
 use crate::error::StoreError;
-use crate::log_store::{FlushStats, Flushes, LogStore};
+use crate::log_store::{FlushStats, Flushes, LogStore, VotedFor};
 use crate::network::Network;
 use crate::observer::Observers;
 use crate::forwarder::{self, Batcher};
@@ -102,8 +102,8 @@ pub struct Store {
     /// Writes forwarded to the leader, and read indexes asked of it, in batches.
     writes: Batcher<Txn, service::Forwarded>,
     read_indexes: Batcher<forwarder::Asker, u64>,
-    /// The term of this node's newest vote (see `LogStore::vote_term`).
-    vote_term: Arc<AtomicU64>,
+    /// The leader of this node's newest vote, which its read-index requests vouch for.
+    voted_for: Arc<VotedFor>,
     /// Writes proposed through this node.
     proposals: Arc<AtomicU64>,
     flushes: Arc<Flushes>,
@@ -158,7 +158,7 @@ impl Store {
         let log = LogStore::open(db.clone()).map_err(StoreError::internal)?;
         let flushes = log.flushes();
         let linger = log.linger_switch();
-        let vote_term = log.vote_term();
+        let voted_for = log.voted_for();
         let cache = Arc::new(Cache::with_observers(opts.cache, opts.observers.clone()));
         let snapshots = Snapshots::open(dir, &db).map_err(StoreError::internal)?;
         let sm = StateMachine::new(cache.clone(), snapshots.clone());
@@ -233,7 +233,7 @@ impl Store {
             node_id: opts.node_id,
             writes: forwarder::writes(peers.clone()),
             read_indexes: forwarder::read_indexes(peers.clone()),
-            vote_term,
+            voted_for,
             peers,
             proposals: Default::default(),
             flushes,
@@ -299,7 +299,7 @@ impl Store {
                 },
             };
             match route {
-                Route::Leader(id, addr) if id != self.node_id => match self.read_indexes.ask(id, &addr, (self.node_id, self.vote_term.load(Ordering::SeqCst)), deadline).await {
+                Route::Leader(id, addr) if id != self.node_id => match self.read_indexes.ask(id, &addr, (self.node_id, self.voted_for.get()), deadline).await {
                     Ok(index) => return self.applied_through(index).await,
                     Err(e) => self.retry_later(deadline, e).await?,
                 },

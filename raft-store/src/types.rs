@@ -17,6 +17,9 @@ openraft::declare_raft_types!(
 pub type NodeId = u64;
 pub type Raft = openraft::Raft<TypeConfig, crate::state_machine::StateMachine>;
 pub type LogId = openraft::alias::LogIdOf<TypeConfig>;
+/// A leader's id: its term and node, ordered by term, then node (openraft allows several
+/// leaders in one term, each elected by a greater id).
+pub type LeaderId = openraft::alias::LeaderIdOf<TypeConfig>;
 pub type Entry = openraft::alias::EntryOf<TypeConfig>;
 
 /// What must hold for an operation to proceed.

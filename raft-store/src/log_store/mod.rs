@@ -9,7 +9,7 @@ use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
 use std::sync::mpsc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use openraft::entry::RaftEntry;
@@ -19,7 +19,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::error::io_err;
-use crate::types::{Entry, LogId, TypeConfig};
+use crate::types::{Entry, LeaderId, LogId, TypeConfig};
 
 mod writer;
 
@@ -57,8 +57,8 @@ struct Shared {
     flushes: Arc<Flushes>,
     /// Set while this node leads a group in which the other voters form a quorum.
     linger: Arc<AtomicBool>,
-    /// The term of the newest vote, raised before the vote is saved (see `LogStore::vote_term`).
-    vote_term: Arc<AtomicU64>,
+    /// The leader of the newest vote, raised before the vote is saved (see `LogStore::voted_for`).
+    voted_for: Arc<VotedFor>,
 }
 
 #[derive(Clone, Copy)]
@@ -66,6 +66,23 @@ struct Tail {
     last_purged: Option<LogId>,
     last_log: Option<LogId>,
     vote: Option<Vote>,
+}
+
+/// The leader id (term and node) of this node's newest vote. Raised before a vote is saved,
+/// so before this node grants it or follows the leader it names: while it reads `id`, no leader
+/// with a greater id (openraft orders leader ids by term, then node) has this node's vote.
+#[derive(Debug)]
+pub struct VotedFor(Mutex<Option<LeaderId>>);
+
+impl VotedFor {
+    pub fn get(&self) -> Option<LeaderId> {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn raise(&self, to: LeaderId) {
+        let mut id = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *id = (*id).max(Some(to));
+    }
 }
 
 /// Handle to the log; clones share it.
@@ -109,7 +126,7 @@ impl LogStore {
             committed: Mutex::new(None),
             flushes: Default::default(),
             linger: Default::default(),
-            vote_term: Arc::new(AtomicU64::new(vote.map_or(0, |v| v.leader_id().term))),
+            voted_for: Arc::new(VotedFor(Mutex::new(vote.map(|v| *v.leader_id())))),
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -131,11 +148,9 @@ impl LogStore {
         self.shared.linger.clone()
     }
 
-    /// The term of this node's newest vote. It is raised before a vote is saved, so before this
-    /// node grants a vote or accepts a leader in a newer term: while it reads `T`, no leader of a
-    /// later term has this node's vote.
-    pub fn vote_term(&self) -> Arc<AtomicU64> {
-        self.shared.vote_term.clone()
+    /// The leader of this node's newest vote (see [`VotedFor`]).
+    pub fn voted_for(&self) -> Arc<VotedFor> {
+        self.shared.voted_for.clone()
     }
 
     fn send(&self, job: Job) -> io::Result<()> {
@@ -212,7 +227,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
-        self.shared.vote_term.fetch_max(vote.leader_id().term, Ordering::SeqCst);
+        self.shared.voted_for.raise(*vote.leader_id());
         self.put_meta(KEY_VOTE, encode(vote)?).await?;
         self.shared.state.lock().unwrap().vote = Some(*vote);
         Ok(())
@@ -292,6 +307,24 @@ mod tests {
 
     fn log_id(term: u64, index: u64) -> LogId {
         LogId::new(openraft::alias::CommittedLeaderIdOf::<TypeConfig>::new(term, 1), index)
+    }
+
+    #[tokio::test]
+    async fn the_leader_a_vote_names_is_known_before_it_is_saved_and_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Database::create(dir.path().join("raft.redb")).unwrap());
+        let mut log = LogStore::open(db.clone()).unwrap();
+        let voted_for = log.voted_for();
+        assert_eq!(voted_for.get(), None);
+        let vote = Vote::new(3, 2);
+        log.save_vote(&vote).await.unwrap();
+        assert_eq!(voted_for.get(), Some(LeaderId { term: 3, node_id: 2 }));
+        // Votes only rise: a lesser one (never saved by openraft) leaves the greater.
+        voted_for.raise(LeaderId { term: 3, node_id: 1 });
+        assert_eq!(voted_for.get(), Some(LeaderId { term: 3, node_id: 2 }));
+        drop(log);
+        let reopened = LogStore::open(db).unwrap();
+        assert_eq!(reopened.voted_for().get(), Some(LeaderId { term: 3, node_id: 2 }));
     }
 
     #[tokio::test]
