@@ -174,6 +174,13 @@ impl Store {
             // A member whose data directory was lost rejoins with an empty log; the leader then
             // starts its replication over instead of treating the shorter log as a fatal error.
             allow_log_reversion: Some(true),
+            // A leader that restarts holds an election like any other node instead of resuming
+            // in its old term. Resumed, it would answer read indexes from the committed id it
+            // wrote last (a hint written with the next batch, so possibly behind what it had
+            // acknowledged), and with the flushes of its own log off the commit path it may
+            // have lost entries its followers hold under its own leader id, which it would then
+            // write again with other contents.
+            enable_leader_restore: Some(false),
             ..Default::default()
         };
         let config = Arc::new(config.validate().map_err(StoreError::internal)?);

@@ -132,21 +132,24 @@ async fn history_is_compacted_after_retention() {
 }
 
 /// Writes 50 objects, restarts the store and checks they are all there and revisions go on;
-/// answers the data directory.
+/// answers the data directory. The restarted leader leads again only after an election, in a
+/// later term (it does not resume its old leadership, whose committed id may be behind).
 async fn restart_keeps_every_acknowledged_write_with(opts: impl Fn() -> StoreOptions) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let last = {
+    let (last, term) = {
         let store = Store::open(dir.path(), opts()).await.unwrap();
         let mut last = 0;
         for i in 0..50 {
             last = ok_rev(store.write(put(&format!("/r/{i}"), Cond::Absent, json!({"i": i}))).await.unwrap());
         }
+        let term = store.status().term;
         store.shutdown().await;
-        last
+        (last, term)
     };
     let store = Store::open(dir.path(), opts()).await.unwrap();
     let rev = store.linearizable_rev().await.unwrap();
     assert!(rev >= last);
+    assert!(store.status().term > term, "the restarted leader resumed term {term} without an election");
     let all = store.cache().list("/r/", None, None, None, &|_| true).unwrap();
     assert_eq!(all.items.len(), 50);
     // The revision sequence continues.
