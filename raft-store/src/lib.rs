@@ -28,6 +28,6 @@ pub use cache::{Cache, CacheOptions, Event, EventType, ListResult, WatchError, W
 pub use error::{CorruptObject, StoreError, MAX_CORRUPT};
 pub use observer::{ApplyObserver, Observers};
 pub use peer::PeerTls;
-pub use log_store::FlushStats;
+pub use log_store::{FlushStats, FLUSH_BUCKETS};
 pub use store::{RaftStatus, Store, StoreOptions};
 pub use types::{Action, Cond, NodeId, Object, Op, Txn, TxnResult};

@@ -163,11 +163,13 @@ impl Metrics {
             raft.proposals
         );
         let f = raft.log_flushes;
-        let _ = writeln!(
-            out,
-            "# HELP apiserver_raft_log_flush_duration_seconds Commits of Raft log entries to disk, each with one fsync.\n# TYPE apiserver_raft_log_flush_duration_seconds summary\napiserver_raft_log_flush_duration_seconds_sum{{node_id=\"{node_id}\"}} {}\napiserver_raft_log_flush_duration_seconds_count{{node_id=\"{node_id}\"}} {}",
-            f.seconds, f.flushes
-        );
+        let flush = "apiserver_raft_log_flush_duration_seconds";
+        let _ = writeln!(out, "# HELP {flush} Commits of Raft log entries to disk, each with one fsync.\n# TYPE {flush} histogram");
+        for (bound, n) in raft_store::FLUSH_BUCKETS.iter().zip(f.at_most) {
+            let _ = writeln!(out, "{flush}_bucket{{node_id=\"{node_id}\",le=\"{bound}\"}} {n}");
+        }
+        let _ = writeln!(out, "{flush}_bucket{{node_id=\"{node_id}\",le=\"+Inf\"}} {}", f.flushes);
+        let _ = writeln!(out, "{flush}_sum{{node_id=\"{node_id}\"}} {}\n{flush}_count{{node_id=\"{node_id}\"}} {}", f.seconds, f.flushes);
         let _ = writeln!(
             out,
             "# HELP apiserver_raft_log_flushed_entries_total Raft log entries written to disk by those commits.\n# TYPE apiserver_raft_log_flushed_entries_total counter\napiserver_raft_log_flushed_entries_total{{node_id=\"{node_id}\"}} {}",
@@ -228,11 +230,14 @@ mod tests {
         m.observe(l.clone(), 200, Duration::from_millis(30));
         m.observe(l, 404, Duration::from_millis(3));
         m.authorization_decision("RBAC", "rbac", true);
-        let raft = RaftStatus { term: 4, leader: Some(2), is_leader: false, committed: 10, applied: 9, proposals: 7, log_flushes: FlushStats { flushes: 3, entries: 12, seconds: 0.5 }, log_lingers: true };
+        let raft = RaftStatus { term: 4, leader: Some(2), is_leader: false, committed: 10, applied: 9, proposals: 7, log_flushes: FlushStats { flushes: 4, entries: 12, seconds: 0.5, at_most: [0, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3] }, log_lingers: true };
         let text = m.render(&raft, 1);
         assert!(text.contains("apiserver_raft_term{node_id=\"1\"} 4"), "{text}");
         assert!(text.contains("apiserver_raft_apply_lag{node_id=\"1\"} 1"), "{text}");
-        assert!(text.contains("apiserver_raft_log_flush_duration_seconds_count{node_id=\"1\"} 3"), "{text}");
+        assert!(text.contains("apiserver_raft_log_flush_duration_seconds_count{node_id=\"1\"} 4"), "{text}");
+        assert!(text.contains("apiserver_raft_log_flush_duration_seconds_bucket{node_id=\"1\",le=\"0.001\"} 2"), "{text}");
+        assert!(text.contains("apiserver_raft_log_flush_duration_seconds_bucket{node_id=\"1\",le=\"8.192\"} 3"), "{text}");
+        assert!(text.contains("apiserver_raft_log_flush_duration_seconds_bucket{node_id=\"1\",le=\"+Inf\"} 4"), "{text}");
         assert!(text.contains("apiserver_raft_log_flushed_entries_total{node_id=\"1\"} 12"), "{text}");
         assert!(text.contains("apiserver_raft_log_flush_lingering{node_id=\"1\"} 1"), "{text}");
         assert!(text.contains(r#"apiserver_request_total{verb="GET",group="",version="v1",resource="pods",subresource="",code="200"} 2"#), "{text}");

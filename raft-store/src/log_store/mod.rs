@@ -24,7 +24,7 @@ use crate::types::{Entry, LeaderId, LogId, TypeConfig};
 mod writer;
 
 use writer::Job;
-pub use writer::{FlushStats, Flushes};
+pub use writer::{FlushStats, Flushes, FLUSH_BUCKETS};
 
 type Vote = openraft::alias::VoteOf<TypeConfig>;
 

@@ -1,7 +1,8 @@
 //! The cluster bench's latency rows: what a user feels at ordinary load, each row measured on the
 //! three nodes and on the single node in the same run. One client's creates (with the floor a
 //! durable replicated write cannot beat), watch delivery to 100 watchers per node at 200
-//! creates/s, consistent GETs at 16 clients on every node, and a consistent LIST of 10,000.
+//! creates/s (with each node's log flushes slower than 8 ms meanwhile), consistent GETs at 16
+//! clients on every node, and a consistent LIST of 10,000.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -46,6 +47,39 @@ pub async fn flush_times<F: std::future::Future<Output = T>, T>(nodes: &[&kube::
         means.push(Duration::from_secs_f64((s1 - s0) / (c1 - c0).max(1.0)));
     }
     (out, means)
+}
+
+/// Each node's log flush histogram (bound, flushes at most that long; `+Inf` last), from its
+/// metrics.
+async fn flush_histogram(node: &kube::Client) -> Vec<(String, f64)> {
+    let text = node.request_text(http::Request::get("/metrics").body(vec![]).unwrap()).await.expect("metrics");
+    text.lines()
+        .filter_map(|l| l.strip_prefix("apiserver_raft_log_flush_duration_seconds_bucket{"))
+        .filter_map(|l| {
+            let (labels, n) = l.rsplit_once(' ')?;
+            let bound = labels.split("le=\"").nth(1)?.split('"').next()?;
+            Some((bound.to_string(), n.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Prints, per place, the log flushes slower than 8 ms while `during` ran and the bucket of the
+/// slowest: a pause every node shares (one disk under three logs) shows there.
+pub async fn slow_flushes<F: std::future::Future<Output = T>, T>(places: &[Place], during: F) -> T {
+    let mut before = Vec::new();
+    for p in places {
+        before.push(flush_histogram(&p.client).await);
+    }
+    let out = during.await;
+    for (p, before) in places.iter().zip(before) {
+        let after = flush_histogram(&p.client).await;
+        let delta: Vec<(String, f64)> = after.iter().zip(&before).map(|((b, n1), (_, n0))| (b.clone(), n1 - n0)).collect();
+        let total = delta.last().map_or(0.0, |(_, n)| *n);
+        let fast = delta.iter().find(|(b, _)| b == "0.008").map_or(0.0, |(_, n)| *n);
+        let slowest = delta.iter().find(|(_, n)| total > 0.0 && *n == total).map_or("none", |(b, _)| b.as_str());
+        println!("  log flushes on {}: {total:.0}, {:.0} slower than 8 ms, the slowest at most {slowest} s", p.name, total - fast);
+    }
+    out
 }
 
 /// One GET of each kind, `n` times by one client: the difference of a consistent GET over an
@@ -200,8 +234,8 @@ pub async fn rows(single: &kube::Client, lb: &kube::Client, nodes: &[kube::Clien
 
     // Watch delivery at 200 creates/s: 100 watchers on the single node; 100 spread over the
     // three nodes, the creates through the balancer.
-    let single_watch = watch_delivery(&one, &[100], single, "watch", 1_000, 200).await;
-    let cluster_watch = watch_delivery(&each, &[34, 33, 33], lb, "watch", 1_000, 200).await;
+    let single_watch = slow_flushes(&one, watch_delivery(&one, &[100], single, "watch", 1_000, 200)).await;
+    let cluster_watch = slow_flushes(&each, watch_delivery(&each, &[34, 33, 33], lb, "watch", 1_000, 200)).await;
 
     // Consistent GETs at 16 clients, and consistent LISTs of 10,000.
     let single_get = consistent_gets(&one, &created("one"), 16, 8_000).await;
