@@ -164,10 +164,16 @@ async fn main() {
     drop(cluster);
 }
 
+/// A node's `/metrics` text.
+async fn metrics_text(node: &kube::Client) -> String {
+    node.request_text(http::Request::get("/metrics").body(vec![]).unwrap()).await.expect("metrics")
+}
+
 /// A sample's value from a node's `/metrics` (0 when absent).
 async fn metric(node: &kube::Client, name: &str) -> f64 {
-    let text = node.request_text(http::Request::get("/metrics").body(vec![]).unwrap()).await.expect("metrics");
-    text.lines()
+    metrics_text(node)
+        .await
+        .lines()
         .find_map(|l| l.strip_prefix(name).filter(|rest| rest.starts_with('{')))
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())

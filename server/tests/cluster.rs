@@ -114,14 +114,15 @@ async fn metrics_agree_on_one_leader() {
         let flushed = gauge(&text, "apiserver_raft_log_flushed_entries_total");
         let flushes = gauge(&text, "apiserver_raft_log_flush_duration_seconds_count");
         assert!(flushed >= 1 && flushes >= 1, "{text}");
-        // The flush histogram's buckets rise to its total.
+        // The flush histogram's buckets rise to its total, and its flushes (none near 8 s) are
+        // counted in its finite buckets too.
         let buckets: Vec<u64> = text
             .lines()
             .filter(|l| l.starts_with("apiserver_raft_log_flush_duration_seconds_bucket{"))
             .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
             .collect();
         assert_eq!(buckets.len(), 17, "{text}");
-        assert!(buckets.windows(2).all(|w| w[0] <= w[1]) && buckets[16] >= 1, "{text}");
+        assert!(buckets.windows(2).all(|w| w[0] <= w[1]) && buckets[15] >= 1, "{text}");
     }
     assert_eq!((leaders.len(), leading), (1, 1), "nodes disagree on the leader: {leaders:?}");
     assert!(!leaders.contains(&0));

@@ -14,7 +14,7 @@ use kube::api::{GetParams, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::Api;
 
 use crate::common::{configmap, creates, gets, percentile, report};
-use crate::metric;
+use crate::{metric, metrics_text};
 
 /// Where a latency row runs: a name and a client per place (one place on the single node, the
 /// balancer or each node on the cluster).
@@ -52,8 +52,9 @@ pub async fn flush_times<F: std::future::Future<Output = T>, T>(nodes: &[&kube::
 /// Each node's log flush histogram (bound, flushes at most that long; `+Inf` last), from its
 /// metrics.
 async fn flush_histogram(node: &kube::Client) -> Vec<(String, f64)> {
-    let text = node.request_text(http::Request::get("/metrics").body(vec![]).unwrap()).await.expect("metrics");
-    text.lines()
+    metrics_text(node)
+        .await
+        .lines()
         .filter_map(|l| l.strip_prefix("apiserver_raft_log_flush_duration_seconds_bucket{"))
         .filter_map(|l| {
             let (labels, n) = l.rsplit_once(' ')?;
