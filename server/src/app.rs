@@ -15,11 +15,13 @@ use crate::auth::authz::{self, Outcome};
 use crate::auth::{impersonation, Attributes};
 use crate::context::Ctx;
 use crate::metrics::RequestLabels;
-use crate::error::ApiError;
-use crate::query::Params;
+use crate::status_response::StatusResponse;
+use machinery::error::ApiError;
+use machinery::query::Params;
 use crate::auth::authn::Certificates;
 use crate::tls::{ClientIdentity, ProxyIdentity};
-use crate::{audit, discovery, handlers, health, negotiate, openapi, request};
+use crate::{audit, discovery, handlers, health, request};
+use machinery::{negotiate, openapi};
 
 pub fn router(ctx: Ctx) -> Router {
     Router::new()
@@ -61,8 +63,8 @@ async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes, a
         Ok(caller) => caller,
         Err(e) => return Err(audit::stage::failed_authentication(ctx, audit_id, &parts, e.into_response()).await),
     };
-    let params = Params::parse(parts.uri.query()).map_err(IntoResponse::into_response)?;
-    let deadline = request_deadline(ctx, &params).map_err(IntoResponse::into_response)?;
+    let params = Params::parse(parts.uri.query()).map_err(StatusResponse::into_response)?;
+    let deadline = request_deadline(ctx, &params).map_err(StatusResponse::into_response)?;
     // The policy sees the authenticated user, as Kubernetes audits before impersonation.
     let record = match &ctx.audit {
         Some(_) => audit::stage::begin(ctx, audit_id, &Attributes::of_request(caller.clone(), &parts.method, &path, &params), &parts),
@@ -168,7 +170,7 @@ fn request_deadline(ctx: &Ctx, params: &Params) -> Result<Duration, ApiError> {
     let max = ctx.settings.request_timeout;
     let Some(value) = params.value("timeout").filter(|v| !v.is_empty()) else { return Ok(max) };
     // Go accepts negative durations; Kubernetes then keeps the maximum.
-    let asked = crate::go_duration::parse_duration(value.strip_prefix('-').unwrap_or(value))
+    let asked = machinery::go_duration::parse_duration(value.strip_prefix('-').unwrap_or(value))
         .map_err(|e| ApiError::bad_request(format!("invalid timeout specified in the request URL - {e}")))?;
     Ok(if value.starts_with('-') || asked.is_zero() { max } else { asked.min(max) })
 }

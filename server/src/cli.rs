@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::go_duration::parse_duration;
+use machinery::go_duration::parse_duration;
 
 /// A Kubernetes API server whose storage is a Raft log.
 #[derive(Debug, Clone, Parser)]

@@ -25,7 +25,7 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
 /// `resp` gzipped when it qualifies.
 pub async fn maybe_gzip(resp: Response) -> Response {
     let big = resp.body().size_hint().exact().is_some_and(|n| n > THRESHOLD);
-    if !big || resp.headers().contains_key(header::CONTENT_ENCODING) || !crate::registry::gate_enabled("APIResponseCompression") {
+    if !big || resp.headers().contains_key(header::CONTENT_ENCODING) || !machinery::registry::gate_enabled("APIResponseCompression") {
         return resp;
     }
     let (mut parts, body) = resp.into_parts();

@@ -114,8 +114,8 @@ impl Default for Settings {
 
 impl Ctx {
     /// The revision a read should see, waiting as its semantics require.
-    pub async fn read_rev(&self, at: &crate::query::ReadAt) -> crate::error::ApiResult<u64> {
-        use crate::query::ReadAt;
+    pub async fn read_rev(&self, at: &machinery::query::ReadAt) -> machinery::error::ApiResult<u64> {
+        use machinery::query::ReadAt;
         let cache = self.store.cache();
         Ok(match at {
             ReadAt::MostRecent | ReadAt::Continue { rev: None, .. } => self.store.linearizable_rev().await?,

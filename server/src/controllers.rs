@@ -16,9 +16,9 @@ use crate::gc::GarbageCollector;
 use crate::ip_repair::IpRepair;
 use crate::pod_gc::PodGc;
 use crate::leading;
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
-use crate::registry;
+use machinery::registry;
 use crate::request::{ResourceRequest, Verb};
 
 /// Namespaces every cluster has from the start.
@@ -50,7 +50,7 @@ pub async fn run(ctx: Ctx) {
         leading::run(ctx.clone(), GarbageCollector::default()),
         leading::run(ctx.clone(), PodGc::default()),
         leading::run(ctx.clone(), IpRepair),
-        leading::run(ctx.clone(), crate::crd::controller::CrdController),
+        leading::run(ctx.clone(), crate::crd_controller::CrdController),
         leading::run(ctx.clone(), crate::admission::policy::type_check::TypeCheckController),
         leading::run(ctx.clone(), crate::aggregator::available::AvailabilityController),
         bootstrap_token_controllers(ctx.clone()),
@@ -176,7 +176,7 @@ impl Remaining {
                 ("NamespaceFinalizersRemaining", false, "ContentHasNoFinalizers", "All content-preserving finalizers finished".to_string())
             },
         ];
-        let now = crate::meta::now();
+        let now = machinery::meta::now();
         Value::Array(
             rows.into_iter()
                 .map(|(kind, on, reason, message)| {

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::registry::{self, served, ResourceInfo};
+use machinery::registry::{self, served, ResourceInfo};
 
 /// Content type of an aggregated discovery response.
 pub const AGGREGATED_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";

@@ -5,7 +5,9 @@
 use axum::response::{IntoResponse, Response};
 use http::{Method, StatusCode};
 
-use crate::error::ApiError;
+use machinery::error::ApiError;
+
+use crate::status_response::StatusResponse;
 
 pub fn serve(method: &Method, name: Option<&str>, body: &[u8]) -> Response {
     match (method, name) {

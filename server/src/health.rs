@@ -8,7 +8,7 @@ use http::{header, HeaderValue, StatusCode};
 
 use crate::context::Ctx;
 use crate::poststart;
-use crate::query::Params;
+use machinery::query::Params;
 
 /// Readiness fails when the node is this far behind its leader's commit index.
 const MAX_LAG: u64 = 1000;
@@ -42,7 +42,7 @@ fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(String, bool)> {
     out.push(("poststarthook/crd-informer-synced".into(), CRDS_SYNCED.load(Ordering::Relaxed)));
     // Behind its gate, as in Kubernetes: storage is ready once the watch cache, which serves
     // every resource, has caught up with the commit.
-    if crate::registry::gate_enabled(crate::registry::STORAGE_READINESS_GATE) {
+    if machinery::registry::gate_enabled(machinery::registry::STORAGE_READINESS_GATE) {
         out.push(("poststarthook/storage-readiness".into(), CRDS_SYNCED.load(Ordering::Relaxed)));
     }
     let hooks = &ctx.settings.hooks;

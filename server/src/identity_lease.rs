@@ -9,9 +9,9 @@ use sha2::{Digest, Sha256};
 
 use crate::context::Ctx;
 use crate::controllers::request;
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
-use crate::registry;
+use machinery::registry;
 use crate::request::Verb;
 
 const RENEW_EVERY: Duration = Duration::from_secs(10);

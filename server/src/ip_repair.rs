@@ -15,11 +15,11 @@ use raft_store::{Action, Cond, Event, EventType, Object, Op, Txn, TxnResult};
 use serde_json::Value;
 
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers;
 use crate::ipalloc::ServiceIps;
 use crate::leading::LeaderController;
-use crate::registry::{self, ResourceInfo};
+use machinery::registry::{self, ResourceInfo};
 
 /// The label the allocator puts on the IPAddresses it makes; others are never released here.
 const MANAGED_BY: (&str, &str) = ("ipaddress.kubernetes.io/managed-by", "ipallocator.k8s.io");

@@ -10,7 +10,7 @@ use raft_store::Store;
 use rand::Rng;
 use serde_json::{json, Value};
 
-use crate::error::{ApiError, ApiResult, Cause};
+use machinery::error::{ApiError, ApiResult, Cause};
 
 /// Storage key prefix of the IPAddress objects.
 const PREFIX: &str = "/registry/networking.k8s.io/ipaddresses/";
@@ -111,7 +111,7 @@ impl ServiceIps {
             "metadata": {
                 "name": ip,
                 "uid": uuid::Uuid::new_v4().to_string(),
-                "creationTimestamp": crate::meta::now(),
+                "creationTimestamp": machinery::meta::now(),
                 "labels": {"ipaddress.kubernetes.io/ip-family": "IPv4", "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"},
             },
             "spec": {"parentRef": {"group": "", "resource": "services", "namespace": namespace, "name": service}},

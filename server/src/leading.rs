@@ -9,7 +9,7 @@ use std::time::Duration;
 use raft_store::Event;
 
 use crate::context::Ctx;
-use crate::error::ApiResult;
+use machinery::error::ApiResult;
 
 /// How often a follower looks whether it leads now.
 const POLL: Duration = Duration::from_millis(500);

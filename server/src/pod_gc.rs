@@ -13,9 +13,9 @@ use raft_store::{Event, EventType};
 
 use crate::context::Ctx;
 use crate::controllers::request;
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, grace, DeleteOptions};
-use crate::registry::{self, ResourceInfo};
+use machinery::registry::{self, ResourceInfo};
 use crate::request::Verb;
 
 fn pods() -> &'static ResourceInfo {

@@ -11,9 +11,9 @@ use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::controllers::{request, DEFAULT_NAMESPACES};
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
-use crate::registry;
+use machinery::registry;
 use crate::request::Verb;
 
 /// The hooks, in the order they run.
@@ -124,7 +124,7 @@ async fn service_cidr(ctx: &Ctx) -> ApiResult<()> {
             new["status"] = json!({"conditions": [{
                 "type": "Ready", "status": "True", "reason": "",
                 "message": "Kubernetes default Service CIDR is ready",
-                "lastTransitionTime": crate::meta::now(),
+                "lastTransitionTime": machinery::meta::now(),
             }]});
         }
         Ok(new)
@@ -206,7 +206,7 @@ async fn api_services(ctx: &Ctx) -> ApiResult<()> {
                 new["status"] = json!({"conditions": [{
                     "type": "Available", "status": "True", "reason": "Local",
                     "message": "Local APIServices are always available",
-                    "lastTransitionTime": crate::meta::now(),
+                    "lastTransitionTime": machinery::meta::now(),
                 }]});
             }
             Ok(new)

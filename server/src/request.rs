@@ -6,8 +6,8 @@ use std::sync::Arc;
 use http::Method;
 
 use crate::auth::UserInfo;
-use crate::error::{ApiError, ApiResult};
-use crate::registry::{self, ResourceInfo};
+use machinery::error::{ApiError, ApiResult};
+use machinery::registry::{self, ResourceInfo};
 
 /// The verb of a resource request, as RBAC and audit name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

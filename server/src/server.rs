@@ -28,7 +28,7 @@ use crate::ipalloc::ServiceIps;
 use crate::{app, controllers, tls};
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    crate::registry::set_feature_gates(&args.feature_gates).map_err(|e| anyhow::anyhow!("--feature-gates: {e}"))?;
+    machinery::registry::set_feature_gates(&args.feature_gates).map_err(|e| anyhow::anyhow!("--feature-gates: {e}"))?;
     let range = args
         .service_cluster_ip_range
         .parse()
@@ -88,7 +88,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             election_timeout: Duration::from_millis(args.election_timeout),
             peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
-            observers: Observers(vec![rbac.clone(), nodes.clone(), flowcontrol.clone(), Arc::new(crate::crd::served::ServedDefinitions::default())]),
+            observers: Observers(vec![rbac.clone(), nodes.clone(), flowcontrol.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())]),
         },
     )
     .await
@@ -118,7 +118,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let chain = authz::build(&args, &rbac, &nodes, &metrics)?;
     let auth = Auth { chain, rbac };
     let mut mutating: Vec<Arc<dyn crate::admission::Mutating>> = vec![Arc::new(ServiceAccounts { store: store.clone() })];
-    if crate::registry::gate_enabled("MutatingAdmissionPolicy") {
+    if machinery::registry::gate_enabled("MutatingAdmissionPolicy") {
         mutating.push(Arc::new(MutatingPolicies::new(store.clone(), auth.clone())));
     }
     mutating.push(Arc::new(MutatingWebhooks { store: store.clone() }));

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{Operation, Request, Validating};
 use crate::auth::{Attributes, Auth};
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 
 const GROUP: &str = "certificates.k8s.io";
 

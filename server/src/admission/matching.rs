@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::admission::Request;
-use crate::selector::label_selector_matches;
+use machinery::selector::label_selector_matches;
 
 fn strings(v: &Value) -> Vec<&str> {
     v.as_array().into_iter().flatten().filter_map(Value::as_str).collect()

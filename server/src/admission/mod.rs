@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::error::ApiResult;
+use machinery::error::ApiResult;
 use crate::request::ResourceRequest;
 
 /// What a write does to the object.

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::{Operation, Request, Validating};
 use crate::auth::node::graph::pod_uses;
 use crate::auth::node::{node_name, Vertex};
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 
 use super::{Mutating, Operation, Request};
 use crate::auth::serviceaccount::controller::{DEFAULT_ACCOUNT, ROOT_CA_CONFIGMAP};
-use crate::error::{ApiError, ApiResult};
-use crate::registry;
+use machinery::error::{ApiError, ApiResult};
+use machinery::registry;
 
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 const MOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";

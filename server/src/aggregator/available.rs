@@ -10,13 +10,13 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::{endpoint, set_user, PREFIX};
-use crate::webhook::client_config::get;
+use machinery::webhook::client_config::get;
 use crate::auth::UserInfo;
 use crate::context::Ctx;
 use crate::controllers::request;
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
-use crate::registry;
+use machinery::registry;
 use crate::request::{ResourceRequest, Verb};
 
 /// How often every APIService is checked again.
@@ -83,7 +83,7 @@ async fn write(ctx: &Ctx, name: &str, (status, reason, message): Condition) -> A
         let old = current["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Available").cloned();
         let since = match &old {
             Some(c) if c["status"] == status => c["lastTransitionTime"].clone(),
-            _ => json!(crate::meta::now()),
+            _ => json!(machinery::meta::now()),
         };
         let mut conditions: Vec<Value> = current["status"]["conditions"].as_array().into_iter().flatten().filter(|c| c["type"] != "Available").cloned().collect();
         conditions.push(json!({"type": "Available", "status": status, "reason": reason, "message": message, "lastTransitionTime": since}));

@@ -30,7 +30,7 @@ fn ordered(apiservices: Vec<Value>) -> Vec<(String, Vec<Value>)> {
     }
     for (_, versions) in &mut groups {
         versions.sort_by(|a, b| {
-            let name = |x: &Value| crate::crd::served::priority(x["spec"]["version"].as_str().unwrap_or_default());
+            let name = |x: &Value| machinery::crd::served::priority(x["spec"]["version"].as_str().unwrap_or_default());
             priority(b, "versionPriority").cmp(&priority(a, "versionPriority")).then_with(|| name(b).cmp(&name(a)))
         });
     }

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 
 use crate::auth::UserInfo;
 use crate::context::Ctx;
-use crate::webhook::{client_config, Endpoint};
+use machinery::webhook::{client_config, Endpoint};
 
 /// Where APIServices are stored.
 pub const PREFIX: &str = "/registry/apiregistration.k8s.io/apiservices/";
@@ -38,7 +38,7 @@ fn remote_named(ctx: &Ctx, group: &str, version: &str) -> Option<Value> {
 pub fn remote_for(ctx: &Ctx, path: &str) -> Option<Value> {
     let mut segments = path.trim_start_matches('/').split('/');
     let (Some("apis"), Some(group), Some(version)) = (segments.next(), segments.next(), segments.next()) else { return None };
-    if version.is_empty() || crate::registry::serves(group, version) {
+    if version.is_empty() || machinery::registry::serves(group, version) {
         return None;
     }
     remote_named(ctx, group, version)
@@ -53,7 +53,7 @@ pub fn remotes(ctx: &Ctx) -> Vec<Value> {
         .filter_map(|o| serde_json::from_slice::<Value>(&o.data).ok())
         .filter(|a| {
             let (group, version) = (a["spec"]["group"].as_str().unwrap_or_default(), a["spec"]["version"].as_str().unwrap_or_default());
-            a["spec"]["service"].is_object() && !crate::registry::serves(group, version)
+            a["spec"]["service"].is_object() && !machinery::registry::serves(group, version)
         })
         .collect()
 }

@@ -33,7 +33,7 @@ pub async fn v2(ctx: &Ctx, base: impl FnOnce() -> Vec<u8>) -> Option<Arc<(Vec<u8
     if docs.iter().all(Option::is_none) {
         return None;
     }
-    let generation = crate::registry::custom::current().generation;
+    let generation = machinery::registry::custom::current().generation;
     if let Some((made_from, made_at, merged)) = MERGED.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
         if *made_from == docs && *made_at == generation {
             return Some(merged.clone());
@@ -44,7 +44,7 @@ pub async fn v2(ctx: &Ctx, base: impl FnOnce() -> Vec<u8>) -> Option<Arc<(Vec<u8
     for remote in docs.iter().flatten() {
         merge(&mut doc, remote);
     }
-    let merged = Arc::new((serde_json::to_vec(&doc).unwrap_or_default(), crate::openapi::gnostic::document(&doc)));
+    let merged = Arc::new((serde_json::to_vec(&doc).unwrap_or_default(), machinery::openapi::gnostic::document(&doc)));
     *MERGED.lock().unwrap_or_else(|p| p.into_inner()) = Some((docs, generation, merged.clone()));
     Some(merged)
 }

@@ -16,7 +16,7 @@ use super::{endpoint, is_available, set_user, HOP_BY_HOP};
 use crate::auth::UserInfo;
 use crate::context::Ctx;
 use crate::health::text;
-use crate::webhook::CallError;
+use machinery::webhook::CallError;
 
 /// Forwards the request to the APIService's extension server.
 pub async fn forward(ctx: &Ctx, apiservice: &Value, parts: &http::request::Parts, user: &UserInfo, body: Bytes) -> Response {

@@ -173,7 +173,7 @@ mod tests {
 
     fn attrs(user: &str, groups: &[&str], verb: &str, path: &str) -> Attributes {
         let user = UserInfo { name: user.into(), groups: groups.iter().map(|g| g.to_string()).collect(), ..Default::default() };
-        let mut a = Attributes::of_request(user, &http::Method::GET, path, &crate::query::Params::default());
+        let mut a = Attributes::of_request(user, &http::Method::GET, path, &machinery::query::Params::default());
         a.verb = verb.into();
         a
     }

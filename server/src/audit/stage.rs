@@ -13,8 +13,8 @@ use super::{Answer, Record, RequestFacts, AUDIT_ID_HEADER};
 use crate::auth::attributes::Attributes;
 use crate::auth::UserInfo;
 use crate::context::Ctx;
-use crate::negotiate::BodyKind;
-use crate::patch::PatchKind;
+use machinery::negotiate::BodyKind;
+use machinery::patch::PatchKind;
 
 /// The request's audit ID: the client's `Audit-ID` header when it is a sane one, else a new UUID.
 pub fn audit_id(headers: &http::HeaderMap) -> String {
@@ -45,7 +45,7 @@ pub fn begin(ctx: &Ctx, audit_id: &str, attrs: &Attributes, parts: &http::reques
 /// ResponseStarted with the 401 (its user unknown), if the policy selects such requests.
 pub async fn failed_authentication(ctx: &Ctx, audit_id: &str, parts: &http::request::Parts, resp: Response) -> Response {
     let Some(auditor) = &ctx.audit else { return resp };
-    let params = crate::query::Params::parse(parts.uri.query()).unwrap_or_default();
+    let params = machinery::query::Params::parse(parts.uri.query()).unwrap_or_default();
     let attrs = Attributes::of_request(UserInfo::default(), &parts.method, parts.uri.path(), &params);
     let Some(record) = auditor.begin(audit_id, &attrs, &facts(parts)) else { return resp };
     let (head, body) = resp.into_parts();
@@ -139,8 +139,8 @@ pub async fn finish(record: Record, resp: Response, request_object: Option<Value
 /// A request's or an answer's body as JSON, by its Content-Type: JSON (and the JSON patches),
 /// YAML (and apply patches) or Protobuf; other encodings are left out of the event.
 fn decode(headers: &http::HeaderMap, body: &[u8]) -> Option<Value> {
-    match crate::negotiate::body_kind(headers).ok()? {
-        BodyKind::Protobuf => crate::protobuf::decode_body(body).ok(),
+    match machinery::negotiate::body_kind(headers).ok()? {
+        BodyKind::Protobuf => machinery::protobuf::decode_body(body).ok(),
         BodyKind::Yaml | BodyKind::Patch(PatchKind::Apply) => serde_yaml::from_slice(body).ok(),
         BodyKind::Json | BodyKind::Patch(_) => serde_json::from_slice(body).ok(),
         BodyKind::Cbor | BodyKind::ApplyCbor => None,

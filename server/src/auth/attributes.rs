@@ -6,7 +6,7 @@
 use http::Method;
 
 use super::user::UserInfo;
-use crate::query::Params;
+use machinery::query::Params;
 
 /// Everything an authorizer may look at.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

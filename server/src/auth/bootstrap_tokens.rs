@@ -14,9 +14,9 @@ use serde_json::{json, Value};
 use super::authn::bootstrap_token::{expired, field, NAMESPACE, SECRET_PREFIX, SECRET_TYPE};
 use crate::context::Ctx;
 use crate::controllers::request;
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
-use crate::registry::{self, ResourceInfo};
+use machinery::registry::{self, ResourceInfo};
 use crate::request::Verb;
 
 const PUBLIC_NAMESPACE: &str = "kube-public";

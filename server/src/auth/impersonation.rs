@@ -8,7 +8,7 @@ use http::HeaderMap;
 use super::attributes::Attributes;
 use super::authz::{forbidden, Chain, Outcome};
 use super::user::{service_account_groups, service_account_of, UserInfo, ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS};
-use crate::error::ApiError;
+use machinery::error::ApiError;
 
 const USER: &str = "impersonate-user";
 const GROUP: &str = "impersonate-group";

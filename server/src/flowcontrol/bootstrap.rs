@@ -10,10 +10,10 @@ use serde_json::Value;
 
 use crate::context::Ctx;
 use crate::controllers::request;
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
 use crate::poststart::ensure;
-use crate::registry;
+use machinery::registry;
 use crate::request::Verb;
 
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";

@@ -16,7 +16,7 @@ use std::time::Duration;
 pub use classify::{Classification, FlowControl};
 
 use crate::auth::Attributes;
-use crate::error::ApiError;
+use machinery::error::ApiError;
 use crate::metrics::Metrics;
 
 /// Kubernetes' answer to a request its priority level has no room for.

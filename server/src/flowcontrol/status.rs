@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 use super::classify::FlowControl;
 use crate::context::Ctx;
 use crate::controllers::request;
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
-use crate::registry;
+use machinery::registry;
 use crate::request::Verb;
 
 /// The condition a schema should carry.
@@ -20,7 +20,7 @@ fn condition(level: &str, dangling: bool) -> Value {
     } else {
         ("False", "Found", format!("This FlowSchema references the PriorityLevelConfiguration object named \"{level}\" and it exists"))
     };
-    json!({"type": "Dangling", "status": status, "reason": reason, "message": message, "lastTransitionTime": crate::meta::now()})
+    json!({"type": "Dangling", "status": status, "reason": reason, "message": message, "lastTransitionTime": machinery::meta::now()})
 }
 
 /// One pass: every schema whose condition is missing or stale gets the right one.

@@ -17,9 +17,9 @@ use serde_json::Value;
 
 use crate::context::Ctx;
 use crate::controllers::request;
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, DeleteOptions, FieldValidation, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
-use crate::registry;
+use machinery::registry;
 use crate::request::Verb;
 use graph::{Graph, OwnerRef};
 

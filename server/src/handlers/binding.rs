@@ -9,8 +9,8 @@ use super::prepare::FieldValidation;
 use super::reply::Reply;
 use super::write::{self, Update};
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult, Cause};
-use crate::registry;
+use machinery::error::{ApiError, ApiResult, Cause};
+use machinery::registry;
 use crate::request::{ResourceRequest, Verb};
 
 pub async fn create(ctx: &Ctx, req: &ResourceRequest, binding: Value, dry_run: bool) -> ApiResult<Reply> {
@@ -68,7 +68,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, binding: Value, dry_run: b
         }
         let mut conditions: Vec<Value> = old["status"]["conditions"].as_array().cloned().unwrap_or_default();
         conditions.retain(|c| c["type"] != "PodScheduled");
-        conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": crate::meta::now()}));
+        conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": machinery::meta::now()}));
         new["status"]["conditions"] = json!(conditions);
         Ok(new)
     })

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::auth::UserInfo;
-use crate::error::{ApiError, ApiResult, Cause};
+use machinery::error::{ApiError, ApiResult, Cause};
 
 const APPROVAL: &[&str] = &["Approved", "Denied"];
 
@@ -55,7 +55,7 @@ pub fn status(old: &Value, new: &mut Value) -> ApiResult<()> {
 
 /// Conditions get their times when they first appear.
 fn stamp(old: &[Value], new: &mut [Value]) {
-    let now = crate::meta::now();
+    let now = machinery::meta::now();
     for c in new.iter_mut() {
         let before = old.iter().find(|o| o["type"] == c["type"]);
         for field in ["lastUpdateTime", "lastTransitionTime"] {

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::reply::{ListReply, Reply};
 use crate::context::Ctx;
-use crate::error::ApiResult;
+use machinery::error::ApiResult;
 use crate::request::ResourceRequest;
 
 fn component(name: &str, healthy: bool, message: &str, error: &str) -> Value {

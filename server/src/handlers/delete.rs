@@ -8,11 +8,11 @@ use super::finalizers::{DeleteOptions, Propagation};
 use super::write;
 use crate::auth::Attributes;
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult, Cause};
-use crate::query::Params;
-use crate::registry::{self, convert};
+use machinery::error::{ApiError, ApiResult, Cause};
+use machinery::query::Params;
+use machinery::registry::{self, convert};
 use crate::request::ResourceRequest;
-use crate::selector::Filter;
+use machinery::selector::Filter;
 
 /// Reads `DeleteOptions` from the body (may be empty) and the query.
 pub fn options(params: &Params, body: Option<&Value>) -> ApiResult<DeleteOptions> {

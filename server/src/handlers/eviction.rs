@@ -11,10 +11,10 @@ use super::finalizers::DeleteOptions;
 use super::write::{self, parse, Update};
 use super::FieldValidation;
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult};
-use crate::registry;
+use machinery::error::{ApiError, ApiResult};
+use machinery::registry;
 use crate::request::{ResourceRequest, Verb};
-use crate::selector::label_selector_matches;
+use machinery::selector::label_selector_matches;
 
 fn too_many(message: &str) -> ApiError {
     ApiError::Passed { code: 429, reason: "TooManyRequests".into(), message: message.into() }
@@ -61,7 +61,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, eviction: Value, dry_run: 
                     }
                     let mut new = old.clone();
                     new["status"]["disruptionsAllowed"] = json!(allowed - 1);
-                    new["status"]["disruptedPods"][&name] = json!(crate::meta::now());
+                    new["status"]["disruptedPods"][&name] = json!(machinery::meta::now());
                     Ok(new)
                 })
                 .await?;

@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 
-use crate::meta::meta_mut;
-use crate::registry::ResourceInfo;
+use machinery::meta::meta_mut;
+use machinery::registry::ResourceInfo;
 
 /// Delete preconditions and the propagation policy from `DeleteOptions`.
 #[derive(Debug, Default, Clone)]
@@ -103,7 +103,7 @@ pub(super) fn on_delete(info: &ResourceInfo, propagation: Option<Propagation>, o
     let mut changed = propagation.is_some_and(|p| p.apply_finalizers(obj));
     let definition = info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions";
     if definition && obj["metadata"].get("deletionTimestamp").is_none() {
-        changed |= add_finalizer(obj, crate::crd::controller::CLEANUP_FINALIZER);
+        changed |= add_finalizer(obj, crate::crd_controller::CLEANUP_FINALIZER);
     }
     changed
 }

@@ -28,14 +28,15 @@ use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde_json::Value;
 
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult, Cause};
-use crate::fieldmanager::{self, Manager};
-use crate::patch::PatchKind;
-use crate::negotiate::{self, BodyKind, Encoding, Form, Output};
-use crate::query::Params;
-use crate::registry::ResourceInfo;
+use machinery::error::{ApiError, ApiResult, Cause};
+use machinery::fieldmanager::{self, Manager};
+use machinery::patch::PatchKind;
+use machinery::negotiate::{self, BodyKind, Encoding, Form, Output};
+use machinery::query::Params;
+use machinery::registry::ResourceInfo;
 use crate::request::{ResourceRequest, Verb};
-use crate::{metadata_form, table_form};
+use crate::status_response::StatusResponse;
+use machinery::{metadata_form, table_form};
 
 pub use prepare::{admit as decode_and_validate, FieldValidation};
 pub use reply::{list_json, ListReply, Reply};
@@ -49,7 +50,7 @@ pub async fn serve(ctx: &Ctx, req: ResourceRequest, params: Params, headers: &He
         Err(e) => e.into_response(),
     };
     // A deprecated version of a custom resource says so on every answer.
-    if let Some(w) = crate::registry::custom::version(req.info).and_then(|v| v.deprecation.clone()) {
+    if let Some(w) = machinery::registry::custom::version(req.info).and_then(|v| v.deprecation.clone()) {
         add_warning(&mut resp, &w);
     }
     resp
@@ -110,7 +111,7 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
             BodyKind::ApplyCbor => {
                 let manager = request_manager(req, params, headers, "PatchOptions", Some(PatchKind::Apply))?;
                 // JSON is YAML: the apply reads the configuration as it reads YAML.
-                let json = serde_json::to_vec(&crate::cbor::decode(&body)?).map_err(ApiError::internal)?;
+                let json = serde_json::to_vec(&machinery::cbor::decode(&body)?).map_err(ApiError::internal)?;
                 mutate::patch(ctx, req, params, PatchKind::Apply, &json, manager, &mut warnings).await?
             }
             _ => {
@@ -162,8 +163,8 @@ fn decode_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
     let value: Value = match negotiate::body_kind(headers)? {
         BodyKind::Json => serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}")))?,
         BodyKind::Yaml => serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't decode the request body as YAML: {e}")))?,
-        BodyKind::Protobuf => crate::protobuf::decode_body(body)?,
-        BodyKind::Cbor => crate::cbor::decode(body)?,
+        BodyKind::Protobuf => machinery::protobuf::decode_body(body)?,
+        BodyKind::Cbor => machinery::cbor::decode(body)?,
         BodyKind::Patch(_) | BodyKind::ApplyCbor => return Err(negotiate::unsupported_body()),
     };
     if !value.is_object() {
@@ -251,17 +252,17 @@ async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, outpu
     let encoder: watch::Encoder = match output.encoding {
         Encoding::Protobuf => Arc::new(move |kind: &str, data: &[u8]| {
             let obj: Value = serde_json::from_slice(&form(kind, data)).unwrap_or(Value::Null);
-            match crate::protobuf::watch_frame(kind, &obj) {
+            match machinery::protobuf::watch_frame(kind, &obj) {
                 Ok(frame) => Bytes::from(frame),
                 Err(e) => {
                     tracing::error!(kind, "a watch event cannot be encoded as Protobuf: {e}");
-                    Bytes::from(crate::protobuf::watch_frame("ERROR", &e.status()).unwrap_or_default())
+                    Bytes::from(machinery::protobuf::watch_frame("ERROR", &e.status()).unwrap_or_default())
                 }
             }
         }),
         Encoding::Cbor => Arc::new(move |kind: &str, data: &[u8]| {
             let obj: Value = serde_json::from_slice(&form(kind, data)).unwrap_or(Value::Null);
-            Bytes::from(crate::cbor::watch_frame(kind, &obj).unwrap_or_default())
+            Bytes::from(machinery::cbor::watch_frame(kind, &obj).unwrap_or_default())
         }),
         _ => Arc::new(move |kind: &str, data: &[u8]| frame(kind, &form(kind, data))),
     };

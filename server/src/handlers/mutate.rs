@@ -9,11 +9,11 @@ use super::reply::Reply;
 use super::scale;
 use super::write::{self, Update};
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult};
-use crate::fieldmanager::{self, Manager};
-use crate::meta::meta_str;
-use crate::patch::{self, PatchKind};
-use crate::query::Params;
+use machinery::error::{ApiError, ApiResult};
+use machinery::fieldmanager::{self, Manager};
+use machinery::meta::meta_str;
+use machinery::patch::{self, PatchKind};
+use machinery::query::Params;
 use crate::request::ResourceRequest;
 
 /// The new object of an update of `sub` (none, `status` or `scale`): `body` is what the client
@@ -188,7 +188,7 @@ async fn apply(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: &[u8], m
     let dry_run = params.dry_run()?;
     let def = req.info.schema_definition();
     let def = def.as_ref();
-    let now = crate::meta::now();
+    let now = machinery::meta::now();
     let opts = Update { precondition: None, validation, duplicates: Vec::new(), dry_run, manager: None };
     let result = write::update(ctx, req, opts, warnings, |old| {
         let current = view(req, old)?;
@@ -223,7 +223,7 @@ fn strict_apply(req: &ResourceRequest, body: &[u8], applied: &Value) -> ApiResul
             )));
         }
     }
-    if crate::registry::custom::is_custom(req.info) {
+    if machinery::registry::custom::is_custom(req.info) {
         let unknown = (req.info.ops.decode)(req.info, applied.clone()).map_err(ApiError::BadRequest)?.unknown_fields;
         if !unknown.is_empty() {
             let fields: Vec<String> = unknown.iter().map(|f| format!(".{f}: field not declared in schema")).collect();

@@ -7,10 +7,10 @@ use std::collections::HashSet;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{json, Value};
 
-use crate::error::{ApiError, ApiResult};
-use crate::meta;
-use crate::query::Params;
-use crate::registry::ResourceInfo;
+use machinery::error::{ApiError, ApiResult};
+use machinery::meta;
+use machinery::query::Params;
+use machinery::registry::ResourceInfo;
 
 /// How unknown fields are treated (`fieldValidation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,11 +6,11 @@ use raft_store::StoreError;
 use super::reply::{ListReply, Reply};
 use super::scale;
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult, Cause};
-use crate::query::{self, Params, ReadAt};
-use crate::registry::{self, ResourceInfo};
+use machinery::error::{ApiError, ApiResult, Cause};
+use machinery::query::{self, Params, ReadAt};
+use machinery::registry::{self, ResourceInfo};
 use crate::request::ResourceRequest;
-use crate::selector::Filter;
+use machinery::selector::Filter;
 
 pub async fn get(ctx: &Ctx, req: &ResourceRequest, params: &Params) -> ApiResult<Reply> {
     let at = query::get_read(params)?;
@@ -62,7 +62,7 @@ fn store_read(info: &ResourceInfo, objects: &[raft_store::CorruptObject]) -> Api
     let mut causes: Vec<Cause> = objects
         .iter()
         .take(raft_store::MAX_CORRUPT)
-        .map(|c| Cause::new("UnexpectedServerResponse", c.key.clone(), crate::error::corrupt_object(c)))
+        .map(|c| Cause::new("UnexpectedServerResponse", c.key.clone(), machinery::error::corrupt_object(c)))
         .collect();
     if objects.len() > raft_store::MAX_CORRUPT {
         causes.push(Cause::new("TooMany", "", "too many errors, the list is truncated"));

@@ -8,16 +8,9 @@ use bytes::Bytes;
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::registry::ResourceInfo;
+pub use machinery::list::ListReply;
+use machinery::registry::ResourceInfo;
 
-/// A list response: items as stored bytes plus the collection metadata.
-#[derive(Debug, Clone)]
-pub struct ListReply {
-    pub rev: u64,
-    pub continue_token: Option<String>,
-    pub remaining: Option<u64>,
-    pub items: Vec<Bytes>,
-}
 
 #[derive(Debug)]
 pub enum Reply {
@@ -71,7 +64,7 @@ pub fn list_json(info: &ResourceInfo, list: &ListReply) -> Vec<u8> {
     let mut out = serde_json::to_vec(&head).unwrap_or_default();
     out.pop(); // the closing brace
     let size: usize = list.items.iter().map(|i| i.len() + 1).sum();
-    let custom = crate::registry::custom::is_custom(info);
+    let custom = machinery::registry::custom::is_custom(info);
     out.reserve(size + 12);
     out.extend_from_slice(b",\"items\":[");
     for (i, item) in list.items.iter().enumerate() {

@@ -10,7 +10,7 @@ use super::reply::Reply;
 use crate::auth::authz::{Outcome, UserRules};
 use crate::auth::{Attributes, UserInfo};
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult, Cause};
+use machinery::error::{ApiError, ApiResult, Cause};
 use crate::request::ResourceRequest;
 
 /// Answers a review: the object as sent, with its `status` filled in.

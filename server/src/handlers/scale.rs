@@ -4,8 +4,8 @@
 
 use serde_json::{json, Value};
 
-use crate::error::{ApiError, ApiResult};
-use crate::registry::{custom, ResourceInfo};
+use machinery::error::{ApiError, ApiResult};
+use machinery::registry::{custom, ResourceInfo};
 
 /// Where an object keeps what its `Scale` shows.
 struct Paths {
@@ -79,7 +79,7 @@ pub fn apply_to(info: &ResourceInfo, obj: &Value, scale: &Value) -> ApiResult<Va
             group: "autoscaling".into(),
             kind: "Scale".into(),
             name: obj["metadata"]["name"].as_str().unwrap_or_default().into(),
-            causes: vec![crate::error::Cause::invalid("spec.replicas", replicas, "must be greater than or equal to 0")],
+            causes: vec![machinery::error::Cause::invalid("spec.replicas", replicas, "must be greater than or equal to 0")],
         });
     }
     let path = paths(info).map_or_else(|| vec!["spec".to_string(), "replicas".to_string()], |p| p.spec_replicas);

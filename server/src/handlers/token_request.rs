@@ -11,8 +11,8 @@ use super::reply::Reply;
 use super::write::parse;
 use crate::auth::serviceaccount::claims::{Bound, Ref};
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult, Cause};
-use crate::registry;
+use machinery::error::{ApiError, ApiResult, Cause};
+use machinery::registry;
 use crate::request::ResourceRequest;
 
 const GROUP: &str = "authentication.k8s.io";

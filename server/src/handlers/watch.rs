@@ -10,11 +10,11 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult, Cause};
-use crate::query::{invalid_options, Params};
-use crate::registry::{self, ResourceInfo};
+use machinery::error::{ApiError, ApiResult, Cause};
+use machinery::query::{invalid_options, Params};
+use machinery::registry::{self, ResourceInfo};
 use crate::request::ResourceRequest;
-use crate::selector::Filter;
+use machinery::selector::Filter;
 
 /// Turns one event (type and object JSON) into one frame of the response body.
 pub type Encoder = Arc<dyn Fn(&str, &[u8]) -> Bytes + Send + Sync>;
@@ -123,7 +123,7 @@ pub async fn watch(ctx: &Ctx, req: &ResourceRequest, params: &Params, encode: En
 
 /// The ERROR event's Status for an event whose object cannot be decoded.
 fn undecodable_event(ev: &raft_store::Event, why: &str) -> Vec<u8> {
-    let storage = crate::error::corrupt_object(&raft_store::CorruptObject { key: ev.key.clone(), rev: ev.rev, reason: why.to_string() });
+    let storage = machinery::error::corrupt_object(&raft_store::CorruptObject { key: ev.key.clone(), rev: ev.rev, reason: why.to_string() });
     let error = match ev.kind {
         EventType::Deleted => ApiError::Passed {
             code: 500,

@@ -12,11 +12,11 @@ use super::prepare::{admit, FieldValidation};
 use crate::admission::Operation;
 use super::reply::Reply;
 use crate::context::Ctx;
-use crate::fieldmanager::{self, Manager};
-use crate::error::{ApiError, ApiResult};
+use machinery::fieldmanager::{self, Manager};
+use machinery::error::{ApiError, ApiResult};
 use crate::ipalloc::ServiceIps;
-use crate::meta::{self, meta_mut, meta_str};
-use crate::registry::{convert, custom, ResourceInfo};
+use machinery::meta::{self, meta_mut, meta_str};
+use machinery::registry::{convert, custom, ResourceInfo};
 use crate::request::ResourceRequest;
 
 /// How many times a write retries after losing a compare-and-set race.
@@ -192,7 +192,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
                     group: String::new(),
                     kind: "Service".into(),
                     name,
-                    causes: vec![crate::error::Cause::invalid(
+                    causes: vec![machinery::error::Cause::invalid(
                         "spec.clusterIPs",
                         requested_ip.unwrap_or_default(),
                         "failed to allocate IP: provided IP is already allocated",

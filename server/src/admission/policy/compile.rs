@@ -6,7 +6,9 @@
 
 use serde_json::{json, Value};
 
-use crate::expr::{Authorizer, Expression};
+use machinery::expr::Expression;
+
+use super::authorizer::Authorizer;
 
 /// One validation: the expression that must hold and what to say when it does not.
 pub struct Validation {
@@ -65,7 +67,7 @@ fn sample(variables: &[String]) -> Vec<(&'static str, Value)> {
 fn compile(source: &str, names: &[String], want: Option<&str>) -> Result<Expression, String> {
     let sample = sample(names);
     let bound: Vec<(&str, &Value)> = sample.iter().map(|(k, v)| (*k, v)).collect();
-    Expression::compile(source, &bound, want)
+    Expression::compile_with(source, &bound, want, Some(&Authorizer::for_compiling()))
 }
 
 fn reason_of(v: &Value) -> &'static str {

@@ -5,6 +5,7 @@
 //! `oldObject`, `request`, `params`, `namespaceObject`, `variables`, `authorizer`), and the
 //! rounds of authorizer checks an evaluation asks for.
 
+pub mod authorizer;
 mod compile;
 pub mod type_check;
 pub mod mutating;
@@ -22,9 +23,9 @@ pub use validating::ValidatingPolicies;
 use super::{matching, Operation, Request};
 use crate::auth::authz::Outcome as AuthzOutcome;
 use crate::auth::Auth;
-use crate::error::{ApiError, ApiResult};
-use crate::expr::authorizer::{Authorizer, Decision, RequestResource};
-use crate::registry;
+use machinery::error::{ApiError, ApiResult};
+use self::authorizer::{Authorizer, Decision, RequestResource};
+use machinery::registry;
 use compile::Policy;
 
 const GROUP: &str = "admissionregistration.k8s.io";
@@ -129,7 +130,7 @@ impl Policies {
         let mut found = Vec::new();
         for o in listed.items {
             let v: Value = serde_json::from_slice(&o.data).map_err(ApiError::internal)?;
-            if crate::selector::label_selector_matches(&reference["selector"], v["metadata"]["labels"].as_object()) {
+            if machinery::selector::label_selector_matches(&reference["selector"], v["metadata"]["labels"].as_object()) {
                 found.push(v);
             }
         }
@@ -215,7 +216,7 @@ fn conditions_and_variables(policy: &Policy, vars: &mut Vec<(&'static str, Value
         let expression = expression.as_ref().map_err(|e| format!("variable '{name}': {e}"))?;
         let value = expression.eval_with(&refs(vars), Some(authz)).map_err(|e| format!("variable '{name}' resulted in error: {e}"))?;
         if let Some((_, Value::Object(variables))) = vars.last_mut() {
-            variables.insert(name.clone(), crate::expr::to_json(&value));
+            variables.insert(name.clone(), machinery::expr::to_json(&value));
         }
     }
     Ok(true)

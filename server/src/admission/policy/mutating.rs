@@ -12,9 +12,9 @@ use super::compile::{Mutation, PatchType};
 use super::{bindings, conditions_and_variables, refs, Policies, Policy, Selected};
 use crate::admission::{matching, Mutating, Request};
 use crate::auth::Auth;
-use crate::error::{ApiError, ApiResult, Refusal};
-use crate::expr::Authorizer;
-use crate::patch::{self, PatchKind};
+use machinery::error::{ApiError, ApiResult, Refusal};
+use super::authorizer::Authorizer;
+use machinery::patch::{self, PatchKind};
 
 pub struct MutatingPolicies {
     policies: Policies,
@@ -88,7 +88,7 @@ fn mutate(policy: &Policy, mut vars: Vec<(&'static str, Value)>, authz: &Authori
 fn apply(mutation: &Mutation, current: &Value, vars: &[(&'static str, &Value)], authz: &Authorizer) -> Result<Value, String> {
     let expression = mutation.expression.as_ref().map_err(Clone::clone)?;
     let result = expression.eval_with(vars, Some(authz)).map_err(|e| format!("expression '{}' resulted in error: {e}", expression.source))?;
-    let result = crate::expr::to_json(&result);
+    let result = machinery::expr::to_json(&result);
     let (kind, well_formed) = match mutation.patch_type {
         PatchType::ApplyConfiguration => (PatchKind::Apply, result.is_object()),
         PatchType::JsonPatch => (PatchKind::Json, result.is_array()),

@@ -12,11 +12,11 @@ use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::controllers::request;
-use crate::error::{ApiError, ApiResult};
-use crate::expr::check::check;
-use crate::expr::types::{of_schema, Definitions, Obj, Ty};
+use machinery::error::{ApiError, ApiResult};
+use machinery::expr::check::check;
+use machinery::expr::types::{of_schema, Definitions, Obj, Ty};
 use crate::handlers::{self, FieldValidation};
-use crate::registry::{self, custom, ResourceInfo};
+use machinery::registry::{self, custom, ResourceInfo};
 use crate::request::{ResourceRequest, Verb};
 
 const PREFIX: &str = "/registry/admissionregistration.k8s.io/validatingadmissionpolicies/";
@@ -44,7 +44,7 @@ fn request_schema() -> Value {
 }
 
 fn definitions() -> Definitions {
-    Arc::new(|name: &str| crate::openapi::facts::schemas().definition(name).cloned())
+    Arc::new(|name: &str| machinery::openapi::facts::schemas().definition(name).cloned())
 }
 
 /// The type of a kind's objects, from its published schema.

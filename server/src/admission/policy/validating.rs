@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 use super::{bindings, conditions_and_variables, refs, Policies, Policy};
 use crate::admission::{matching, Request, Validating};
 use crate::auth::Auth;
-use crate::error::{ApiError, ApiResult, Refusal};
-use crate::expr::Authorizer;
+use machinery::error::{ApiError, ApiResult, Refusal};
+use super::authorizer::Authorizer;
 
 pub struct ValidatingPolicies {
     policies: Policies,

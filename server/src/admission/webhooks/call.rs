@@ -6,7 +6,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use crate::admission::{Operation, Request};
-use crate::webhook::Endpoint;
+use machinery::webhook::Endpoint;
 
 /// What a webhook answered.
 pub struct Answer {

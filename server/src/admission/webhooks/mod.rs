@@ -12,8 +12,8 @@ use raft_store::Store;
 use serde_json::{json, Value};
 
 use super::{matching, Mutating, Request, Validating};
-use crate::error::{ApiError, ApiResult};
-use crate::expr::Expression;
+use machinery::error::{ApiError, ApiResult};
+use machinery::expr::Expression;
 
 const MUTATING: &str = "/registry/admissionregistration.k8s.io/mutatingwebhookconfigurations/";
 const VALIDATING: &str = "/registry/admissionregistration.k8s.io/validatingwebhookconfigurations/";
@@ -86,7 +86,7 @@ async fn ask(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Va
     if r.dry_run && !matches!(webhook["sideEffects"].as_str(), Some("None") | Some("NoneOnDryRun")) {
         return Err(ApiError::bad_request(format!("admission webhook \"{name}\" does not support dry run")));
     }
-    let endpoint = match crate::webhook::client_config::endpoint(store, &webhook["clientConfig"]) {
+    let endpoint = match machinery::webhook::client_config::endpoint(store, &webhook["clientConfig"]) {
         Ok(e) => e,
         Err(e) => return failed(e),
     };
@@ -140,7 +140,7 @@ impl Mutating for MutatingWebhooks {
         for (i, webhook) in all.iter().enumerate() {
             if let Some(answer) = ask(&self.store, webhook, r, Some(object)).await? {
                 if let Some(patch) = answer.patch {
-                    *object = crate::patch::apply(crate::patch::PatchKind::Json, object, &patch)?;
+                    *object = machinery::patch::apply(machinery::patch::PatchKind::Json, object, &patch)?;
                     changed = true;
                     // Earlier webhooks that asked to see later changes are called once more.
                     reinvoke.extend(all[..i].iter().filter(|w| w["reinvocationPolicy"] == "IfNeeded").cloned());
@@ -149,7 +149,7 @@ impl Mutating for MutatingWebhooks {
         }
         for webhook in &reinvoke {
             if let Some(patch) = ask(&self.store, webhook, r, Some(object)).await?.and_then(|a| a.patch) {
-                *object = crate::patch::apply(crate::patch::PatchKind::Json, object, &patch)?;
+                *object = machinery::patch::apply(machinery::patch::PatchKind::Json, object, &patch)?;
             }
         }
         if changed {

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{Authenticated, TokenAuthenticator};
 use crate::auth::UserInfo;
-use crate::registry;
+use machinery::registry;
 
 pub const SECRET_TYPE: &str = "bootstrap.kubernetes.io/token";
 pub const SECRET_PREFIX: &str = "bootstrap-token-";

@@ -25,7 +25,7 @@ use http::{header, HeaderMap};
 
 use super::serviceaccount::Tokens;
 use super::user::{UserInfo, ALL_AUTHENTICATED};
-use crate::error::ApiError;
+use machinery::error::ApiError;
 use crate::tls::{ClientIdentity, ProxyIdentity};
 use config::Anonymous;
 use request_header::RequestHeader;

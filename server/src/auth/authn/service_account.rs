@@ -13,7 +13,7 @@ use super::{Authenticated, TokenAuthenticator};
 use crate::auth::serviceaccount::claims::{self, Ref, Subject};
 use crate::auth::serviceaccount::Tokens;
 use crate::auth::UserInfo;
-use crate::registry;
+use machinery::registry;
 
 /// Group of every service account, and prefix of its per-namespace group.
 pub const ALL_SERVICE_ACCOUNTS: &str = "system:serviceaccounts";

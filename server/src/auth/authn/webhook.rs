@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::{Authenticated, TokenAuthenticator};
 use crate::auth::UserInfo;
-use crate::webhook::{kubeconfig, CallError, Endpoint};
+use machinery::webhook::{kubeconfig, CallError, Endpoint};
 
 /// How long one call may take.
 const TIMEOUT: Duration = Duration::from_secs(30);

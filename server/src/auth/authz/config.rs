@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::match_conditions::MatchConditions;
 use crate::auth::field_errors::{self, FieldErrors};
 use crate::cli::Args;
-use crate::go_duration::parse_duration;
+use machinery::go_duration::parse_duration;
 
 /// The modes an authorizer entry may name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -431,7 +431,7 @@ fn dns1123_subdomain(name: &str) -> Result<(), String> {
         return Err("must be no more than 253 characters".into());
     }
     if !name.split('.').all(label_ok) {
-        return Err(crate::meta::DNS1123_SUBDOMAIN.into());
+        return Err(machinery::meta::DNS1123_SUBDOMAIN.into());
     }
     Ok(())
 }

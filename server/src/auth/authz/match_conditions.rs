@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::expr::Expression;
+use machinery::expr::Expression;
 
 /// Compiled expressions, in the configured order.
 pub struct MatchConditions {

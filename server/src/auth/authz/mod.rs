@@ -24,7 +24,7 @@ use super::rbac::rules::Rule;
 use super::rbac::RbacIndex;
 use super::user::{UserInfo, PRIVILEGED_GROUP};
 use crate::cli::Args;
-use crate::error::ApiError;
+use machinery::error::ApiError;
 use crate::metrics::Metrics;
 use config::{Config, Mode};
 

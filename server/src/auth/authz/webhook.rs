@@ -15,7 +15,7 @@ use super::{Authorizer, Decision, UserRules, Verdict};
 use crate::auth::attributes::Attributes;
 use crate::auth::user::UserInfo;
 use crate::metrics::Metrics;
-use crate::webhook::{kubeconfig, CallError, Endpoint};
+use machinery::webhook::{kubeconfig, CallError, Endpoint};
 
 /// Answers kept at most; when full, expired ones are dropped, then all.
 const CACHE_ENTRIES: usize = 8192;

@@ -8,11 +8,11 @@ use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::controllers::request;
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
-use crate::registry;
+use machinery::registry;
 use crate::request::Verb;
-use crate::selector::label_selector_matches;
+use machinery::selector::label_selector_matches;
 
 const PREFIX: &str = "/registry/rbac.authorization.k8s.io/clusterroles/";
 

@@ -10,7 +10,7 @@ use super::rules::{compact, covers, Rule};
 use crate::admission::{Operation, Request, Validating};
 use crate::auth::user::PRIVILEGED_GROUP;
 use crate::auth::{Attributes, Auth, UserInfo};
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 

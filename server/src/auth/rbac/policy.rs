@@ -11,9 +11,9 @@ use serde_json::{json, Value};
 use super::rules::{covers, Rule};
 use crate::context::Ctx;
 use crate::controllers::request;
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
-use crate::registry;
+use machinery::registry;
 use crate::request::Verb;
 
 const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";

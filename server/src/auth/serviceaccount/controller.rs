@@ -15,9 +15,9 @@ use serde_json::{json, Value};
 use super::claims::{self, Ref};
 use crate::context::Ctx;
 use crate::controllers::request;
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
-use crate::registry::{self, ResourceInfo};
+use machinery::registry::{self, ResourceInfo};
 use crate::request::Verb;
 
 pub const DEFAULT_ACCOUNT: &str = "default";

@@ -11,7 +11,7 @@ use serde_json::{json, Value as Json};
 
 use crate::auth::field_errors::FieldErrors;
 use crate::auth::UserInfo;
-use crate::expr::{type_name, Expression};
+use machinery::expr::{type_name, Expression};
 
 /// Where a user attribute comes from.
 pub enum Source {

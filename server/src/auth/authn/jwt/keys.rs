@@ -12,7 +12,7 @@ use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::DecodingKey;
 use serde_json::Value;
 
-use crate::webhook::Endpoint;
+use machinery::webhook::Endpoint;
 
 /// Between failed discovery attempts.
 const RETRY: Duration = Duration::from_secs(10);

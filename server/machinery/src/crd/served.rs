@@ -108,7 +108,7 @@ fn entries(crd: &Value) -> Entries {
 
 /// Kubernetes' ordering of version names: GA before beta before alpha, higher numbers first;
 /// names of another form after them all.
-pub(crate) fn priority(name: &str) -> (u8, u32, u32, std::cmp::Reverse<String>) {
+pub fn priority(name: &str) -> (u8, u32, u32, std::cmp::Reverse<String>) {
     let parse = || -> Option<(u8, u32, u32)> {
         let rest = name.strip_prefix('v')?;
         let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());

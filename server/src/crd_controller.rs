@@ -6,12 +6,12 @@
 
 use serde_json::{json, Value};
 
-use super::served::{condition, PREFIX};
+use machinery::crd::served::{condition, PREFIX};
 use crate::context::Ctx;
 use crate::controllers::request;
-use crate::error::{ApiError, ApiResult};
+use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
-use crate::registry::{self, ResourceInfo};
+use machinery::registry::{self, ResourceInfo};
 use crate::request::{ResourceRequest, Verb};
 
 /// The finalizer that holds a definition until its custom resources are gone.
@@ -120,7 +120,7 @@ fn set_condition(status: &mut Value, kind: &str, on: bool, reason: &str, message
         .iter()
         .find(|c| c["type"] == kind && c["status"] == value)
         .map(|c| c["lastTransitionTime"].clone())
-        .unwrap_or_else(|| json!(crate::meta::now()));
+        .unwrap_or_else(|| json!(machinery::meta::now()));
     conditions.retain(|c| c["type"] != kind);
     conditions.push(json!({"type": kind, "status": value, "reason": reason, "message": message, "lastTransitionTime": since}));
     status["conditions"] = json!(conditions);

@@ -1,7 +1,7 @@
 //! Writes `schema.txt` from the `k8s-pb` crate's generated message structs (field numbers and
 //! wire types) and the `k8s-openapi` schemas (JSON names), keeping the messages reachable from
 //! the served kinds, their lists and the other kinds of `OTHER_KINDS`. The test fails when the committed file is out of date;
-//! `UPDATE_PROTOBUF_SCHEMA=1 cargo test -p apiserver protobuf::generate` rewrites it.
+//! `UPDATE_PROTOBUF_SCHEMA=1 cargo test -p machinery protobuf::generate` rewrites it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -236,5 +236,5 @@ fn schema_txt_is_current() {
         std::fs::write(&path, &fresh).unwrap();
         return;
     }
-    assert!(fresh == super::schema::TEXT, "schema.txt is out of date: run UPDATE_PROTOBUF_SCHEMA=1 cargo test -p apiserver protobuf::generate");
+    assert!(fresh == super::schema::TEXT, "schema.txt is out of date: run UPDATE_PROTOBUF_SCHEMA=1 cargo test -p machinery protobuf::generate");
 }

@@ -1,8 +1,7 @@
-//! The server's error type: every failure becomes a `metav1.Status` body with the Kubernetes
-//! reason and HTTP code.
+//! The error every layer answers with: each failure becomes a `metav1.Status` body with the
+//! Kubernetes reason and HTTP code (the API server turns it into a response).
 
-use axum::response::{IntoResponse, Response};
-use http::{header, HeaderValue, StatusCode};
+use http::StatusCode;
 use serde_json::{json, Value};
 
 /// One field-level problem inside an `Invalid` (422) or strict-validation (400) error.
@@ -306,19 +305,6 @@ impl ApiError {
             status["details"] = Value::Object(details);
         }
         status
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = serde_json::to_vec(&self.status()).unwrap_or_default();
-        let mut resp = (self.code(), body).into_response();
-        let headers = resp.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some(secs) = self.retry_after() {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        }
-        resp
     }
 }
 

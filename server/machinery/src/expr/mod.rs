@@ -2,7 +2,6 @@
 //! validation rules and authorization match conditions: compile once, bind named JSON values,
 //! evaluate, with the libraries Kubernetes adds to the standard one.
 
-pub mod authorizer;
 pub mod check;
 pub mod format;
 #[cfg(test)]
@@ -21,8 +20,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
 use cel::{Context, DeclarationError, Env, ExecutionError, Program, Value};
-
-pub use authorizer::Authorizer;
 
 /// Kubernetes' environment, built once.
 static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(environment()));
@@ -52,6 +49,13 @@ fn environment() -> Env {
     env
 }
 
+/// Functions an expression gets beyond Kubernetes' environment, added at each evaluation (the
+/// `authorizer` library of admission policies, whose answers depend on the request).
+pub trait Extension {
+    /// Adds the functions to `context`.
+    fn install(&self, context: &mut Context<'_, '_>);
+}
+
 /// A compiled expression with its source.
 pub struct Expression {
     pub source: String,
@@ -71,10 +75,18 @@ impl Expression {
     /// every optional part present): naming anything else is an error, and so is a result of
     /// another type than `want` when one is given.
     pub fn compile(source: &str, sample: &[(&str, &serde_json::Value)], want: Option<&str>) -> Result<Expression, String> {
+        Expression::compile_with(source, sample, want, None)
+    }
+
+    /// [`Expression::compile`] for expressions that may also call the functions of `extension`.
+    pub fn compile_with(
+        source: &str,
+        sample: &[(&str, &serde_json::Value)],
+        want: Option<&str>,
+        extension: Option<&dyn Extension>,
+    ) -> Result<Expression, String> {
         let expression = Expression::parse(source)?;
-        // A sample that binds `authorizer` brings its functions.
-        let authorizer = sample.iter().any(|(name, _)| *name == "authorizer").then(|| Authorizer::new(Default::default()));
-        match expression.eval_with(sample, authorizer.as_ref()) {
+        match expression.eval_with(sample, extension) {
             // A null from the sample says nothing about the type (a variable whose value the
             // sample cannot know).
             Ok(v) if want.is_some_and(|w| type_name(&v) != w) && v != Value::Null => {
@@ -103,15 +115,15 @@ impl Expression {
         self.eval_with(vars, None)
     }
 
-    /// Evaluates with `vars` bound and, for admission policies, the `authorizer` library.
-    pub fn eval_with(&self, vars: &[(&str, &serde_json::Value)], authorizer: Option<&Authorizer>) -> Result<Value, ExecutionError> {
-        self.run(vars.iter().map(|(name, value)| (*name, to_value(value))).collect(), authorizer)
+    /// Evaluates with `vars` bound and the functions of `extension`.
+    pub fn eval_with(&self, vars: &[(&str, &serde_json::Value)], extension: Option<&dyn Extension>) -> Result<Value, ExecutionError> {
+        self.run(vars.iter().map(|(name, value)| (*name, to_value(value))).collect(), extension)
     }
 
-    fn run(&self, vars: Vec<(&str, Value)>, authorizer: Option<&Authorizer>) -> Result<Value, ExecutionError> {
+    fn run(&self, vars: Vec<(&str, Value)>, extension: Option<&dyn Extension>) -> Result<Value, ExecutionError> {
         let mut context = Context::with_env(self.env.clone());
-        if let Some(a) = authorizer {
-            a.install(&mut context);
+        if let Some(e) = extension {
+            e.install(&mut context);
         }
         for (name, value) in vars {
             context.add_variable_from_value(name, value);
@@ -120,8 +132,8 @@ impl Expression {
     }
 
     /// Evaluates to a bool; anything else is an error, worded as Kubernetes words it.
-    pub fn eval_bool(&self, vars: &[(&str, &serde_json::Value)], authorizer: Option<&Authorizer>) -> Result<bool, String> {
-        match self.eval_with(vars, authorizer) {
+    pub fn eval_bool(&self, vars: &[(&str, &serde_json::Value)], extension: Option<&dyn Extension>) -> Result<bool, String> {
+        match self.eval_with(vars, extension) {
             Ok(Value::Bool(b)) => Ok(b),
             Ok(other) => Err(format!("expression '{}' resulted in {}, want bool", self.source, type_name(&other))),
             Err(e) => Err(format!("expression '{}' resulted in error: {}", self.source, message(&e))),
@@ -129,8 +141,8 @@ impl Expression {
     }
 
     /// Evaluates to a string or null (none).
-    pub fn eval_optional_string(&self, vars: &[(&str, &serde_json::Value)], authorizer: Option<&Authorizer>) -> Result<Option<String>, String> {
-        match self.eval_with(vars, authorizer) {
+    pub fn eval_optional_string(&self, vars: &[(&str, &serde_json::Value)], extension: Option<&dyn Extension>) -> Result<Option<String>, String> {
+        match self.eval_with(vars, extension) {
             Ok(Value::String(s)) => Ok(Some(s.to_string())),
             Ok(Value::Null) => Ok(None),
             Ok(other) => Err(format!("expression '{}' resulted in {}, want string or null", self.source, type_name(&other))),
@@ -139,8 +151,8 @@ impl Expression {
     }
 
     /// Evaluates to a string.
-    pub fn eval_string(&self, vars: &[(&str, &serde_json::Value)], authorizer: Option<&Authorizer>) -> Result<String, String> {
-        match self.eval_with(vars, authorizer) {
+    pub fn eval_string(&self, vars: &[(&str, &serde_json::Value)], extension: Option<&dyn Extension>) -> Result<String, String> {
+        match self.eval_with(vars, extension) {
             Ok(Value::String(s)) => Ok(s.to_string()),
             Ok(other) => Err(format!("expression '{}' resulted in {}, want string", self.source, type_name(&other))),
             Err(e) => Err(format!("expression '{}' resulted in error: {}", self.source, message(&e))),

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::handlers::ListReply;
+use crate::list::ListReply;
 
 const API_VERSION: &str = "meta.k8s.io/v1";
 
