@@ -309,6 +309,9 @@ pub enum Command {
         #[command(subcommand)]
         action: MemberAction,
     },
+    /// Prints the flags reference (`docs/flags.md`) in Markdown.
+    #[command(hide = true)]
+    FlagsReference,
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]

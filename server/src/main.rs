@@ -25,6 +25,10 @@ async fn main() -> anyhow::Result<()> {
             println!("certificates in {}", args.data_dir.join("pki").display());
             Ok(())
         }
+        Some(apiserver::cli::Command::FlagsReference) => {
+            print!("{}", apiserver::flags_reference::render());
+            Ok(())
+        }
         None => apiserver::server::run(args).await,
     }
 }

@@ -6,7 +6,6 @@
 //! ([`discovery`]). What this server serves itself (built-in and custom resources) is never
 //! handed away.
 
-pub mod available;
 pub mod discovery;
 pub mod openapi;
 pub mod proxy;

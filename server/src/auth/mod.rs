@@ -6,7 +6,6 @@
 pub mod attributes;
 pub mod authn;
 pub mod authz;
-pub mod bootstrap_tokens;
 pub mod field_errors;
 pub mod impersonation;
 pub mod node;

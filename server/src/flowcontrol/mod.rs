@@ -9,7 +9,6 @@ pub mod classify;
 pub mod dispatch;
 pub mod inflight;
 mod rules;
-pub mod status;
 
 use std::time::Duration;
 

@@ -103,7 +103,7 @@ pub(super) fn on_delete(info: &ResourceInfo, propagation: Option<Propagation>, o
     let mut changed = propagation.is_some_and(|p| p.apply_finalizers(obj));
     let definition = info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions";
     if definition && obj["metadata"].get("deletionTimestamp").is_none() {
-        changed |= add_finalizer(obj, crate::crd_controller::CLEANUP_FINALIZER);
+        changed |= add_finalizer(obj, crate::controllers::crd::CLEANUP_FINALIZER);
     }
     changed
 }

@@ -7,7 +7,6 @@
 
 pub mod authorizer;
 mod compile;
-pub mod type_check;
 pub mod mutating;
 pub mod validating;
 

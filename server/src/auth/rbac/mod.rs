@@ -1,7 +1,6 @@
 //! Role-based access control: the rules, the index the apply path keeps, the default policy,
 //! the aggregation controller and the escalation checks.
 
-pub mod aggregation;
 pub mod escalation;
 pub mod index;
 pub mod policy;

@@ -1,6 +1,5 @@
 //! Service-account tokens: the keys and issuers they are signed and checked with ([`keys`]),
-//! what they claim ([`claims`]), the controllers that keep accounts and legacy token Secrets
-//! ([`controller`]), and the issuer discovery documents
+//! what they claim ([`claims`]), and the issuer discovery documents
 //! (`/.well-known/openid-configuration`, `/openid/v1/jwks`) relying parties fetch.
 //!
 //! Tokens are signed with `--service-account-signing-key-file`, else with `DATA_DIR/pki/sa.key`
@@ -9,7 +8,6 @@
 //! is given.
 
 pub mod claims;
-pub mod controller;
 pub mod keys;
 
 use std::path::Path;
@@ -20,6 +18,16 @@ use serde_json::{json, Value};
 
 use crate::cli::Args;
 use keys::{SigningKey, VerifyingKey};
+
+/// The ServiceAccount every namespace has.
+pub const DEFAULT_ACCOUNT: &str = "default";
+/// The ConfigMap in every namespace holding the CA a pod's projected token volume trusts.
+pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
+/// The type of a Secret holding a legacy token of an account.
+pub const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
+/// The annotations of such a Secret naming its account.
+pub const ACCOUNT_NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
+pub const ACCOUNT_UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
 
 /// The issuer kubeadm configures, used when `--service-account-issuer` is not given.
 pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";

@@ -24,7 +24,7 @@ fn definitions() -> &'static ResourceInfo {
 pub struct CrdController;
 
 #[async_trait::async_trait]
-impl crate::leading::LeaderController for CrdController {
+impl crate::controllers::leading::LeaderController for CrdController {
     fn name(&self) -> &'static str {
         "crd"
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{endpoint, set_user, PREFIX};
+use crate::aggregator::{endpoint, set_user, PREFIX};
 use machinery::webhook::client_config::get;
 use crate::auth::UserInfo;
 use crate::context::Ctx;
@@ -125,11 +125,11 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
     Ok(())
 }
 
-/// The controller, run on the leader ([`crate::leading`]).
+/// The controller, run on the leader ([`crate::controllers::leading`]).
 pub struct AvailabilityController;
 
 #[async_trait::async_trait]
-impl crate::leading::LeaderController for AvailabilityController {
+impl crate::controllers::leading::LeaderController for AvailabilityController {
     fn name(&self) -> &'static str {
         "apiservice-availability"
     }

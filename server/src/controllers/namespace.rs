@@ -1,73 +1,25 @@
-//! Built-in controllers a standalone server needs: after the post-start hooks ([`crate::poststart`]),
-//! on the Raft leader only, namespace deletion (empty the namespace, then drop its `kubernetes`
-//! finalizer so it goes away), ClusterRole aggregation, the FlowSchema status, the
-//! service-account controllers, the garbage collector, the end of terminating pods and the
-//! Service IP repair; on every node, its identity Lease.
+//! The namespace controller, on the Raft leader: a namespace being deleted is emptied (every
+//! object in it deleted), its status conditions say what remains and which finalizers it waits
+//! on, as Kubernetes' namespace controller reports them, and once nothing is left its `kubernetes`
+//! finalizer is dropped so that it goes away.
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::auth::bootstrap_tokens::BootstrapTokenControllers;
-use crate::auth::rbac::aggregation::AggregationController;
-use crate::auth::serviceaccount::controller::ServiceAccountController;
+use super::request;
 use crate::context::Ctx;
-use crate::gc::GarbageCollector;
-use crate::ip_repair::IpRepair;
-use crate::pod_gc::PodGc;
-use crate::leading;
-use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, FieldValidation};
-use machinery::registry;
 use crate::request::{ResourceRequest, Verb};
-
-/// Namespaces every cluster has from the start.
-pub const DEFAULT_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+use machinery::error::{ApiError, ApiResult};
+use machinery::registry;
 
 fn namespaces() -> &'static registry::ResourceInfo {
     registry::lookup("", "v1", "namespaces").expect("namespaces are served")
 }
 
-pub(crate) fn request(info: &'static registry::ResourceInfo, namespace: Option<&str>, name: &str, verb: Verb) -> ResourceRequest {
-    ResourceRequest {
-        info,
-        namespace: namespace.map(str::to_string),
-        name: (!name.is_empty()).then(|| name.to_string()),
-        subresource: None,
-        verb,
-        user: crate::auth::UserInfo::loopback(),
-    }
-}
-
-/// Runs the post-start hooks (each retried until it succeeds), and the namespace and
-/// aggregation controllers while this node leads.
+/// A pass over terminating namespaces every second while this node leads.
 pub async fn run(ctx: Ctx) {
-    tokio::join!(
-        leading::run(ctx.clone(), AggregationController),
-        crate::flowcontrol::status::run(ctx.clone()),
-        crate::identity_lease::run(ctx.clone()),
-        leading::run(ctx.clone(), ServiceAccountController),
-        leading::run(ctx.clone(), GarbageCollector::default()),
-        leading::run(ctx.clone(), PodGc::default()),
-        leading::run(ctx.clone(), IpRepair),
-        leading::run(ctx.clone(), crate::crd_controller::CrdController),
-        leading::run(ctx.clone(), crate::admission::policy::type_check::TypeCheckController),
-        leading::run(ctx.clone(), crate::aggregator::available::AvailabilityController),
-        bootstrap_token_controllers(ctx.clone()),
-        bootstrap_then_namespaces(ctx)
-    );
-}
-
-/// The token cleaner and signer, when bootstrap tokens are on.
-async fn bootstrap_token_controllers(ctx: Ctx) {
-    if ctx.settings.bootstrap_tokens {
-        leading::run(ctx, BootstrapTokenControllers).await;
-    }
-}
-
-/// The post-start hooks, then the namespace controller.
-async fn bootstrap_then_namespaces(ctx: Ctx) {
-    crate::poststart::run(&ctx).await;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;

@@ -37,7 +37,7 @@ impl PodGc {
 }
 
 #[async_trait::async_trait]
-impl crate::leading::LeaderController for PodGc {
+impl crate::controllers::leading::LeaderController for PodGc {
     fn name(&self) -> &'static str {
         "podgc"
     }

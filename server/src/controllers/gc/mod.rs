@@ -1,5 +1,5 @@
 //! The garbage collector, as kube-controller-manager runs it, on the Raft leader
-//! ([`crate::leading`]): an object whose owners (its `ownerReferences`, matched by uid, name and
+//! ([`crate::controllers::leading`]): an object whose owners (its `ownerReferences`, matched by uid, name and
 //! kind, in its own namespace or cluster-scoped) are all gone is deleted; references to owners
 //! that are gone are dropped from objects that still have one; an owner deleted with the
 //! `Orphan` policy (the `orphan` finalizer) releases its dependents, then loses the finalizer;
@@ -212,7 +212,7 @@ impl GarbageCollector {
 }
 
 #[async_trait::async_trait]
-impl crate::leading::LeaderController for GarbageCollector {
+impl crate::controllers::leading::LeaderController for GarbageCollector {
     fn name(&self) -> &'static str {
         "garbagecollector"
     }

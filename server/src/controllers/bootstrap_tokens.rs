@@ -11,7 +11,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use super::authn::bootstrap_token::{expired, field, NAMESPACE, SECRET_PREFIX, SECRET_TYPE};
+use crate::auth::authn::bootstrap_token::{expired, field, NAMESPACE, SECRET_PREFIX, SECRET_TYPE};
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
@@ -97,12 +97,12 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
     }
 }
 
-/// The token cleaner and signer, run on the leader ([`crate::leading`]): after every change to
+/// The token cleaner and signer, run on the leader ([`crate::controllers::leading`]): after every change to
 /// a Secret in `kube-system` or a ConfigMap in `kube-public`, and at least every few seconds.
 pub struct BootstrapTokenControllers;
 
 #[async_trait::async_trait]
-impl crate::leading::LeaderController for BootstrapTokenControllers {
+impl crate::controllers::leading::LeaderController for BootstrapTokenControllers {
     fn name(&self) -> &'static str {
         "bootstrap-tokens"
     }

@@ -12,7 +12,8 @@ use base64::Engine;
 use raft_store::EventType;
 use serde_json::{json, Value};
 
-use super::claims::{self, Ref};
+use crate::auth::serviceaccount::claims::{self, Ref};
+use crate::auth::serviceaccount::{ACCOUNT_NAME_ANNOTATION, ACCOUNT_UID_ANNOTATION, DEFAULT_ACCOUNT, ROOT_CA_CONFIGMAP, TOKEN_SECRET_TYPE};
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
@@ -20,11 +21,6 @@ use crate::handlers::{self, FieldValidation};
 use machinery::registry::{self, ResourceInfo};
 use crate::request::Verb;
 
-pub const DEFAULT_ACCOUNT: &str = "default";
-pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
-pub const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
-pub const ACCOUNT_NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
-pub const ACCOUNT_UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
 
 fn info(resource: &str) -> &'static ResourceInfo {
     registry::lookup("", "v1", resource).expect("core resources are served")
@@ -184,11 +180,11 @@ async fn on_event(ctx: &Ctx, key: &str, kind: EventType) -> ApiResult<()> {
     Ok(())
 }
 
-/// The controller, run on the leader ([`crate::leading`]).
+/// The controller, run on the leader ([`crate::controllers::leading`]).
 pub struct ServiceAccountController;
 
 #[async_trait::async_trait]
-impl crate::leading::LeaderController for ServiceAccountController {
+impl crate::controllers::leading::LeaderController for ServiceAccountController {
     fn name(&self) -> &'static str {
         "serviceaccount"
     }

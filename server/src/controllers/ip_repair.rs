@@ -18,7 +18,7 @@ use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult};
 use crate::handlers;
 use crate::ipalloc::ServiceIps;
-use crate::leading::LeaderController;
+use crate::controllers::leading::LeaderController;
 use machinery::registry::{self, ResourceInfo};
 
 /// The label the allocator puts on the IPAddresses it makes; others are never released here.

@@ -58,12 +58,12 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
     Ok(())
 }
 
-/// The controller, run on the leader ([`crate::leading`]): syncs once, then after every change
+/// The controller, run on the leader ([`crate::controllers::leading`]): syncs once, then after every change
 /// to a ClusterRole (changes that arrive together are handled in one pass).
 pub struct AggregationController;
 
 #[async_trait::async_trait]
-impl crate::leading::LeaderController for AggregationController {
+impl crate::controllers::leading::LeaderController for AggregationController {
     fn name(&self) -> &'static str {
         "clusterrole-aggregation"
     }

@@ -178,11 +178,11 @@ fn stale(policy: &Value) -> bool {
     generation > policy["status"]["observedGeneration"].as_i64().unwrap_or(0)
 }
 
-/// The controller, run on the leader ([`crate::leading`]).
+/// The controller, run on the leader ([`crate::controllers::leading`]).
 pub struct TypeCheckController;
 
 #[async_trait::async_trait]
-impl crate::leading::LeaderController for TypeCheckController {
+impl crate::controllers::leading::LeaderController for TypeCheckController {
     fn name(&self) -> &'static str {
         "validatingadmissionpolicy-status"
     }
