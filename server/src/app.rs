@@ -11,15 +11,15 @@ use axum::Router;
 use http::{header, HeaderValue, Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::auth::authz::{self, Outcome};
-use crate::auth::{impersonation, Attributes};
+use access::authz::{self, Outcome};
+use access::{impersonation, Attributes};
 use crate::context::Ctx;
 use crate::metrics::RequestLabels;
 use crate::status_response::StatusResponse;
 use machinery::error::ApiError;
 use machinery::query::Params;
-use crate::auth::authn::Certificates;
-use crate::tls::{ClientIdentity, ProxyIdentity};
+use access::authn::Certificates;
+use access::authn::x509::{ClientIdentity, ProxyIdentity};
 use crate::{audit, discovery, handlers, health, request};
 use machinery::{negotiate, openapi};
 

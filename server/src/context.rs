@@ -16,10 +16,10 @@ pub struct Ctx {
     pub settings: Arc<Settings>,
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Who a request is.
-    pub authn: Arc<crate::auth::authn::Authenticator>,
+    pub authn: Arc<access::authn::Authenticator>,
     /// Service-account tokens: issuing and the issuer's discovery documents.
-    pub tokens: Arc<crate::auth::serviceaccount::Tokens>,
-    pub auth: crate::auth::Auth,
+    pub tokens: Arc<access::serviceaccount::Tokens>,
+    pub auth: access::Auth,
     pub admission: crate::admission::Admission,
     /// Request classification by the FlowSchemas this replica has applied.
     pub flowcontrol: Arc<crate::flowcontrol::FlowControl>,

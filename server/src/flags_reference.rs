@@ -13,10 +13,18 @@ pub fn render() -> String {
         "# Flags\n\n\
          Every flag and command of `apiserver`, as `apiserver --help` gives them. Flags are named as \
          kube-apiserver names them where one exists. This file is generated: \
-         `apiserver flags-reference > docs/flags.md` writes it, and a test fails when it differs.\n\n\
-         ## Running a node\n\n",
+         `apiserver flags-reference > docs/flags.md` writes it, and a test fails when it differs.\n",
     );
-    table(&command, &mut out);
+    let mut headings: Vec<Option<&str>> = Vec::new();
+    for arg in command.get_arguments() {
+        if !headings.contains(&arg.get_help_heading()) {
+            headings.push(arg.get_help_heading());
+        }
+    }
+    for heading in headings {
+        out.push_str(&format!("\n## {}\n\n", heading.unwrap_or("Running a node")));
+        table(&command, heading, &mut out);
+    }
     for sub in visible_subcommands(&command) {
         section(sub, &format!("apiserver {}", sub.get_name()), &mut out);
     }
@@ -42,7 +50,7 @@ fn section(command: &Command, path: &str, out: &mut String) {
         out.push_str(&format!("Arguments: {}.\n\n", names.join(", ")));
     }
     if command.get_arguments().any(|a| a.get_long().is_some() && !a.is_global_set() && !is_builtin(a)) {
-        table(command, out);
+        table(command, None, out);
     }
     for sub in visible_subcommands(command) {
         section(sub, &format!("{path} {}", sub.get_name()), out);
@@ -54,10 +62,11 @@ fn is_builtin(arg: &Arg) -> bool {
     matches!(arg.get_id().as_str(), "help" | "version")
 }
 
-/// One row per flag: its name and value, its default, what it does.
-fn table(command: &Command, out: &mut String) {
+/// One row per flag under `heading`: its name and value, its default, what it does.
+fn table(command: &Command, heading: Option<&str>, out: &mut String) {
     out.push_str("| flag | default | meaning |\n|---|---|---|\n");
-    for arg in command.get_arguments().filter(|a| a.get_long().is_some() && !is_builtin(a) && !a.is_hide_set()) {
+    let shown = |a: &&Arg| a.get_long().is_some() && !is_builtin(a) && !a.is_hide_set() && a.get_help_heading() == heading;
+    for arg in command.get_arguments().filter(shown) {
         if arg.is_global_set() && command.get_name() != "apiserver" {
             continue;
         }

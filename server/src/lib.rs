@@ -10,7 +10,6 @@ pub mod admission;
 pub mod aggregator;
 pub mod app;
 pub mod audit;
-pub mod auth;
 pub mod cli;
 pub mod compression;
 pub mod context;
@@ -18,7 +17,6 @@ pub mod controllers;
 pub mod discovery;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
-pub mod file_watch;
 pub mod flags_reference;
 pub mod flowcontrol;
 pub mod handlers;

@@ -18,7 +18,7 @@ async fn main() -> anyhow::Result<()> {
         Some(apiserver::cli::Command::Member { endpoint, action }) => apiserver::member::run(&args.data_dir, endpoint, action).await,
         Some(apiserver::cli::Command::Certs { server }) => {
             let pki = apiserver::tls::ensure_pki(&args.data_dir, &Default::default())?;
-            apiserver::auth::serviceaccount::ensure_key(&args.data_dir)?;
+            apiserver::tls::certs::ensure_service_account_key(&args.data_dir)?;
             if let Some(url) = server {
                 apiserver::tls::write_admin_kubeconfig(&args.data_dir.join("admin.kubeconfig"), url, &pki)?;
             }

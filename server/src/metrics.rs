@@ -6,6 +6,8 @@ use std::fmt::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use access::authz::metrics::AuthorizationMetrics;
+
 use raft_store::RaftStatus;
 
 /// Upper bounds of the latency buckets, in seconds (kube-apiserver's).
@@ -97,36 +99,6 @@ impl Metrics {
         }
     }
 
-    /// Counts an authorizer's allow (or deny), as `apiserver_authorization_decisions_total`.
-    pub fn authorization_decision(&self, kind: &str, name: &str, allowed: bool) {
-        let decision = if allowed { "allowed" } else { "denied" };
-        self.add("apiserver_authorization_decisions_total", &[("decision", decision), ("name", name), ("type", kind)], None);
-    }
-
-    /// Counts one call to an authorization webhook (`success`, `error` or `timeout`).
-    pub fn authorization_webhook_evaluation(&self, name: &str, result: &str) {
-        self.add("apiserver_authorization_webhook_evaluations_total", &[("name", name), ("result", result)], None);
-    }
-
-    /// Counts a webhook failure answered with no opinion.
-    pub fn authorization_webhook_fail_open(&self, name: &str, result: &str) {
-        self.add("apiserver_authorization_webhook_evaluations_fail_open_total", &[("name", name), ("result", result)], None);
-    }
-
-    /// Counts a webhook's match conditions failing to evaluate.
-    pub fn authorization_match_condition_error(&self, name: &str) {
-        self.add("apiserver_authorization_match_condition_evaluation_errors_total", &[("name", name), ("type", "Webhook")], None);
-    }
-
-    /// Counts an automatic reload of the authorization configuration and stamps its time.
-    pub fn authorization_config_reload(&self, success: bool, apiserver_id_hash: &str) {
-        let status = if success { "success" } else { "failure" };
-        let labels = [("apiserver_id_hash", apiserver_id_hash), ("status", status)];
-        self.add("apiserver_authorization_config_controller_automatic_reloads_total", &labels, None);
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
-        self.add("apiserver_authorization_config_controller_automatic_reload_last_timestamp_seconds", &labels, Some(now));
-    }
-
     /// Counts a request given its seat at a priority level.
     pub fn flowcontrol_dispatched(&self, flow_schema: &str, priority_level: &str) {
         self.add("apiserver_flowcontrol_dispatched_requests_total", &[("flow_schema", flow_schema), ("priority_level", priority_level)], None);
@@ -202,6 +174,33 @@ impl Metrics {
             }
         }
         out
+    }
+}
+
+impl AuthorizationMetrics for Metrics {
+    fn authorization_decision(&self, kind: &str, name: &str, allowed: bool) {
+        let decision = if allowed { "allowed" } else { "denied" };
+        self.add("apiserver_authorization_decisions_total", &[("decision", decision), ("name", name), ("type", kind)], None);
+    }
+
+    fn authorization_webhook_evaluation(&self, name: &str, result: &str) {
+        self.add("apiserver_authorization_webhook_evaluations_total", &[("name", name), ("result", result)], None);
+    }
+
+    fn authorization_webhook_fail_open(&self, name: &str, result: &str) {
+        self.add("apiserver_authorization_webhook_evaluations_fail_open_total", &[("name", name), ("result", result)], None);
+    }
+
+    fn authorization_match_condition_error(&self, name: &str) {
+        self.add("apiserver_authorization_match_condition_evaluation_errors_total", &[("name", name), ("type", "Webhook")], None);
+    }
+
+    fn authorization_config_reload(&self, success: bool, apiserver_id_hash: &str) {
+        let status = if success { "success" } else { "failure" };
+        let labels = [("apiserver_id_hash", apiserver_id_hash), ("status", status)];
+        self.add("apiserver_authorization_config_controller_automatic_reloads_total", &labels, None);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+        self.add("apiserver_authorization_config_controller_automatic_reload_last_timestamp_seconds", &labels, Some(now));
     }
 }
 

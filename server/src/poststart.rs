@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use access::rbac::policy::{objects, reconcile_binding, reconcile_role, Reconciled, GROUP};
+
 use crate::context::Ctx;
 use crate::controllers::{request, DEFAULT_NAMESPACES};
 use machinery::error::{ApiError, ApiResult};
@@ -57,7 +59,7 @@ pub async fn run(ctx: &Ctx) {
                 "bootstrap-controller" => kubernetes_service(ctx).await,
                 "start-kubernetes-service-cidr-controller" => service_cidr(ctx).await,
                 "scheduling/bootstrap-system-priority-classes" => priority_classes(ctx).await,
-                "rbac/bootstrap-roles" => crate::auth::rbac::policy::reconcile(ctx).await,
+                "rbac/bootstrap-roles" => bootstrap_roles(ctx).await,
                 "priority-and-fairness-config-producer" => crate::flowcontrol::bootstrap::reconcile(ctx).await,
                 "start-cluster-authentication-info-controller" => authentication_info(ctx).await,
                 "kube-apiserver-autoregistration" => api_services(ctx).await,
@@ -212,6 +214,59 @@ async fn api_services(ctx: &Ctx) -> ApiResult<()> {
             Ok(new)
         };
         handlers::update_object(ctx, &req, FieldValidation::Ignore, available).await?;
+    }
+    Ok(())
+}
+
+/// The default RBAC policy: creates every default object that is missing and reconciles the rest.
+async fn bootstrap_roles(ctx: &Ctx) -> ApiResult<()> {
+    for expected in objects() {
+        let kind = expected["kind"].as_str().unwrap_or_default();
+        let info = registry::lookup_kind(GROUP, "v1", kind).ok_or_else(|| ApiError::internal(format!("default policy has an unknown kind {kind}")))?;
+        let namespace = expected["metadata"]["namespace"].as_str();
+        let name = expected["metadata"]["name"].as_str().unwrap_or_default();
+        let req = request(info, namespace, name, Verb::Update);
+        let existing = ctx.store.cache().get(&req.key(), None)?;
+        let existing = match existing {
+            Some(o) => handlers::parse(&o)?,
+            None => match handlers::create_object(ctx, &request(info, namespace, "", Verb::Create), expected.clone()).await {
+                Ok(()) => continue,
+                Err(ApiError::AlreadyExists { .. }) => {
+                    ctx.store.linearizable_rev().await?;
+                    match ctx.store.cache().get(&req.key(), None)? {
+                        Some(o) => handlers::parse(&o)?,
+                        None => continue,
+                    }
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        let binding = kind.ends_with("Binding");
+        let outcome = if binding { reconcile_binding(&existing, expected) } else { reconcile_role(&existing, expected) };
+        match outcome {
+            Reconciled::Unchanged => {}
+            Reconciled::Update(_) => {
+                let step = |current: &Value| -> ApiResult<Value> {
+                    let r = if binding { reconcile_binding(current, expected) } else { reconcile_role(current, expected) };
+                    Ok(match r {
+                        Reconciled::Update(v) => v,
+                        _ => current.clone(),
+                    })
+                };
+                handlers::update_object(ctx, &req, FieldValidation::Ignore, step).await?;
+            }
+            Reconciled::Recreate => {
+                tracing::info!(kind, name, "recreating a default binding whose role reference changed");
+                match handlers::delete_object(ctx, &request(info, namespace, name, Verb::Delete), &Default::default()).await {
+                    Ok(()) | Err(ApiError::NotFound { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+                match handlers::create_object(ctx, &request(info, namespace, "", Verb::Create), expected.clone()).await {
+                    Ok(()) | Err(ApiError::AlreadyExists { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
     }
     Ok(())
 }

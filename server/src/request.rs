@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use http::Method;
 
-use crate::auth::UserInfo;
+use access::UserInfo;
 use machinery::error::{ApiError, ApiResult};
 use machinery::registry::{self, ResourceInfo};
 

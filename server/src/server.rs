@@ -14,16 +14,17 @@ use crate::admission::webhooks::{MutatingWebhooks, ValidatingWebhooks};
 use crate::admission::service_account::ServiceAccounts;
 use crate::admission::certificates::CertificateSigners;
 use crate::admission::Admission;
-use crate::auth::authz;
-use crate::auth::node::NodeGraph;
-use crate::auth::rbac::escalation::Escalation;
-use crate::auth::rbac::RbacIndex;
-use crate::auth::Auth;
+use access::authz::metrics::AuthorizationMetrics;
+use access::authz;
+use access::node::NodeGraph;
+use crate::admission::rbac_escalation::Escalation;
+use access::rbac::RbacIndex;
+use access::Auth;
 use crate::cli::Args;
 use crate::flowcontrol::FlowControl;
 use crate::metrics::Metrics;
 use crate::context::{Ctx, Settings};
-use crate::auth::serviceaccount::Tokens;
+use access::serviceaccount::Tokens;
 use crate::ipalloc::ServiceIps;
 use crate::{app, controllers, tls};
 
@@ -48,7 +49,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         peer_sans: peer_addr.iter().chain(&args.listen_peer_address).map(|a| host_of(a)).collect(),
     };
     let pki = tls::ensure_pki(&args.data_dir, &tls_opts)?;
-    let proxy_ca_pem = match &args.requestheader_client_ca_file {
+    let proxy_ca_pem = match &args.authentication.requestheader_client_ca_file {
         Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("reading --requestheader-client-ca-file {}", path.display()))?),
         None => None,
     };
@@ -108,14 +109,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
 
-    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), proxy_ca_pem, root_ca_pem: pki.server_ca_pem.clone(), proxy_client, bootstrap_tokens: args.enable_bootstrap_token_auth,
+    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), proxy_ca_pem, root_ca_pem: pki.server_ca_pem.clone(), proxy_client, bootstrap_tokens: args.authentication.enable_bootstrap_token_auth,
         disabled_controllers: args.controllers.iter().filter_map(|c| c.trim().strip_prefix('-')).map(String::from).collect(),
         ..Default::default()
     };
     let metrics = Arc::new(Metrics::default());
-    let tokens = Arc::new(Tokens::load(&args, &pki.serving_key_pem, &address)?);
-    let authn = Arc::new(crate::auth::authn::build(&args, tokens.clone(), store.clone())?);
-    let chain = authz::build(&args, &rbac, &nodes, &metrics)?;
+    let default_sa_key = crate::tls::certs::ensure_service_account_key(&args.data_dir)?;
+    let tokens = Arc::new(Tokens::load(&args.authentication, &default_sa_key, &pki.serving_key_pem, &address)?);
+    let authorization_mode = args.authorization.authorization_mode.as_deref();
+    let authn = Arc::new(access::authn::build(&args.authentication, authorization_mode, tokens.clone(), store.clone())?);
+    let authz_metrics: Arc<dyn AuthorizationMetrics> = metrics.clone();
+    let chain = authz::build(&args.authorization, args.node_id, &rbac, &nodes, &authz_metrics)?;
     let auth = Auth { chain, rbac };
     let mut mutating: Vec<Arc<dyn crate::admission::Mutating>> = vec![Arc::new(ServiceAccounts { store: store.clone() })];
     if machinery::registry::gate_enabled("MutatingAdmissionPolicy") {

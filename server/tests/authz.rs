@@ -12,7 +12,7 @@ use common::{expect_success, send, TestServer};
 use serde_json::{json, Value};
 
 /// The default policy the server reconciles at start, as the server reads it.
-const POLICY: &str = include_str!("../src/auth/rbac/bootstrap-policy.yaml");
+const POLICY: &str = include_str!("../access/src/rbac/bootstrap-policy.yaml");
 
 fn policy_names(kind: &str) -> BTreeSet<String> {
     use serde::Deserialize;

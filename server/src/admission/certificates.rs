@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::{Operation, Request, Validating};
-use crate::auth::{Attributes, Auth};
+use access::{Attributes, Auth};
 use machinery::error::{ApiError, ApiResult};
 
 const GROUP: &str = "certificates.k8s.io";

@@ -6,6 +6,7 @@ pub mod certificates;
 pub mod matching;
 pub mod node_restriction;
 pub mod policy;
+pub mod rbac_escalation;
 pub mod service_account;
 pub mod webhooks;
 

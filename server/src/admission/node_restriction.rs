@@ -9,8 +9,8 @@ use raft_store::Store;
 use serde_json::Value;
 
 use super::{Operation, Request, Validating};
-use crate::auth::node::graph::pod_uses;
-use crate::auth::node::{node_name, Vertex};
+use access::node::graph::pod_uses;
+use access::node::{node_name, Vertex};
 use machinery::error::{ApiError, ApiResult};
 
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";

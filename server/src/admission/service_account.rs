@@ -12,7 +12,7 @@ use raft_store::Store;
 use serde_json::{json, Value};
 
 use super::{Mutating, Operation, Request};
-use crate::auth::serviceaccount::{DEFAULT_ACCOUNT, ROOT_CA_CONFIGMAP};
+use access::serviceaccount::{DEFAULT_ACCOUNT, ROOT_CA_CONFIGMAP};
 use machinery::error::{ApiError, ApiResult};
 use machinery::registry;
 

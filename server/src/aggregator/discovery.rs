@@ -9,7 +9,7 @@
 use serde_json::{json, Value};
 
 use super::{cached, remotes};
-use crate::auth::UserInfo;
+use access::UserInfo;
 use crate::context::Ctx;
 
 /// The remote groups with their versions: groups by their highest `groupPriorityMinimum`, then

@@ -19,7 +19,7 @@ use http_body_util::BodyExt;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Value};
 
-use crate::auth::UserInfo;
+use access::UserInfo;
 use crate::context::Ctx;
 use machinery::webhook::{client_config, Endpoint};
 

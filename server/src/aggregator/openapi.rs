@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 
 use super::{cached, remotes};
-use crate::auth::UserInfo;
+use access::UserInfo;
 use crate::context::Ctx;
 
 /// The last merge: the documents it was made from (the extension servers', and the generation

@@ -13,7 +13,7 @@ use http_body_util::Full;
 use serde_json::Value;
 
 use super::{endpoint, is_available, set_user, HOP_BY_HOP};
-use crate::auth::UserInfo;
+use access::UserInfo;
 use crate::context::Ctx;
 use crate::health::text;
 use machinery::webhook::CallError;

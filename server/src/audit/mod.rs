@@ -18,8 +18,8 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
-use crate::auth::attributes::Attributes;
-use crate::auth::UserInfo;
+use access::attributes::Attributes;
+use access::UserInfo;
 use policy::{Decision, Level, Policy, Stage};
 
 /// The annotations of the authorizer's decision and its reason.

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::auth::attributes::Attributes;
+use access::attributes::Attributes;
 
 /// How much of a request an event records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
@@ -169,7 +169,7 @@ impl Rule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::UserInfo;
+    use access::UserInfo;
 
     fn attrs(user: &str, groups: &[&str], verb: &str, path: &str) -> Attributes {
         let user = UserInfo { name: user.into(), groups: groups.iter().map(|g| g.to_string()).collect(), ..Default::default() };

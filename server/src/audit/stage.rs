@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::policy::Stage;
 use super::{Answer, Record, RequestFacts, AUDIT_ID_HEADER};
-use crate::auth::attributes::Attributes;
-use crate::auth::UserInfo;
+use access::attributes::Attributes;
+use access::UserInfo;
 use crate::context::Ctx;
 use machinery::negotiate::BodyKind;
 use machinery::patch::PatchKind;

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::aggregator::{endpoint, set_user, PREFIX};
 use machinery::webhook::client_config::get;
-use crate::auth::UserInfo;
+use access::UserInfo;
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};

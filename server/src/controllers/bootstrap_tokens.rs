@@ -11,7 +11,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use crate::auth::authn::bootstrap_token::{expired, field, NAMESPACE, SECRET_PREFIX, SECRET_TYPE};
+use access::authn::bootstrap_token::{expired, field, NAMESPACE, SECRET_PREFIX, SECRET_TYPE};
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};

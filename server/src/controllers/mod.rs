@@ -42,7 +42,7 @@ pub(crate) fn request(info: &'static registry::ResourceInfo, namespace: Option<&
         name: (!name.is_empty()).then(|| name.to_string()),
         subresource: None,
         verb,
-        user: crate::auth::UserInfo::loopback(),
+        user: access::UserInfo::loopback(),
     }
 }
 

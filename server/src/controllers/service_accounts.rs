@@ -12,8 +12,8 @@ use base64::Engine;
 use raft_store::EventType;
 use serde_json::{json, Value};
 
-use crate::auth::serviceaccount::claims::{self, Ref};
-use crate::auth::serviceaccount::{ACCOUNT_NAME_ANNOTATION, ACCOUNT_UID_ANNOTATION, DEFAULT_ACCOUNT, ROOT_CA_CONFIGMAP, TOKEN_SECRET_TYPE};
+use access::serviceaccount::claims::{self, Ref};
+use access::serviceaccount::{ACCOUNT_NAME_ANNOTATION, ACCOUNT_UID_ANNOTATION, DEFAULT_ACCOUNT, ROOT_CA_CONFIGMAP, TOKEN_SECRET_TYPE};
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};

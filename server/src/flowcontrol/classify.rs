@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::dispatch::{Dispatcher, LevelConfig, Queuing};
 use super::inflight::MaxInFlight;
 use super::rules::{self, Rule};
-use crate::auth::attributes::Attributes;
+use access::attributes::Attributes;
 
 const SCHEMAS: &str = "/registry/flowcontrol.apiserver.k8s.io/flowschemas/";
 const LEVELS: &str = "/registry/flowcontrol.apiserver.k8s.io/prioritylevelconfigurations/";
@@ -215,7 +215,7 @@ impl ApplyObserver for FlowControl {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::user::UserInfo;
+    use access::user::UserInfo;
     use serde_json::json;
 
     fn object(v: Value) -> Object {

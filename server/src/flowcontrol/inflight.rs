@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::auth::Attributes;
+use access::Attributes;
 
 /// A pool of slots and its size; none when unlimited.
 type Pool = Option<(Arc<Semaphore>, usize)>;

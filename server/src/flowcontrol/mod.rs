@@ -14,7 +14,7 @@ use std::time::Duration;
 
 pub use classify::{Classification, FlowControl};
 
-use crate::auth::Attributes;
+use access::Attributes;
 use machinery::error::ApiError;
 use crate::metrics::Metrics;
 

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::auth::UserInfo;
+use access::UserInfo;
 use machinery::error::{ApiError, ApiResult, Cause};
 
 const APPROVAL: &[&str] = &["Approved", "Denied"];

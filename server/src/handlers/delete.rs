@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::reply::{ListReply, Reply};
 use super::finalizers::{DeleteOptions, Propagation};
 use super::write;
-use crate::auth::Attributes;
+use access::Attributes;
 use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult, Cause};
 use machinery::query::Params;

@@ -7,8 +7,8 @@ use http::StatusCode;
 use serde_json::{json, Map, Value};
 
 use super::reply::Reply;
-use crate::auth::authz::{Outcome, UserRules};
-use crate::auth::{Attributes, UserInfo};
+use access::authz::{Outcome, UserRules};
+use access::{Attributes, UserInfo};
 use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult, Cause};
 use crate::request::ResourceRequest;
@@ -136,7 +136,7 @@ fn access_status(outcome: Outcome) -> Value {
     match outcome {
         Outcome::Decided(v) => {
             status.insert("allowed".into(), json!(v.allowed()));
-            if v.decision == crate::auth::authz::Decision::Deny {
+            if v.decision == access::authz::Decision::Deny {
                 status.insert("denied".into(), json!(true));
             }
             if !v.reason.is_empty() {
@@ -170,7 +170,7 @@ fn rules_status(rules: UserRules) -> Value {
         .collect();
     let mut status = json!({"resourceRules": resource, "nonResourceRules": non_resource, "incomplete": rules.incomplete});
     if !rules.errors.is_empty() {
-        status["evaluationError"] = json!(crate::auth::authz::rbac::aggregate(&rules.errors));
+        status["evaluationError"] = json!(access::authz::rbac::aggregate(&rules.errors));
     }
     status
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::reply::Reply;
 use super::write::parse;
-use crate::auth::serviceaccount::claims::{Bound, Ref};
+use access::serviceaccount::claims::{Bound, Ref};
 use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult, Cause};
 use machinery::registry;

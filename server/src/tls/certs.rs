@@ -413,6 +413,18 @@ fn read(path: &Path) -> anyhow::Result<String> {
     fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
 }
 
+/// `DATA_DIR/pki/sa.key`, generated unless it exists: the key service-account tokens are
+/// signed with when `--service-account-signing-key-file` is not given.
+pub fn ensure_service_account_key(data_dir: &Path) -> anyhow::Result<PathBuf> {
+    let path = data_dir.join("pki").join("sa.key");
+    if !path.exists() {
+        let pem = access::serviceaccount::keys::generate().map_err(anyhow::Error::msg)?;
+        fs::create_dir_all(data_dir.join("pki"))?;
+        write_file(&path, &pem, true)?;
+    }
+    Ok(path)
+}
+
 /// Writes `contents` to `path` through a temporary file and a rename, so a crash never
 /// leaves a half-written file; private files get mode 0600.
 pub(crate) fn write_file(path: &Path, contents: &str, private: bool) -> anyhow::Result<()> {

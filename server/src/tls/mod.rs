@@ -1,16 +1,14 @@
 //! TLS for the API server: the PKI on disk ([`certs`]), the admin kubeconfig ([`kubeconfig`]),
-//! the HTTPS listener ([`serve`]) and the client-certificate identity it attaches to each
-//! request ([`identity`]).
+//! and the HTTPS listener ([`serve`]), which attaches the identity of a verified client
+//! certificate (`access::authn::x509`) to each request.
 //!
 //! Start-up: `ensure_pki(data_dir, &opts)` → `server_config(&pki, proxy_ca)` →
 //! `serve(listener, tls, router, shutdown)`; `write_admin_kubeconfig` for kubectl.
 
 pub mod certs;
-pub mod identity;
 pub mod kubeconfig;
 pub mod serve;
 
 pub use certs::{ensure_pki, Pki, TlsOptions, ADMIN_GROUP, ADMIN_USER, CA_COMMON_NAME};
-pub use identity::{ClientIdentity, ProxyIdentity};
 pub use kubeconfig::{admin_kubeconfig, write_admin_kubeconfig};
 pub use serve::{serve, server_config, Tls};

@@ -25,7 +25,7 @@ use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use super::certs::{parse_certs, Pki};
-use super::identity::{ClientIdentity, ProxyIdentity};
+use access::authn::x509::{ClientIdentity, ProxyIdentity};
 
 /// A client that has not finished the TLS handshake by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

@@ -17,7 +17,7 @@ use cel::{Context, ExecutionError, Value};
 
 use machinery::expr::Extension;
 
-use crate::auth::{Attributes, UserInfo};
+use access::{Attributes, UserInfo};
 
 /// The marker key of the maps that stand for authorizer values.
 const KIND: &str = "@authz";

@@ -20,8 +20,8 @@ pub use mutating::MutatingPolicies;
 pub use validating::ValidatingPolicies;
 
 use super::{matching, Operation, Request};
-use crate::auth::authz::Outcome as AuthzOutcome;
-use crate::auth::Auth;
+use access::authz::Outcome as AuthzOutcome;
+use access::Auth;
 use machinery::error::{ApiError, ApiResult};
 use self::authorizer::{Authorizer, Decision, RequestResource};
 use machinery::registry;

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::compile::{Mutation, PatchType};
 use super::{bindings, conditions_and_variables, refs, Policies, Policy, Selected};
 use crate::admission::{matching, Mutating, Request};
-use crate::auth::Auth;
+use access::Auth;
 use machinery::error::{ApiError, ApiResult, Refusal};
 use super::authorizer::Authorizer;
 use machinery::patch::{self, PatchKind};

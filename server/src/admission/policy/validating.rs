@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::{bindings, conditions_and_variables, refs, Policies, Policy};
 use crate::admission::{matching, Request, Validating};
-use crate::auth::Auth;
+use access::Auth;
 use machinery::error::{ApiError, ApiResult, Refusal};
 use super::authorizer::Authorizer;
 
