@@ -19,8 +19,11 @@ use crate::status_response::StatusResponse;
 use machinery::error::ApiError;
 use machinery::query::Params;
 use access::authn::Certificates;
+use access::request;
 use access::authn::x509::{ClientIdentity, ProxyIdentity};
-use crate::{audit, discovery, handlers, health, request};
+use admission::audit_annotations;
+
+use crate::{audit, discovery, handlers, health};
 use machinery::{negotiate, openapi};
 
 pub fn router(ctx: Ctx) -> Router {
@@ -204,13 +207,13 @@ pub(crate) async fn authorize(ctx: &Ctx, attrs: &Attributes) -> Result<(), ApiEr
     }
     match outcome {
         Outcome::Decided(v) if v.allowed() => {
-            audit::annotate(audit::DECISION, "allow");
-            audit::annotate(audit::REASON, v.reason);
+            audit_annotations::annotate(audit::DECISION, "allow");
+            audit_annotations::annotate(audit::REASON, v.reason);
             Ok(())
         }
         Outcome::Decided(v) => {
-            audit::annotate(audit::DECISION, "forbid");
-            audit::annotate(audit::REASON, v.reason.clone());
+            audit_annotations::annotate(audit::DECISION, "forbid");
+            audit_annotations::annotate(audit::REASON, v.reason.clone());
             Err(authz::forbidden(attrs, &v.reason))
         }
         Outcome::Failed(e) => Err(ApiError::Internal(format!("Internal error occurred: {e}"))),

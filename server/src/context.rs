@@ -20,7 +20,7 @@ pub struct Ctx {
     /// Service-account tokens: issuing and the issuer's discovery documents.
     pub tokens: Arc<access::serviceaccount::Tokens>,
     pub auth: access::Auth,
-    pub admission: crate::admission::Admission,
+    pub admission: admission::Admission,
     /// Request classification by the FlowSchemas this replica has applied.
     pub flowcontrol: Arc<crate::flowcontrol::FlowControl>,
     /// The audit log, when `--audit-policy-file` and `--audit-log-path` are given.

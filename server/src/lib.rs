@@ -6,7 +6,6 @@
 //! the store from `raft-store` proposes writes to Raft and serves reads and watches from its
 //! watch cache.
 
-pub mod admission;
 pub mod aggregator;
 pub mod app;
 pub mod audit;
@@ -25,7 +24,6 @@ pub mod ipalloc;
 pub mod member;
 pub mod metrics;
 pub mod poststart;
-pub mod request;
 pub mod server;
 pub mod status_response;
 pub mod tls;

@@ -14,9 +14,10 @@ use access::rbac::policy::{objects, reconcile_binding, reconcile_role, Reconcile
 use crate::context::Ctx;
 use crate::controllers::{request, DEFAULT_NAMESPACES};
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers::{self, FieldValidation};
+use crate::handlers;
+use machinery::prepare::FieldValidation;
 use machinery::registry;
-use crate::request::Verb;
+use access::request::Verb;
 
 /// The hooks, in the order they run.
 pub const HOOKS: &[&str] = &[

@@ -8,16 +8,16 @@ use std::time::Duration;
 use anyhow::Context;
 use raft_store::{CacheOptions, Observers, PeerTls, Store, StoreOptions};
 
-use crate::admission::node_restriction::NodeRestriction;
-use crate::admission::policy::{MutatingPolicies, ValidatingPolicies};
-use crate::admission::webhooks::{MutatingWebhooks, ValidatingWebhooks};
-use crate::admission::service_account::ServiceAccounts;
-use crate::admission::certificates::CertificateSigners;
-use crate::admission::Admission;
+use admission::node_restriction::NodeRestriction;
+use admission::policy::{MutatingPolicies, ValidatingPolicies};
+use admission::webhooks::{MutatingWebhooks, ValidatingWebhooks};
+use admission::service_account::ServiceAccounts;
+use admission::certificates::CertificateSigners;
+use admission::Admission;
 use access::authz::metrics::AuthorizationMetrics;
 use access::authz;
 use access::node::NodeGraph;
-use crate::admission::rbac_escalation::Escalation;
+use admission::rbac_escalation::Escalation;
 use access::rbac::RbacIndex;
 use access::Auth;
 use crate::cli::Args;
@@ -121,7 +121,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let authz_metrics: Arc<dyn AuthorizationMetrics> = metrics.clone();
     let chain = authz::build(&args.authorization, args.node_id, &rbac, &nodes, &authz_metrics)?;
     let auth = Auth { chain, rbac };
-    let mut mutating: Vec<Arc<dyn crate::admission::Mutating>> = vec![Arc::new(ServiceAccounts { store: store.clone() })];
+    let mut mutating: Vec<Arc<dyn admission::Mutating>> = vec![Arc::new(ServiceAccounts { store: store.clone() })];
     if machinery::registry::gate_enabled("MutatingAdmissionPolicy") {
         mutating.push(Arc::new(MutatingPolicies::new(store.clone(), auth.clone())));
     }

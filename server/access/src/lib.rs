@@ -16,6 +16,7 @@ pub mod impersonation;
 pub mod node;
 pub mod options;
 pub mod rbac;
+pub mod request;
 pub mod serviceaccount;
 pub mod user;
 

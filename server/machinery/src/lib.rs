@@ -20,6 +20,7 @@ pub mod metadata_form;
 pub mod negotiate;
 pub mod openapi;
 pub mod patch;
+pub mod prepare;
 pub mod protobuf;
 pub mod query;
 pub mod registry;

@@ -6,15 +6,16 @@
 //! `RequestResponse` levels. Lines go to a writer thread, so no request waits for the disk.
 //!
 //! Annotations reach the current request's record through a task-local scope around the request
-//! ([`annotate`]); outside one (controllers), they are dropped.
+//! (`admission::audit_annotations::annotate`); outside one (controllers), they are dropped.
 
 pub mod policy;
 pub mod stage;
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
+
+use admission::audit_annotations::{self, Annotations};
 
 use serde_json::{json, Map, Value};
 
@@ -25,21 +26,10 @@ use policy::{Decision, Level, Policy, Stage};
 /// The annotations of the authorizer's decision and its reason.
 pub const DECISION: &str = "authorization.k8s.io/decision";
 pub const REASON: &str = "authorization.k8s.io/reason";
-/// The annotation listing a ValidatingAdmissionPolicy's failures under its `Audit` action.
-pub const VALIDATION_FAILURE: &str = "validation.policy.admission.k8s.io/validation_failure";
 
 /// The request header a client may set to name the audit ID (kept when it is sane), and the
 /// response header that tells it.
 pub const AUDIT_ID_HEADER: &str = "audit-id";
-
-tokio::task_local! {
-    static ANNOTATIONS: Arc<Mutex<BTreeMap<String, String>>>;
-}
-
-/// Adds an annotation to the audit event of the request being served, if any.
-pub fn annotate(key: impl Into<String>, value: impl Into<String>) {
-    let _ = ANNOTATIONS.try_with(|a| a.lock().unwrap_or_else(|e| e.into_inner()).insert(key.into(), value.into()));
-}
 
 /// The writer of audit events and the policy that selects them.
 pub struct Auditor {
@@ -122,13 +112,13 @@ pub struct Record {
     auditor: Arc<Auditor>,
     decision: Decision,
     event: Map<String, Value>,
-    annotations: Arc<Mutex<BTreeMap<String, String>>>,
+    annotations: Annotations,
 }
 
 impl Record {
-    /// Runs `f` with [`annotate`] adding to this record.
+    /// Runs `f` with `audit_annotations::annotate` adding to this record.
     pub async fn scope<F: std::future::Future>(&self, f: F) -> F::Output {
-        ANNOTATIONS.scope(self.annotations.clone(), f).await
+        audit_annotations::scope(self.annotations.clone(), f).await
     }
 
     /// Names the user the request acts as, when it impersonates one.

@@ -15,9 +15,10 @@ use access::UserInfo;
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers::{self, FieldValidation};
+use crate::handlers;
+use machinery::prepare::FieldValidation;
 use machinery::registry;
-use crate::request::{ResourceRequest, Verb};
+use access::request::{ResourceRequest, Verb};
 
 /// How often every APIService is checked again.
 const RECHECK: Duration = Duration::from_secs(30);

@@ -15,9 +15,10 @@ use access::authn::bootstrap_token::{expired, field, NAMESPACE, SECRET_PREFIX, S
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers::{self, FieldValidation};
+use crate::handlers;
+use machinery::prepare::FieldValidation;
 use machinery::registry::{self, ResourceInfo};
-use crate::request::Verb;
+use access::request::Verb;
 
 const PUBLIC_NAMESPACE: &str = "kube-public";
 const CLUSTER_INFO: &str = "cluster-info";

@@ -9,9 +9,10 @@ use serde_json::{json, Value};
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers::{self, FieldValidation};
+use crate::handlers;
+use machinery::prepare::FieldValidation;
 use machinery::registry;
-use crate::request::Verb;
+use access::request::Verb;
 use machinery::selector::label_selector_matches;
 
 const PREFIX: &str = "/registry/rbac.authorization.k8s.io/clusterroles/";

@@ -10,9 +10,10 @@ use machinery::crd::served::{condition, PREFIX};
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers::{self, FieldValidation};
+use crate::handlers;
+use machinery::prepare::FieldValidation;
 use machinery::registry::{self, ResourceInfo};
-use crate::request::{ResourceRequest, Verb};
+use access::request::{ResourceRequest, Verb};
 
 /// The finalizer that holds a definition until its custom resources are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";

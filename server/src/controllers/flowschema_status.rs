@@ -9,9 +9,10 @@ use crate::flowcontrol::FlowControl;
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers::{self, FieldValidation};
+use crate::handlers;
+use machinery::prepare::FieldValidation;
 use machinery::registry;
-use crate::request::Verb;
+use access::request::Verb;
 
 /// The condition a schema should carry.
 fn condition(level: &str, dangling: bool) -> Value {

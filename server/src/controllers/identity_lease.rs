@@ -10,9 +10,10 @@ use sha2::{Digest, Sha256};
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers::{self, FieldValidation};
+use crate::handlers;
+use machinery::prepare::FieldValidation;
 use machinery::registry;
-use crate::request::Verb;
+use access::request::Verb;
 
 const RENEW_EVERY: Duration = Duration::from_secs(10);
 const LEASE_SECONDS: u64 = 3600;

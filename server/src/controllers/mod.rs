@@ -28,7 +28,7 @@ use pod_gc::PodGc;
 use service_accounts::ServiceAccountController;
 
 use crate::context::Ctx;
-use crate::request::{ResourceRequest, Verb};
+use access::request::{ResourceRequest, Verb};
 use machinery::registry;
 
 /// Namespaces every cluster has from the start.

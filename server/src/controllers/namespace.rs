@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 
 use super::request;
 use crate::context::Ctx;
-use crate::handlers::{self, FieldValidation};
-use crate::request::{ResourceRequest, Verb};
+use crate::handlers;
+use machinery::prepare::FieldValidation;
+use access::request::{ResourceRequest, Verb};
 use machinery::error::{ApiError, ApiResult};
 use machinery::registry;
 

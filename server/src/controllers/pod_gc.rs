@@ -16,7 +16,7 @@ use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::handlers::{self, grace, DeleteOptions};
 use machinery::registry::{self, ResourceInfo};
-use crate::request::Verb;
+use access::request::Verb;
 
 fn pods() -> &'static ResourceInfo {
     registry::lookup("", "v1", "pods").expect("pods are served")

@@ -15,9 +15,10 @@ use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
 use machinery::expr::check::check;
 use machinery::expr::types::{of_schema, Definitions, Obj, Ty};
-use crate::handlers::{self, FieldValidation};
+use crate::handlers;
+use machinery::prepare::FieldValidation;
 use machinery::registry::{self, custom, ResourceInfo};
-use crate::request::{ResourceRequest, Verb};
+use access::request::{ResourceRequest, Verb};
 
 const PREFIX: &str = "/registry/admissionregistration.k8s.io/validatingadmissionpolicies/";
 /// At most this many kinds are checked per policy, as Kubernetes bounds it.

@@ -17,9 +17,10 @@ use access::serviceaccount::{ACCOUNT_NAME_ANNOTATION, ACCOUNT_UID_ANNOTATION, DE
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers::{self, FieldValidation};
+use crate::handlers;
+use machinery::prepare::FieldValidation;
 use machinery::registry::{self, ResourceInfo};
-use crate::request::Verb;
+use access::request::Verb;
 
 
 fn info(resource: &str) -> &'static ResourceInfo {

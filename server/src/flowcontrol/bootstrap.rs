@@ -11,10 +11,11 @@ use serde_json::Value;
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers::{self, FieldValidation};
+use crate::handlers;
+use machinery::prepare::FieldValidation;
 use crate::poststart::ensure;
 use machinery::registry;
-use crate::request::Verb;
+use access::request::Verb;
 
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 const AUTOUPDATE: &str = "apf.kubernetes.io/autoupdate-spec";

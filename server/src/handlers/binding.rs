@@ -5,13 +5,13 @@
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use super::prepare::FieldValidation;
+use machinery::prepare::FieldValidation;
 use super::reply::Reply;
 use super::write::{self, Update};
 use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult, Cause};
 use machinery::registry;
-use crate::request::{ResourceRequest, Verb};
+use access::request::{ResourceRequest, Verb};
 
 pub async fn create(ctx: &Ctx, req: &ResourceRequest, binding: Value, dry_run: bool) -> ApiResult<Reply> {
     let pod = match req.subresource.as_deref() {

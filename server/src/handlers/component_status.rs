@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::reply::{ListReply, Reply};
 use crate::context::Ctx;
 use machinery::error::ApiResult;
-use crate::request::ResourceRequest;
+use access::request::ResourceRequest;
 
 fn component(name: &str, healthy: bool, message: &str, error: &str) -> Value {
     let mut condition = json!({"type": "Healthy", "status": if healthy { "True" } else { "False" }, "message": message});

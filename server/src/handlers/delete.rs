@@ -11,7 +11,7 @@ use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult, Cause};
 use machinery::query::Params;
 use machinery::registry::{self, convert};
-use crate::request::ResourceRequest;
+use access::request::ResourceRequest;
 use machinery::selector::Filter;
 
 /// Reads `DeleteOptions` from the body (may be empty) and the query.

@@ -9,11 +9,11 @@ use serde_json::{json, Value};
 use super::reply::Reply;
 use super::finalizers::DeleteOptions;
 use super::write::{self, parse, Update};
-use super::FieldValidation;
+use machinery::prepare::FieldValidation;
 use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult};
 use machinery::registry;
-use crate::request::{ResourceRequest, Verb};
+use access::request::{ResourceRequest, Verb};
 use machinery::selector::label_selector_matches;
 
 fn too_many(message: &str) -> ApiError {

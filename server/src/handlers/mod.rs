@@ -9,7 +9,6 @@ mod component_status;
 mod eviction;
 mod finalizers;
 pub mod grace;
-mod prepare;
 mod read;
 mod reply;
 mod review;
@@ -31,14 +30,14 @@ use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult, Cause};
 use machinery::fieldmanager::{self, Manager};
 use machinery::patch::PatchKind;
+use machinery::prepare::FieldValidation;
 use machinery::negotiate::{self, BodyKind, Encoding, Form, Output};
 use machinery::query::Params;
 use machinery::registry::ResourceInfo;
-use crate::request::{ResourceRequest, Verb};
+use access::request::{ResourceRequest, Verb};
 use crate::status_response::StatusResponse;
 use machinery::{metadata_form, table_form};
 
-pub use prepare::{admit as decode_and_validate, FieldValidation};
 pub use reply::{list_json, ListReply, Reply};
 pub use finalizers::{DeleteOptions, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 pub use write::parse;
@@ -86,12 +85,12 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
         }
         Verb::Create if req.info.is_review() => {
             let mut obj = decode_object(headers, &body)?;
-            prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;
+            machinery::prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;
             review::create(ctx, req, obj).await?
         }
         Verb::Create => {
             let mut obj = decode_object(headers, &body)?;
-            prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;
+            machinery::prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;
             let validation = FieldValidation::from_params(params)?;
             let manager = request_manager(req, params, headers, "CreateOptions", None)?;
             let duplicates = duplicate_fields(headers, &body);
@@ -176,7 +175,7 @@ fn decode_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
 /// Keys a JSON body repeats (other encodings cannot repeat one).
 fn duplicate_fields(headers: &HeaderMap, body: &[u8]) -> Vec<String> {
     match negotiate::body_kind(headers) {
-        Ok(BodyKind::Json) => prepare::duplicate_fields(body),
+        Ok(BodyKind::Json) => machinery::prepare::duplicate_fields(body),
         _ => Vec::new(),
     }
 }

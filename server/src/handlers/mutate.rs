@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::certificates;
-use super::prepare::{check_type_meta, FieldValidation};
+use machinery::prepare::{check_type_meta, FieldValidation};
 use super::reply::Reply;
 use super::scale;
 use super::write::{self, Update};
@@ -14,7 +14,7 @@ use machinery::fieldmanager::{self, Manager};
 use machinery::meta::meta_str;
 use machinery::patch::{self, PatchKind};
 use machinery::query::Params;
-use crate::request::ResourceRequest;
+use access::request::ResourceRequest;
 
 /// The new object of an update of `sub` (none, `status` or `scale`): `body` is what the client
 /// sent for that view, `old` the current object.

@@ -9,7 +9,7 @@ use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult, Cause};
 use machinery::query::{self, Params, ReadAt};
 use machinery::registry::{self, ResourceInfo};
-use crate::request::ResourceRequest;
+use access::request::ResourceRequest;
 use machinery::selector::Filter;
 
 pub async fn get(ctx: &Ctx, req: &ResourceRequest, params: &Params) -> ApiResult<Reply> {

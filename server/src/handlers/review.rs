@@ -11,7 +11,7 @@ use access::authz::{Outcome, UserRules};
 use access::{Attributes, UserInfo};
 use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult, Cause};
-use crate::request::ResourceRequest;
+use access::request::ResourceRequest;
 
 /// Answers a review: the object as sent, with its `status` filled in.
 pub async fn create(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<Reply> {

@@ -13,7 +13,7 @@ use access::serviceaccount::claims::{Bound, Ref};
 use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult, Cause};
 use machinery::registry;
-use crate::request::ResourceRequest;
+use access::request::ResourceRequest;
 
 const GROUP: &str = "authentication.k8s.io";
 const DEFAULT_EXPIRATION: i64 = 3600;

@@ -13,7 +13,7 @@ use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult, Cause};
 use machinery::query::{invalid_options, Params};
 use machinery::registry::{self, ResourceInfo};
-use crate::request::ResourceRequest;
+use access::request::ResourceRequest;
 use machinery::selector::Filter;
 
 /// Turns one event (type and object JSON) into one frame of the response body.

@@ -8,8 +8,8 @@ use raft_store::{Action, Cond, Object, Op, Txn, TxnResult};
 use serde_json::{json, Value};
 
 use super::finalizers::{self, finalizers_empty, DeleteOptions};
-use super::prepare::{admit, FieldValidation};
-use crate::admission::Operation;
+use machinery::prepare::{admit, FieldValidation};
+use admission::Operation;
 use super::reply::Reply;
 use crate::context::Ctx;
 use machinery::fieldmanager::{self, Manager};
@@ -17,7 +17,7 @@ use machinery::error::{ApiError, ApiResult};
 use crate::ipalloc::ServiceIps;
 use machinery::meta::{self, meta_mut, meta_str};
 use machinery::registry::{convert, custom, ResourceInfo};
-use crate::request::ResourceRequest;
+use access::request::ResourceRequest;
 
 /// How many times a write retries after losing a compare-and-set race.
 const MAX_RETRIES: usize = 16;

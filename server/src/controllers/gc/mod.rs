@@ -18,9 +18,10 @@ use serde_json::Value;
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers::{self, DeleteOptions, FieldValidation, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+use crate::handlers::{self, DeleteOptions, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+use machinery::prepare::FieldValidation;
 use machinery::registry;
-use crate::request::Verb;
+use access::request::Verb;
 use graph::{Graph, OwnerRef};
 
 /// Every stored object lives under this prefix.
@@ -125,7 +126,7 @@ impl GarbageCollector {
     }
 
     /// Removes the references to `owners` from the object `req` names (if it is still `uid`).
-    async fn drop_owners(ctx: &Ctx, req: &crate::request::ResourceRequest, uid: &str, owners: &[String]) -> ApiResult<()> {
+    async fn drop_owners(ctx: &Ctx, req: &access::request::ResourceRequest, uid: &str, owners: &[String]) -> ApiResult<()> {
         handlers::update_object(ctx, req, FieldValidation::Ignore, |old| {
             if old["metadata"]["uid"] != uid {
                 return Err(ApiError::Conflict { group: String::new(), resource: String::new(), name: String::new(), message: "recreated".into() });
@@ -180,7 +181,7 @@ impl GarbageCollector {
         Ok(())
     }
 
-    async fn remove_finalizer(ctx: &Ctx, req: &crate::request::ResourceRequest, uid: &str, finalizer: &str) -> ApiResult<()> {
+    async fn remove_finalizer(ctx: &Ctx, req: &access::request::ResourceRequest, uid: &str, finalizer: &str) -> ApiResult<()> {
         handlers::update_object(ctx, req, FieldValidation::Ignore, |old| {
             if old["metadata"]["uid"] != uid {
                 return Err(ApiError::Conflict { group: String::new(), resource: String::new(), name: String::new(), message: "recreated".into() });

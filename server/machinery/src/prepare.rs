@@ -1,5 +1,6 @@
-//! The admission steps every write runs before storage: type metadata, typed decoding with
-//! field validation, defaults, and validation.
+//! A request body made ready to store, as every write does before admission: its type metadata
+//! checked, decoded with field validation (unknown and duplicate fields), defaulted and validated
+//! by its kind's strategy.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -7,10 +8,10 @@ use std::collections::HashSet;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{json, Value};
 
-use machinery::error::{ApiError, ApiResult};
-use machinery::meta;
-use machinery::query::Params;
-use machinery::registry::ResourceInfo;
+use crate::error::{ApiError, ApiResult};
+use crate::meta;
+use crate::query::Params;
+use crate::registry::ResourceInfo;
 
 /// How unknown fields are treated (`fieldValidation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

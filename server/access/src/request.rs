@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use http::Method;
 
-use access::UserInfo;
+use crate::UserInfo;
 use machinery::error::{ApiError, ApiResult};
 use machinery::registry::{self, ResourceInfo};
 

@@ -6,7 +6,7 @@ use raft_store::Store;
 use serde_json::{json, Value};
 
 use super::{bindings, conditions_and_variables, refs, Policies, Policy};
-use crate::admission::{matching, Request, Validating};
+use crate::{matching, Request, Validating};
 use access::Auth;
 use machinery::error::{ApiError, ApiResult, Refusal};
 use super::authorizer::Authorizer;
@@ -110,7 +110,7 @@ impl Validating for ValidatingPolicies {
                 let outcome = match self.policies.with_authorizer(&authorizer, || evaluate(policy, vars.clone(), &authorizer)).await {
                     Ok((outcome, annotations)) => {
                         for (key, value) in annotations {
-                            crate::audit::annotate(key, value);
+                            crate::audit_annotations::annotate(key, value);
                         }
                         outcome
                     }
@@ -131,7 +131,7 @@ impl Validating for ValidatingPolicies {
             }
         }
         if !failures.is_empty() {
-            crate::audit::annotate(crate::audit::VALIDATION_FAILURE, Value::Array(failures).to_string());
+            crate::audit_annotations::annotate(crate::audit_annotations::VALIDATION_FAILURE, Value::Array(failures).to_string());
         }
         Ok(())
     }

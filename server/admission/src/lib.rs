@@ -1,7 +1,13 @@
-//! The admission stage: after a handler has decoded, defaulted and validated an object and
-//! before it is stored (dry-run included), mutating plugins may change it, then validating
-//! plugins may refuse it. Deletions are admitted too, with the stored object as `old`.
+//! `admission`: the admission stage of the API server. After a handler has decoded, defaulted
+//! and validated an object and before it is stored (dry-run included), mutating plugins may
+//! change it, then validating plugins may refuse it. Deletions are admitted too, with the stored
+//! object as `old`. Each plugin is a file of its own behind [`Mutating`] or [`Validating`];
+//! admission policies ([`policy`]) and webhooks ([`webhooks`]) are plugins too.
+//!
+//! Below it are `access` (who asks, and what they may do: the policies' `authorizer` and the
+//! escalation checks ask it) and `machinery`; above it, the API server.
 
+pub mod audit_annotations;
 pub mod certificates;
 pub mod matching;
 pub mod node_restriction;
@@ -15,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use machinery::error::ApiResult;
-use crate::request::ResourceRequest;
+use access::request::ResourceRequest;
 
 /// What a write does to the object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -31,7 +31,7 @@ pub struct ServiceAccounts {
 impl ServiceAccounts {
     fn account(&self, namespace: &str, name: &str) -> ApiResult<Option<Value>> {
         let info = registry::lookup("", "v1", "serviceaccounts").ok_or_else(|| ApiError::internal("serviceaccounts are not served"))?;
-        self.store.cache().get(&info.key(Some(namespace), name), None)?.map(|o| crate::handlers::parse(&o)).transpose()
+        self.store.cache().get(&info.key(Some(namespace), name), None)?.map(|o| serde_json::from_slice(&o.data).map_err(ApiError::internal)).transpose()
     }
 
     /// The account, waiting briefly for `default` (its controller may not have made it yet)

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::compile::{Mutation, PatchType};
 use super::{bindings, conditions_and_variables, refs, Policies, Policy, Selected};
-use crate::admission::{matching, Mutating, Request};
+use crate::{matching, Mutating, Request};
 use access::Auth;
 use machinery::error::{ApiError, ApiResult, Refusal};
 use super::authorizer::Authorizer;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::admission::{Operation, Request};
+use crate::{Operation, Request};
 use machinery::webhook::Endpoint;
 
 /// What a webhook answered.
@@ -25,7 +25,7 @@ pub fn admission_request(r: &Request<'_>, object: Option<&Value>, uid: &str) -> 
     let kind = json!({"group": info.group, "version": info.version, "kind": info.kind});
     let resource = json!({"group": info.group, "version": info.version, "resource": info.resource});
     let user = &r.req.user;
-    let name = crate::admission::matching::name_of(r);
+    let name = crate::matching::name_of(r);
     let options_kind = match r.operation {
         Operation::Create => "CreateOptions",
         Operation::Update => "UpdateOptions",

@@ -96,7 +96,7 @@ async fn ask(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Va
         Ok(answer) => {
             // Kept whatever the webhook decided, under its name, as Kubernetes keeps them.
             for (key, value) in &answer.audit_annotations {
-                crate::audit::annotate(format!("{name}/{key}"), value.clone());
+                crate::audit_annotations::annotate(format!("{name}/{key}"), value.clone());
             }
             if !answer.allowed {
                 return Err(refusal(name, &answer.status));
@@ -154,7 +154,7 @@ impl Mutating for MutatingWebhooks {
         }
         if changed {
             // What the webhooks made is decoded, defaulted and validated like a client's object.
-            *object = crate::handlers::decode_and_validate(r.req.info, object.clone(), r.old, crate::handlers::FieldValidation::Ignore, &[], &mut Vec::new())?;
+            *object = machinery::prepare::admit(r.req.info, object.clone(), r.old, machinery::prepare::FieldValidation::Ignore, &[], &mut Vec::new())?;
         }
         Ok(())
     }

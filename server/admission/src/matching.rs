@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::admission::Request;
+use crate::Request;
 use machinery::selector::label_selector_matches;
 
 fn strings(v: &Value) -> Vec<&str> {
