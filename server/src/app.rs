@@ -18,7 +18,8 @@ use crate::metrics::RequestLabels;
 use crate::status_response::StatusResponse;
 use machinery::error::ApiError;
 use machinery::query::Params;
-use access::authn::Certificates;
+use access::authn::loopback::Loopback;
+use access::authn::Credentials;
 use access::request;
 use access::authn::x509::{ClientIdentity, ProxyIdentity};
 use admission::audit_annotations;
@@ -61,7 +62,11 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
 /// impersonation, then the rest of the chain.
 async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes, audit_id: &str) -> Result<Response, Response> {
     let path = parts.uri.path().to_string();
-    let certs = Certificates { client: parts.extensions.get::<ClientIdentity>(), proxy: parts.extensions.get::<ProxyIdentity>() };
+    let certs = Credentials {
+        client: parts.extensions.get::<ClientIdentity>(),
+        proxy: parts.extensions.get::<ProxyIdentity>(),
+        loopback: parts.extensions.get::<Loopback>(),
+    };
     let caller = match ctx.authn.authenticate(&mut parts.headers, &path, certs).await {
         Ok(caller) => caller,
         Err(e) => return Err(audit::stage::failed_authentication(ctx, audit_id, &parts, e.into_response()).await),

@@ -22,6 +22,7 @@ pub mod handlers;
 pub mod health;
 pub mod ipalloc;
 pub mod member;
+pub mod loopback;
 pub mod metrics;
 pub mod poststart;
 pub mod server;

@@ -14,10 +14,13 @@ use access::rbac::policy::{objects, reconcile_binding, reconcile_role, Reconcile
 use crate::context::Ctx;
 use crate::controllers::{request, DEFAULT_NAMESPACES};
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers;
+use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use machinery::registry;
-use access::request::Verb;
+use access::request::{ResourceRequest, Verb};
+
+/// The hook that writes the default RBAC policy, which authorizes the controllers.
+pub const RBAC_HOOK: &str = "rbac/bootstrap-roles";
 
 /// The hooks, in the order they run.
 pub const HOOKS: &[&str] = &[
@@ -25,7 +28,7 @@ pub const HOOKS: &[&str] = &[
     "bootstrap-controller",
     "start-kubernetes-service-cidr-controller",
     "scheduling/bootstrap-system-priority-classes",
-    "rbac/bootstrap-roles",
+    RBAC_HOOK,
     "priority-and-fairness-config-producer",
     "start-cluster-authentication-info-controller",
     "kube-apiserver-autoregistration",
@@ -52,18 +55,18 @@ impl Progress {
 }
 
 /// Runs every hook until it succeeds, in order.
-pub async fn run(ctx: &Ctx) {
+pub async fn run(ctx: &Ctx, client: &Client) {
     for &hook in HOOKS {
         loop {
             let result = match hook {
-                "start-system-namespaces-controller" => system_namespaces(ctx).await,
-                "bootstrap-controller" => kubernetes_service(ctx).await,
-                "start-kubernetes-service-cidr-controller" => service_cidr(ctx).await,
-                "scheduling/bootstrap-system-priority-classes" => priority_classes(ctx).await,
-                "rbac/bootstrap-roles" => bootstrap_roles(ctx).await,
-                "priority-and-fairness-config-producer" => crate::flowcontrol::bootstrap::reconcile(ctx).await,
-                "start-cluster-authentication-info-controller" => authentication_info(ctx).await,
-                "kube-apiserver-autoregistration" => api_services(ctx).await,
+                "start-system-namespaces-controller" => system_namespaces(client).await,
+                "bootstrap-controller" => kubernetes_service(ctx, client).await,
+                "start-kubernetes-service-cidr-controller" => service_cidr(ctx, client).await,
+                "scheduling/bootstrap-system-priority-classes" => priority_classes(client).await,
+                RBAC_HOOK => bootstrap_roles(ctx, client).await,
+                "priority-and-fairness-config-producer" => crate::flowcontrol::bootstrap::reconcile(client).await,
+                "start-cluster-authentication-info-controller" => authentication_info(ctx, client).await,
+                "kube-apiserver-autoregistration" => api_services(client).await,
                 _ => Ok(()),
             };
             match result {
@@ -79,36 +82,36 @@ pub async fn run(ctx: &Ctx) {
 }
 
 /// Creates `obj` unless an object of that name exists.
-pub async fn ensure(ctx: &Ctx, group: &str, version: &str, resource: &str, namespace: Option<&str>, obj: Value) -> ApiResult<()> {
+pub async fn ensure(client: &Client, group: &str, version: &str, resource: &str, namespace: Option<&str>, obj: Value) -> ApiResult<()> {
     let info = registry::lookup(group, version, resource).ok_or_else(|| ApiError::internal(format!("{resource} is not served")))?;
-    match handlers::create_object(ctx, &request(info, namespace, "", Verb::Create), obj).await {
+    match client.create(&request(info, namespace, "", Verb::Create), obj).await {
         Ok(()) | Err(ApiError::AlreadyExists { .. }) => Ok(()),
         Err(e) => Err(e),
     }
 }
 
-async fn system_namespaces(ctx: &Ctx) -> ApiResult<()> {
+async fn system_namespaces(client: &Client) -> ApiResult<()> {
     for name in DEFAULT_NAMESPACES.iter().filter(|n| **n != "default") {
-        ensure(ctx, "", "v1", "namespaces", None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})).await?;
+        ensure(client, "", "v1", "namespaces", None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})).await?;
     }
     Ok(())
 }
 
 /// The `default` namespace, and the `kubernetes` Service there with the first IP of the service
 /// range and Endpoints naming this server.
-async fn kubernetes_service(ctx: &Ctx) -> ApiResult<()> {
-    ensure(ctx, "", "v1", "namespaces", None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})).await?;
+async fn kubernetes_service(ctx: &Ctx, client: &Client) -> ApiResult<()> {
+    ensure(client, "", "v1", "namespaces", None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})).await?;
     let url: http::Uri = ctx.settings.address.parse().map_err(ApiError::internal)?;
     let (host, port) = (url.host().unwrap_or("127.0.0.1"), url.port_u16().unwrap_or(443));
     let labels = json!({"component": "apiserver", "provider": "kubernetes"});
     let ip = ctx.ips.first().to_string();
-    ensure(ctx, "", "v1", "services", Some("default"), json!({
+    ensure(client, "", "v1", "services", Some("default"), json!({
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": "kubernetes", "labels": labels},
         "spec": {"clusterIP": ip, "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
     }))
     .await?;
-    ensure(ctx, "", "v1", "endpoints", Some("default"), json!({
+    ensure(client, "", "v1", "endpoints", Some("default"), json!({
         "apiVersion": "v1", "kind": "Endpoints",
         "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
         "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
@@ -117,9 +120,9 @@ async fn kubernetes_service(ctx: &Ctx) -> ApiResult<()> {
 }
 
 /// The `kubernetes` ServiceCIDR made from `--service-cluster-ip-range`, ready.
-async fn service_cidr(ctx: &Ctx) -> ApiResult<()> {
+async fn service_cidr(ctx: &Ctx, client: &Client) -> ApiResult<()> {
     use crate::ipalloc::DEFAULT_CIDR;
-    ensure(ctx, "networking.k8s.io", "v1", "servicecidrs", None, ctx.ips.default_cidr()).await?;
+    ensure(client, "networking.k8s.io", "v1", "servicecidrs", None, ctx.ips.default_cidr()).await?;
     let info = registry::lookup("networking.k8s.io", "v1", "servicecidrs").ok_or_else(|| ApiError::internal("servicecidrs are not served"))?;
     let ready = |old: &Value| -> ApiResult<Value> {
         let mut new = old.clone();
@@ -132,17 +135,18 @@ async fn service_cidr(ctx: &Ctx) -> ApiResult<()> {
         }
         Ok(new)
     };
-    handlers::update_object(ctx, &request(info, None, DEFAULT_CIDR, Verb::Update), FieldValidation::Ignore, ready).await
+    let req = ResourceRequest { subresource: Some("status".into()), ..request(info, None, DEFAULT_CIDR, Verb::Update) };
+    client.update(&req, FieldValidation::Ignore, ready).await
 }
 
 /// The two PriorityClasses Kubernetes reserves for system components.
-async fn priority_classes(ctx: &Ctx) -> ApiResult<()> {
+async fn priority_classes(client: &Client) -> ApiResult<()> {
     for (name, value, description) in [
         ("system-node-critical", 2_000_001_000, "Used for system critical pods that must not be moved from their current node."),
         ("system-cluster-critical", 2_000_000_000, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
     ] {
         let pc = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value, "description": description});
-        ensure(ctx, "scheduling.k8s.io", "v1", "priorityclasses", None, pc).await?;
+        ensure(client, "scheduling.k8s.io", "v1", "priorityclasses", None, pc).await?;
     }
     Ok(())
 }
@@ -150,7 +154,7 @@ async fn priority_classes(ctx: &Ctx) -> ApiResult<()> {
 /// `kube-system/extension-apiserver-authentication`: the CA client certificates are checked
 /// against and the authenticating proxy's settings, for servers that delegate authentication
 /// to this one.
-async fn authentication_info(ctx: &Ctx) -> ApiResult<()> {
+async fn authentication_info(ctx: &Ctx, client: &Client) -> ApiResult<()> {
     let mut data = serde_json::Map::from_iter([("client-ca-file".to_string(), json!(ctx.settings.client_ca_pem))]);
     if let (Some(proxy), Some(ca)) = (ctx.authn.proxy(), &ctx.settings.proxy_ca_pem) {
         data.extend(proxy.published(ca));
@@ -160,7 +164,7 @@ async fn authentication_info(ctx: &Ctx) -> ApiResult<()> {
         "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
         "data": data,
     });
-    ensure(ctx, "", "v1", "configmaps", Some("kube-system"), cm).await
+    ensure(client, "", "v1", "configmaps", Some("kube-system"), cm).await
 }
 
 /// Group and version priorities of the built-in APIServices, as kube-apiserver registers them.
@@ -189,7 +193,7 @@ const PRIORITIES: &[(&str, i64, i64)] = &[
 
 /// An APIService for every group/version this server serves itself (`v1.`, `v1.apps`, ...),
 /// available because local.
-async fn api_services(ctx: &Ctx) -> ApiResult<()> {
+async fn api_services(client: &Client) -> ApiResult<()> {
     let versions: BTreeSet<(&str, &str)> = registry::built_in().map(|r| (r.group, r.version)).collect();
     for (group, version) in versions {
         let (group_priority, version_priority) =
@@ -200,9 +204,9 @@ async fn api_services(ctx: &Ctx) -> ApiResult<()> {
             "metadata": {"name": name, "labels": {"kube-aggregator.kubernetes.io/automanaged": "onstart"}},
             "spec": {"group": group, "version": version, "groupPriorityMinimum": group_priority, "versionPriority": version_priority},
         });
-        ensure(ctx, "apiregistration.k8s.io", "v1", "apiservices", None, service).await?;
+        ensure(client, "apiregistration.k8s.io", "v1", "apiservices", None, service).await?;
         let info = registry::lookup("apiregistration.k8s.io", "v1", "apiservices").ok_or_else(|| ApiError::internal("apiservices are not served"))?;
-        let req = request(info, None, &name, Verb::Update);
+        let req = ResourceRequest { subresource: Some("status".into()), ..request(info, None, &name, Verb::Update) };
         let available = |old: &Value| -> ApiResult<Value> {
             let mut new = old.clone();
             if old["status"]["conditions"][0]["type"] != "Available" {
@@ -214,13 +218,13 @@ async fn api_services(ctx: &Ctx) -> ApiResult<()> {
             }
             Ok(new)
         };
-        handlers::update_object(ctx, &req, FieldValidation::Ignore, available).await?;
+        client.update(&req, FieldValidation::Ignore, available).await?;
     }
     Ok(())
 }
 
 /// The default RBAC policy: creates every default object that is missing and reconciles the rest.
-async fn bootstrap_roles(ctx: &Ctx) -> ApiResult<()> {
+async fn bootstrap_roles(ctx: &Ctx, client: &Client) -> ApiResult<()> {
     for expected in objects() {
         let kind = expected["kind"].as_str().unwrap_or_default();
         let info = registry::lookup_kind(GROUP, "v1", kind).ok_or_else(|| ApiError::internal(format!("default policy has an unknown kind {kind}")))?;
@@ -229,13 +233,13 @@ async fn bootstrap_roles(ctx: &Ctx) -> ApiResult<()> {
         let req = request(info, namespace, name, Verb::Update);
         let existing = ctx.store.cache().get(&req.key(), None)?;
         let existing = match existing {
-            Some(o) => handlers::parse(&o)?,
-            None => match handlers::create_object(ctx, &request(info, namespace, "", Verb::Create), expected.clone()).await {
+            Some(o) => machinery::stored::parse(&o)?,
+            None => match client.create(&request(info, namespace, "", Verb::Create), expected.clone()).await {
                 Ok(()) => continue,
                 Err(ApiError::AlreadyExists { .. }) => {
                     ctx.store.linearizable_rev().await?;
                     match ctx.store.cache().get(&req.key(), None)? {
-                        Some(o) => handlers::parse(&o)?,
+                        Some(o) => machinery::stored::parse(&o)?,
                         None => continue,
                     }
                 }
@@ -254,15 +258,15 @@ async fn bootstrap_roles(ctx: &Ctx) -> ApiResult<()> {
                         _ => current.clone(),
                     })
                 };
-                handlers::update_object(ctx, &req, FieldValidation::Ignore, step).await?;
+                client.update(&req, FieldValidation::Ignore, step).await?;
             }
             Reconciled::Recreate => {
                 tracing::info!(kind, name, "recreating a default binding whose role reference changed");
-                match handlers::delete_object(ctx, &request(info, namespace, name, Verb::Delete), &Default::default()).await {
+                match client.delete(&request(info, namespace, name, Verb::Delete), &Default::default()).await {
                     Ok(()) | Err(ApiError::NotFound { .. }) => {}
                     Err(e) => return Err(e),
                 }
-                match handlers::create_object(ctx, &request(info, namespace, "", Verb::Create), expected.clone()).await {
+                match client.create(&request(info, namespace, "", Verb::Create), expected.clone()).await {
                     Ok(()) | Err(ApiError::AlreadyExists { .. }) => {}
                     Err(e) => return Err(e),
                 }

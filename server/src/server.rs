@@ -145,7 +145,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     tls::write_admin_kubeconfig(&kubeconfig, &address, &pki)?;
-    let controllers = tokio::spawn(controllers::run(ctx.clone()));
+    let router = app::router(ctx.clone());
+    let loopback = crate::loopback::Client::new(router.clone(), access::authn::loopback::Loopback::apiserver());
+    let controllers = tokio::spawn(controllers::run(ctx.clone(), loopback));
 
     println!("apiserver serving on {address}");
     println!("  kubectl --kubeconfig {} get namespaces", kubeconfig.display());
@@ -156,7 +158,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         tracing::info!("shutting down");
         shutting_down.store(true, Ordering::Relaxed);
     };
-    tls::serve(listener, tls_config, app::router(ctx), shutdown).await?;
+    tls::serve(listener, tls_config, router, shutdown).await?;
     controllers.abort();
     let _ = stop_peers.send(());
     if let Some(peers) = peers {

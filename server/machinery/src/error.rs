@@ -187,6 +187,22 @@ impl ApiError {
         }
     }
 
+    /// The error a `Status` body with HTTP `code` stands for, as a client reads it: the reasons
+    /// a caller acts on (not found, already exists, conflict) as their own variants, any other
+    /// passed on as it was given.
+    pub fn from_status(code: u16, status: &Value) -> ApiError {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let details = &status["details"];
+        let (group, resource, name) = (text(&details["group"]), text(&details["kind"]), text(&details["name"]));
+        let message = text(&status["message"]);
+        match (code, status["reason"].as_str().unwrap_or_default()) {
+            (404, "NotFound") => ApiError::NotFound { group, resource, name },
+            (409, "AlreadyExists") => ApiError::AlreadyExists { group, resource, name },
+            (409, "Conflict") => ApiError::Conflict { group, resource, name, message },
+            (_, reason) => ApiError::Passed { code, reason: reason.to_string(), message },
+        }
+    }
+
     /// Seconds a client should wait before retrying, when the error carries one.
     pub fn retry_after(&self) -> Option<u64> {
         match self {

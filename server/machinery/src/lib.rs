@@ -10,10 +10,12 @@
 
 pub mod cbor;
 pub mod crd;
+pub mod delete_options;
 pub mod error;
 pub mod expr;
 pub mod fieldmanager;
 pub mod go_duration;
+pub mod grace;
 pub mod list;
 pub mod meta;
 pub mod metadata_form;
@@ -25,6 +27,7 @@ pub mod protobuf;
 pub mod query;
 pub mod registry;
 pub mod selector;
+pub mod stored;
 pub mod table_form;
 #[cfg(test)]
 mod test_values;

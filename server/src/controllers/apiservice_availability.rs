@@ -15,7 +15,7 @@ use access::UserInfo;
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers;
+use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use machinery::registry;
 use access::request::{ResourceRequest, Verb};
@@ -76,10 +76,10 @@ async fn discovery_check(ctx: &Ctx, apiservice: &Value) -> Result<(), String> {
 }
 
 /// Writes the condition if it differs; the transition time changes only with the status.
-async fn write(ctx: &Ctx, name: &str, (status, reason, message): Condition) -> ApiResult<()> {
+async fn write(client: &Client, name: &str, (status, reason, message): Condition) -> ApiResult<()> {
     let info = registry::lookup("apiregistration.k8s.io", "v1", "apiservices").expect("apiservices are served");
     let req = ResourceRequest { subresource: Some("status".into()), ..request(info, None, name, Verb::Update) };
-    let written = handlers::update_object(ctx, &req, FieldValidation::Ignore, |current| {
+    let written = client.update(&req, FieldValidation::Ignore, |current| {
         let mut next = current.clone();
         let old = current["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Available").cloned();
         let since = match &old {
@@ -98,9 +98,9 @@ async fn write(ctx: &Ctx, name: &str, (status, reason, message): Condition) -> A
     }
 }
 
-async fn sync(ctx: &Ctx) -> ApiResult<()> {
+async fn sync(ctx: &Ctx, client: &Client) -> ApiResult<()> {
     let listed = ctx.store.cache().list(PREFIX, None, None, None, &|_| true)?;
-    let apiservices: Vec<Value> = listed.items.iter().filter_map(|item| handlers::parse(item).ok()).collect();
+    let apiservices: Vec<Value> = listed.items.iter().filter_map(|item| machinery::stored::parse(item).ok()).collect();
     // The extension servers are checked at once, so one slow server delays the others by its
     // timeout at most.
     let wanted = futures::future::join_all(apiservices.iter().map(|apiservice| async move {
@@ -119,7 +119,7 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
         let name = apiservice["metadata"]["name"].as_str().unwrap_or_default();
         tracing::info!(apiservice = name, status = want.0, reason = want.1, message = %want.2, "APIService availability changed");
         // One APIService that cannot be written does not hold up the others.
-        if let Err(e) = write(ctx, name, want).await {
+        if let Err(e) = write(client, name, want).await {
             tracing::warn!(apiservice = name, error = %e, "APIService status not written");
         }
     }
@@ -127,7 +127,9 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
 }
 
 /// The controller, run on the leader ([`crate::controllers::leading`]).
-pub struct AvailabilityController;
+pub struct AvailabilityController {
+    pub client: Client,
+}
 
 #[async_trait::async_trait]
 impl crate::controllers::leading::LeaderController for AvailabilityController {
@@ -144,6 +146,6 @@ impl crate::controllers::leading::LeaderController for AvailabilityController {
     }
 
     async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
-        sync(ctx).await
+        sync(ctx, &self.client).await
     }
 }

@@ -15,7 +15,7 @@ use access::authn::bootstrap_token::{expired, field, NAMESPACE, SECRET_PREFIX, S
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers;
+use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use machinery::registry::{self, ResourceInfo};
 use access::request::Verb;
@@ -40,19 +40,19 @@ pub fn detached_signature(content: &str, id: &str, secret: &str) -> String {
 }
 
 /// One pass: expired tokens deleted, signatures brought up to date.
-async fn sync(ctx: &Ctx) -> ApiResult<()> {
+async fn sync(ctx: &Ctx, cleaner: &Client, signer: &Client) -> ApiResult<()> {
     let now = chrono::Utc::now();
     let secrets = info("secrets");
     let listed = ctx.store.cache().list(&secrets.list_prefix(Some(NAMESPACE)), None, None, None, &|_| true)?;
     let mut signing = BTreeMap::new();
     for item in listed.items {
-        let secret = handlers::parse(&item)?;
+        let secret = machinery::stored::parse(&item)?;
         let name = secret["metadata"]["name"].as_str().unwrap_or_default();
         if secret["type"] != SECRET_TYPE || !name.starts_with(SECRET_PREFIX) || secret["metadata"]["deletionTimestamp"].is_string() {
             continue;
         }
         if expired(&secret, now) {
-            match handlers::delete_object(ctx, &request(secrets, Some(NAMESPACE), name, Verb::Delete), &Default::default()).await {
+            match cleaner.delete(&request(secrets, Some(NAMESPACE), name, Verb::Delete), &Default::default()).await {
                 Ok(()) | Err(ApiError::NotFound { .. }) => tracing::info!(secret = name, "deleted an expired bootstrap token"),
                 Err(e) => return Err(e),
             }
@@ -66,7 +66,7 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
     }
     let configmaps = info("configmaps");
     let Some(found) = ctx.store.cache().get(&configmaps.key(Some(PUBLIC_NAMESPACE), CLUSTER_INFO), None)? else { return Ok(()) };
-    let cm = handlers::parse(&found)?;
+    let cm = machinery::stored::parse(&found)?;
     let Some(kubeconfig) = cm["data"]["kubeconfig"].as_str() else { return Ok(()) };
     let want: BTreeMap<String, String> =
         signing.iter().map(|(id, s)| (format!("{SIGNATURE_PREFIX}{id}"), detached_signature(kubeconfig, id, s))).collect();
@@ -81,7 +81,7 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
         return Ok(());
     }
     let req = request(configmaps, Some(PUBLIC_NAMESPACE), CLUSTER_INFO, Verb::Update);
-    let result = handlers::update_object(ctx, &req, FieldValidation::Ignore, |current| {
+    let result = signer.update(&req, FieldValidation::Ignore, |current| {
         let mut next = current.clone();
         let Some(data) = next["data"].as_object_mut() else { return Ok(next) };
         data.retain(|k, _| !k.starts_with(SIGNATURE_PREFIX));
@@ -100,7 +100,12 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
 
 /// The token cleaner and signer, run on the leader ([`crate::controllers::leading`]): after every change to
 /// a Secret in `kube-system` or a ConfigMap in `kube-public`, and at least every few seconds.
-pub struct BootstrapTokenControllers;
+pub struct BootstrapTokenControllers {
+    /// Acts as `token-cleaner`.
+    pub cleaner: Client,
+    /// Acts as `bootstrap-signer`.
+    pub signer: Client,
+}
 
 #[async_trait::async_trait]
 impl crate::controllers::leading::LeaderController for BootstrapTokenControllers {
@@ -117,7 +122,7 @@ impl crate::controllers::leading::LeaderController for BootstrapTokenControllers
     }
 
     async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
-        sync(ctx).await
+        sync(ctx, &self.cleaner, &self.signer).await
     }
 
     async fn changed(&self, _ctx: &Ctx, event: &raft_store::Event) -> ApiResult<bool> {

@@ -3,13 +3,12 @@
 //! date as labelled roles come, change or go. Runs on the Raft leader only, driven by its watch
 //! of ClusterRoles.
 
-
 use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers;
+use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use machinery::registry;
 use access::request::Verb;
@@ -36,10 +35,10 @@ pub fn aggregated_rules(role: &Value, all: &[Value]) -> Vec<Value> {
 }
 
 /// Brings every aggregated ClusterRole up to date with the roles its selectors match.
-async fn sync(ctx: &Ctx) -> ApiResult<()> {
+async fn sync(ctx: &Ctx, client: &Client) -> ApiResult<()> {
     let info = registry::lookup("rbac.authorization.k8s.io", "v1", "clusterroles").expect("clusterroles are served");
     let listed = ctx.store.cache().list(PREFIX, None, None, None, &|_| true)?;
-    let all: Vec<Value> = listed.items.iter().map(handlers::parse).collect::<ApiResult<_>>()?;
+    let all: Vec<Value> = listed.items.iter().map(machinery::stored::parse).collect::<ApiResult<_>>()?;
     for role in all.iter().filter(|r| r["aggregationRule"].is_object()) {
         let want = aggregated_rules(role, &all);
         if role["rules"].as_array().map(Vec::as_slice).unwrap_or_default() == want.as_slice() {
@@ -51,7 +50,7 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
             next["rules"] = json!(aggregated_rules(current, &all));
             Ok(next)
         };
-        match handlers::update_object(ctx, &request(info, None, name, Verb::Update), FieldValidation::Ignore, set).await {
+        match client.update(&request(info, None, name, Verb::Update), FieldValidation::Ignore, set).await {
             Ok(()) | Err(ApiError::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
@@ -60,8 +59,11 @@ async fn sync(ctx: &Ctx) -> ApiResult<()> {
 }
 
 /// The controller, run on the leader ([`crate::controllers::leading`]): syncs once, then after every change
-/// to a ClusterRole (changes that arrive together are handled in one pass).
-pub struct AggregationController;
+/// to a ClusterRole (changes that arrive together are handled in one pass). It acts as
+/// `clusterrole-aggregation-controller`.
+pub struct AggregationController {
+    pub client: Client,
+}
 
 #[async_trait::async_trait]
 impl crate::controllers::leading::LeaderController for AggregationController {
@@ -74,7 +76,7 @@ impl crate::controllers::leading::LeaderController for AggregationController {
     }
 
     async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
-        sync(ctx).await
+        sync(ctx, &self.client).await
     }
 }
 

@@ -6,23 +6,24 @@
 
 use serde_json::{json, Value};
 
+use machinery::crd::definition::CLEANUP_FINALIZER;
 use machinery::crd::served::{condition, PREFIX};
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers;
+use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use machinery::registry::{self, ResourceInfo};
 use access::request::{ResourceRequest, Verb};
 
-/// The finalizer that holds a definition until its custom resources are gone.
-pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 fn definitions() -> &'static ResourceInfo {
     registry::lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions").expect("definitions are served")
 }
 
-pub struct CrdController;
+pub struct CrdController {
+    pub client: Client,
+}
 
 #[async_trait::async_trait]
 impl crate::controllers::leading::LeaderController for CrdController {
@@ -41,17 +42,17 @@ impl crate::controllers::leading::LeaderController for CrdController {
 
     async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
         let all = ctx.store.cache().list(PREFIX, None, None, None, &|_| true)?;
-        let crds: Vec<Value> = all.items.iter().filter_map(|o| handlers::parse(o).ok()).collect();
+        let crds: Vec<Value> = all.items.iter().filter_map(|o| machinery::stored::parse(o).ok()).collect();
         for crd in &crds {
             let name = crd["metadata"]["name"].as_str().unwrap_or_default();
             let result = if crd["metadata"].get("deletionTimestamp").is_some() {
-                clean_up(ctx, crd).await
+                clean_up(ctx, &self.client, crd).await
             } else {
                 let status = status(crd, &crds);
                 if status == crd["status"] {
                     continue;
                 }
-                write_status(ctx, name, status).await
+                write_status(&self.client, name, status).await
             };
             match result {
                 Ok(()) | Err(ApiError::NotFound { .. }) | Err(ApiError::Conflict { .. }) => {}
@@ -127,9 +128,9 @@ fn set_condition(status: &mut Value, kind: &str, on: bool, reason: &str, message
     status["conditions"] = json!(conditions);
 }
 
-async fn write_status(ctx: &Ctx, name: &str, status: Value) -> ApiResult<()> {
+async fn write_status(client: &Client, name: &str, status: Value) -> ApiResult<()> {
     let req = ResourceRequest { subresource: Some("status".into()), ..request(definitions(), None, name, Verb::Update) };
-    handlers::update_object(ctx, &req, FieldValidation::Ignore, |old| {
+    client.update(&req, FieldValidation::Ignore, |old| {
         let mut new = old.clone();
         new["status"] = status.clone();
         Ok(new)
@@ -138,7 +139,7 @@ async fn write_status(ctx: &Ctx, name: &str, status: Value) -> ApiResult<()> {
 }
 
 /// Deletes the definition's custom resources; once none is left, lets the definition go.
-async fn clean_up(ctx: &Ctx, crd: &Value) -> ApiResult<()> {
+async fn clean_up(ctx: &Ctx, client: &Client, crd: &Value) -> ApiResult<()> {
     let name = crd["metadata"]["name"].as_str().unwrap_or_default();
     let finalizers = crd["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
     if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
@@ -150,13 +151,13 @@ async fn clean_up(ctx: &Ctx, crd: &Value) -> ApiResult<()> {
     let left = ctx.store.cache().list(&prefix, None, None, None, &|_| true)?;
     let served = registry::served().find(|r| r.group == group && r.resource == plural);
     for item in &left.items {
-        let (Ok(obj), Some(info)) = (handlers::parse(item), served) else { continue };
+        let (Ok(obj), Some(info)) = (machinery::stored::parse(item), served) else { continue };
         if obj["metadata"].get("deletionTimestamp").is_some() {
             continue;
         }
         let meta = &obj["metadata"];
         let req = request(info, meta["namespace"].as_str(), meta["name"].as_str().unwrap_or_default(), Verb::Delete);
-        match handlers::delete_object(ctx, &req, &Default::default()).await {
+        match client.delete(&req, &Default::default()).await {
             Ok(()) | Err(ApiError::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
@@ -166,13 +167,13 @@ async fn clean_up(ctx: &Ctx, crd: &Value) -> ApiResult<()> {
     let message = if remaining == 0 { "CustomResource deletion is complete".to_string() } else { format!("CustomResource deletion is in progress: {remaining} remaining") };
     set_condition(&mut status, "Terminating", true, if remaining == 0 { "InstanceDeletionCompleted" } else { "InstanceDeletionInProgress" }, &message);
     if status != crd["status"] {
-        write_status(ctx, name, status).await?;
+        write_status(client, name, status).await?;
     }
     if remaining > 0 {
         return Ok(());
     }
     let req = request(definitions(), None, name, Verb::Update);
-    handlers::update_object(ctx, &req, FieldValidation::Ignore, |old| {
+    client.update(&req, FieldValidation::Ignore, |old| {
         let mut new = old.clone();
         let kept: Vec<Value> = new["metadata"]["finalizers"].as_array().cloned().unwrap_or_default().into_iter().filter(|f| f != CLEANUP_FINALIZER).collect();
         new["metadata"]["finalizers"] = json!(kept);

@@ -9,10 +9,10 @@ use crate::flowcontrol::FlowControl;
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers;
+use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use machinery::registry;
-use access::request::Verb;
+use access::request::{ResourceRequest, Verb};
 
 /// The condition a schema should carry.
 fn condition(level: &str, dangling: bool) -> Value {
@@ -25,13 +25,13 @@ fn condition(level: &str, dangling: bool) -> Value {
 }
 
 /// One pass: every schema whose condition is missing or stale gets the right one.
-async fn sync(ctx: &Ctx, fc: &FlowControl) -> ApiResult<()> {
+async fn sync(ctx: &Ctx, client: &Client, fc: &FlowControl) -> ApiResult<()> {
     let info = registry::lookup("flowcontrol.apiserver.k8s.io", "v1", "flowschemas").ok_or_else(|| ApiError::internal("flowschemas are not served"))?;
     for (name, level, dangling) in fc.dangling() {
         let want = if dangling { "True" } else { "False" };
         let key = info.key(None, &name);
         let Some(current) = ctx.store.cache().get(&key, None)? else { continue };
-        let current: Value = handlers::parse(&current)?;
+        let current: Value = machinery::stored::parse(&current)?;
         let conditions = current["status"]["conditions"].as_array().cloned().unwrap_or_default();
         if conditions.iter().any(|c| c["type"] == "Dangling" && c["status"] == want) {
             continue;
@@ -44,7 +44,8 @@ async fn sync(ctx: &Ctx, fc: &FlowControl) -> ApiResult<()> {
             new["status"] = json!({"conditions": conditions});
             Ok(new)
         };
-        match handlers::update_object(ctx, &request(info, None, &name, Verb::Update), FieldValidation::Ignore, update).await {
+        let req = ResourceRequest { subresource: Some("status".into()), ..request(info, None, &name, Verb::Update) };
+        match client.update(&req, FieldValidation::Ignore, update).await {
             Ok(()) | Err(ApiError::NotFound { .. }) | Err(ApiError::Conflict { .. }) => {}
             Err(e) => return Err(e),
         }
@@ -53,14 +54,14 @@ async fn sync(ctx: &Ctx, fc: &FlowControl) -> ApiResult<()> {
 }
 
 /// Keeps the conditions current while this node leads.
-pub async fn run(ctx: Ctx) {
+pub async fn run(ctx: Ctx, client: Client) {
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tick.tick().await;
         if !ctx.store.is_leader() {
             continue;
         }
-        if let Err(e) = sync(&ctx, &ctx.flowcontrol).await {
+        if let Err(e) = sync(&ctx, &client, &ctx.flowcontrol).await {
             tracing::warn!(error = %e, "flow schema status pass failed");
         }
     }

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers;
+use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use machinery::registry;
 use access::request::Verb;
@@ -29,33 +29,30 @@ fn now_micro() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
-async fn renew(ctx: &Ctx, name: &str, holder: &str) -> ApiResult<()> {
+async fn renew(client: &Client, name: &str, holder: &str) -> ApiResult<()> {
     let info = registry::lookup("coordination.k8s.io", "v1", "leases").ok_or_else(|| ApiError::internal("leases are not served"))?;
     let lease = json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": name, "namespace": "kube-system", "labels": {"apiserver.kubernetes.io/identity": "kube-apiserver"}},
         "spec": {"holderIdentity": holder, "leaseDurationSeconds": LEASE_SECONDS, "acquireTime": now_micro(), "renewTime": now_micro()},
     });
-    crate::poststart::ensure(ctx, "coordination.k8s.io", "v1", "leases", Some("kube-system"), lease).await?;
+    crate::poststart::ensure(client, "coordination.k8s.io", "v1", "leases", Some("kube-system"), lease).await?;
     let touch = |old: &Value| -> ApiResult<Value> {
         let mut new = old.clone();
         new["spec"]["holderIdentity"] = json!(holder);
         new["spec"]["renewTime"] = json!(now_micro());
         Ok(new)
     };
-    handlers::update_object(ctx, &request(info, Some("kube-system"), name, Verb::Update), FieldValidation::Ignore, touch).await
+    client.update(&request(info, Some("kube-system"), name, Verb::Update), FieldValidation::Ignore, touch).await
 }
 
 /// Renews the lease until the process ends.
-pub async fn run(ctx: Ctx) {
+pub async fn run(ctx: Ctx, client: Client) {
     let (name, holder) = identity(ctx.store.node_id(), &ctx.settings.address);
     let mut tick = tokio::time::interval(RENEW_EVERY);
     loop {
         tick.tick().await;
-        if !ctx.settings.hooks.is_done("start-system-namespaces-controller") {
-            continue;
-        }
-        if let Err(e) = renew(&ctx, &name, &holder).await {
+        if let Err(e) = renew(&client, &name, &holder).await {
             tracing::debug!(error = %e, "renewing the identity lease failed");
         }
     }

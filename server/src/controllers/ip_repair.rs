@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers;
+use crate::loopback::Client;
 use crate::ipalloc::ServiceIps;
 use crate::controllers::leading::LeaderController;
 use machinery::registry::{self, ResourceInfo};
@@ -34,7 +34,9 @@ fn ip_addresses() -> &'static ResourceInfo {
     registry::lookup("networking.k8s.io", "v1", "ipaddresses").expect("ipaddresses are served")
 }
 
-pub struct IpRepair;
+pub struct IpRepair {
+    pub client: Client,
+}
 
 /// The cluster IPs a Service holds.
 fn held(service: &Value) -> Vec<&str> {
@@ -76,7 +78,7 @@ impl IpRepair {
     /// Releases the IPAddress at `ip_key` if the allocator made it and its Service does not
     /// hold its IP.
     async fn release_if_leaked(&self, ctx: &Ctx, ip_key: &str, stored: &Object) -> ApiResult<()> {
-        let ip_address = handlers::parse(stored)?;
+        let ip_address = machinery::stored::parse(stored)?;
         if ip_address["metadata"]["labels"][MANAGED_BY.0] != MANAGED_BY.1 {
             return Ok(());
         }
@@ -87,7 +89,7 @@ impl IpRepair {
             None => None,
         };
         if let Some(s) = &service {
-            if held(&handlers::parse(s)?).contains(&ip) {
+            if held(&machinery::stored::parse(s)?).contains(&ip) {
                 return Ok(());
             }
         }
@@ -117,7 +119,7 @@ impl LeaderController for IpRepair {
     async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
         let cache = ctx.store.cache();
         for stored in cache.list(&services().key_prefix(), None, None, None, &|_| true)?.items {
-            let service = handlers::parse(&stored)?;
+            let service = machinery::stored::parse(&stored)?;
             let key = services().key(service["metadata"]["namespace"].as_str(), service["metadata"]["name"].as_str().unwrap_or_default());
             for ip in held(&service) {
                 self.restore(ctx, &key, &stored, &service, ip).await?;
@@ -125,7 +127,7 @@ impl LeaderController for IpRepair {
         }
         let prefix = ip_addresses().key_prefix();
         for stored in cache.list(&prefix, None, None, None, &|_| true)?.items {
-            let name = handlers::parse(&stored)?["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            let name = machinery::stored::parse(&stored)?["metadata"]["name"].as_str().unwrap_or_default().to_string();
             self.release_if_leaked(ctx, &format!("{prefix}{name}"), &stored).await?;
         }
         Ok(())
@@ -137,10 +139,10 @@ impl LeaderController for IpRepair {
             return Ok(false);
         }
         // A deleted IPAddress whose Service still holds the IP comes back.
-        let Some(key) = parent_key(&handlers::parse(&event.object)?) else { return Ok(false) };
+        let Some(key) = parent_key(&machinery::stored::parse(&event.object)?) else { return Ok(false) };
         let ip = event.key.strip_prefix(&ip_addresses().key_prefix()).unwrap_or_default();
         if let Some(stored) = ctx.store.cache().get(&key, None)? {
-            let service = handlers::parse(&stored)?;
+            let service = machinery::stored::parse(&stored)?;
             if held(&service).contains(&ip) {
                 self.restore(ctx, &key, &stored, &service, ip).await?;
             }

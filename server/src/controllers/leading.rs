@@ -2,7 +2,7 @@
 //! so in the log, watch the keys the controller cares about, sync once, then react to each change
 //! (a burst of changes settles into one full sync) and, when asked, sync again periodically;
 //! when leadership moves away, stop and wait to lead again. A watch that falls behind starts over
-//! with a full sync.
+//! with a full sync; a sync or change that failed is followed by a full sync a second later.
 
 use std::time::Duration;
 
@@ -15,6 +15,10 @@ use machinery::error::ApiResult;
 const POLL: Duration = Duration::from_millis(500);
 /// How long a burst of changes gets to settle before one full sync.
 const SETTLE: Duration = Duration::from_millis(50);
+
+/// How long after a failure a controller syncs again (a refusal, a conflict that outlasted its
+/// retries, a request that timed out).
+const RETRY: Duration = Duration::from_secs(1);
 
 /// A controller that acts only on the leader.
 #[async_trait::async_trait]
@@ -66,11 +70,18 @@ pub async fn run(ctx: Ctx, controller: impl LeaderController) {
         let mut next = None;
         while ctx.store.is_leader() {
             if due {
-                if let Err(e) = controller.sync(&ctx).await {
-                    tracing::warn!(controller = name, error = %e, "controller sync failed");
-                }
+                let failed = match controller.sync(&ctx).await {
+                    Ok(()) => false,
+                    Err(e) => {
+                        tracing::warn!(controller = name, error = %e, "controller sync failed");
+                        true
+                    }
+                };
                 due = false;
                 next = controller.recheck().map(|every| tokio::time::Instant::now() + every);
+                if failed {
+                    next = Some(retry_at(next));
+                }
             }
             let wake = tokio::time::Instant::now() + Duration::from_secs(1);
             let until = next.map_or(wake, |n| n.min(wake));
@@ -84,7 +95,10 @@ pub async fn run(ctx: Ctx, controller: impl LeaderController) {
                         due = true;
                     }
                     Ok(false) => {}
-                    Err(e) => tracing::warn!(controller = name, error = %e, key = %event.key, "controller failed"),
+                    Err(e) => {
+                        tracing::warn!(controller = name, error = %e, key = %event.key, "controller failed");
+                        next = Some(retry_at(next));
+                    }
                 },
             }
         }
@@ -93,4 +107,11 @@ pub async fn run(ctx: Ctx, controller: impl LeaderController) {
             leading = false;
         }
     }
+}
+
+/// When a failed sync (or a change that failed) is tried again as a full sync: after [`RETRY`],
+/// or at the periodic recheck if that comes sooner.
+fn retry_at(next: Option<tokio::time::Instant>) -> tokio::time::Instant {
+    let retry = tokio::time::Instant::now() + RETRY;
+    next.map_or(retry, |n| n.min(retry))
 }

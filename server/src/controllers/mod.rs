@@ -27,14 +27,21 @@ use ip_repair::IpRepair;
 use pod_gc::PodGc;
 use service_accounts::ServiceAccountController;
 
-use crate::context::Ctx;
+use access::authn::loopback::Loopback;
 use access::request::{ResourceRequest, Verb};
 use machinery::registry;
+
+use crate::context::Ctx;
+use crate::loopback::Client;
+
+/// How often the runner looks whether the default RBAC policy is written.
+const HOOK_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Namespaces every cluster has from the start.
 pub const DEFAULT_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
-/// A request as the controllers make it, as the loopback user.
+/// An object (or, without a name, a collection) as the controllers name it to their client
+/// and to the watch cache; the client sends it as its own identity.
 pub(crate) fn request(info: &'static registry::ResourceInfo, namespace: Option<&str>, name: &str, verb: Verb) -> ResourceRequest {
     ResourceRequest {
         info,
@@ -46,36 +53,47 @@ pub(crate) fn request(info: &'static registry::ResourceInfo, namespace: Option<&
     }
 }
 
-/// Runs every controller: the post-start hooks (each retried until it succeeds), then the
-/// namespace controller; the leader-only controllers while this node leads; the identity Lease
-/// and the FlowSchema status.
-pub async fn run(ctx: Ctx) {
-    tokio::join!(
-        leading::run(ctx.clone(), AggregationController),
-        flowschema_status::run(ctx.clone()),
-        identity_lease::run(ctx.clone()),
-        leading::run(ctx.clone(), ServiceAccountController),
-        leading::run(ctx.clone(), GarbageCollector::default()),
-        leading::run(ctx.clone(), PodGc::default()),
-        leading::run(ctx.clone(), IpRepair),
-        leading::run(ctx.clone(), crd::CrdController),
-        leading::run(ctx.clone(), policy_type_check::TypeCheckController),
-        leading::run(ctx.clone(), apiservice_availability::AvailabilityController),
-        bootstrap_token_controllers(ctx.clone()),
-        bootstrap_then_namespaces(ctx)
-    );
+/// Runs the post-start hooks (each retried until it succeeds) and every controller, each
+/// writing through `server` (the loopback client) as its own identity: the leader-only
+/// controllers while this node leads, the namespace controller, the identity Lease and the
+/// FlowSchema status. The controllers kube-controller-manager runs act as its service accounts
+/// (`system:serviceaccount:kube-system:NAME`, which the default policy binds to
+/// `system:controller:NAME`); those kube-apiserver runs itself act as `system:apiserver`. They
+/// start once the hook that writes the default RBAC policy, which authorizes them, is done,
+/// while the later hooks go on.
+pub async fn run(ctx: Ctx, server: Client) {
+    let controller = |name: &str| server.as_identity(Loopback::controller(name));
+    let service_accounts = service_accounts::Clients {
+        accounts: controller("service-account-controller"),
+        root_ca: controller("root-ca-cert-publisher"),
+        tokens: server.clone(),
+    };
+    let controllers = async {
+        while !ctx.settings.hooks.is_done(crate::poststart::RBAC_HOOK) {
+            tokio::time::sleep(HOOK_POLL).await;
+        }
+        tokio::join!(
+            leading::run(ctx.clone(), AggregationController { client: controller("clusterrole-aggregation-controller") }),
+            flowschema_status::run(ctx.clone(), server.clone()),
+            identity_lease::run(ctx.clone(), server.clone()),
+            leading::run(ctx.clone(), ServiceAccountController { clients: service_accounts }),
+            leading::run(ctx.clone(), GarbageCollector::new(controller("generic-garbage-collector"))),
+            leading::run(ctx.clone(), PodGc::new(controller("pod-garbage-collector"))),
+            leading::run(ctx.clone(), IpRepair { client: server.clone() }),
+            leading::run(ctx.clone(), crd::CrdController { client: server.clone() }),
+            leading::run(ctx.clone(), policy_type_check::TypeCheckController { client: controller("validatingadmissionpolicy-status-controller") }),
+            leading::run(ctx.clone(), apiservice_availability::AvailabilityController { client: server.clone() }),
+            bootstrap_token_controllers(ctx.clone(), controller("token-cleaner"), controller("bootstrap-signer")),
+            namespace::run(ctx.clone(), controller("namespace-controller"))
+        );
+    };
+    tokio::join!(crate::poststart::run(&ctx, &server), controllers);
 }
 
 /// The token cleaner and signer, when bootstrap tokens are on.
-async fn bootstrap_token_controllers(ctx: Ctx) {
+async fn bootstrap_token_controllers(ctx: Ctx, cleaner: Client, signer: Client) {
     if ctx.settings.bootstrap_tokens {
-        leading::run(ctx, BootstrapTokenControllers).await;
+        leading::run(ctx, BootstrapTokenControllers { cleaner, signer }).await;
     }
-}
-
-/// The post-start hooks, then the namespace controller.
-async fn bootstrap_then_namespaces(ctx: Ctx) {
-    crate::poststart::run(&ctx).await;
-    namespace::run(ctx).await;
 }
 

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::request;
 use crate::context::Ctx;
-use crate::handlers;
+use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use access::request::{ResourceRequest, Verb};
 use machinery::error::{ApiError, ApiResult};
@@ -19,27 +19,28 @@ fn namespaces() -> &'static registry::ResourceInfo {
     registry::lookup("", "v1", "namespaces").expect("namespaces are served")
 }
 
-/// A pass over terminating namespaces every second while this node leads.
-pub async fn run(ctx: Ctx) {
+/// A pass over terminating namespaces every second while this node leads, acting as
+/// `namespace-controller`.
+pub async fn run(ctx: Ctx, client: Client) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;
         if !ctx.store.is_leader() {
             continue;
         }
-        if let Err(e) = finalize_namespaces(&ctx).await {
+        if let Err(e) = finalize_namespaces(&ctx, &client).await {
             tracing::warn!(error = %e, "namespace controller pass failed");
         }
     }
 }
 
 /// One pass over terminating namespaces.
-async fn finalize_namespaces(ctx: &Ctx) -> ApiResult<()> {
+async fn finalize_namespaces(ctx: &Ctx, client: &Client) -> ApiResult<()> {
     let info = namespaces();
     let cache = ctx.store.cache();
     let all = cache.list(&info.key_prefix(), None, None, None, &|_| true)?;
     for obj in all.items {
-        let ns: Value = handlers::parse(&obj)?;
+        let ns: Value = machinery::stored::parse(&obj)?;
         if ns["metadata"].get("deletionTimestamp").is_none() {
             continue;
         }
@@ -50,13 +51,13 @@ async fn finalize_namespaces(ctx: &Ctx) -> ApiResult<()> {
             let items = cache.list(&res.list_prefix(Some(&name)), None, None, None, &|_| true)?;
             for item in items.items {
                 remaining += 1;
-                let v: Value = handlers::parse(&item)?;
+                let v: Value = machinery::stored::parse(&item)?;
                 left.add(res, &v);
                 let item_name = v["metadata"]["name"].as_str().unwrap_or_default();
                 if v["metadata"].get("deletionTimestamp").is_some() {
                     continue;
                 }
-                match handlers::delete_object(ctx, &request(res, Some(&name), item_name, Verb::Delete), &Default::default()).await {
+                match client.delete(&request(res, Some(&name), item_name, Verb::Delete), &Default::default()).await {
                     Ok(()) | Err(ApiError::NotFound { .. }) => {}
                     Err(e) => return Err(e),
                 }
@@ -70,19 +71,19 @@ async fn finalize_namespaces(ctx: &Ctx) -> ApiResult<()> {
                 new["status"]["conditions"] = conditions.clone();
                 Ok(new)
             };
-            match handlers::update_object(ctx, &req, FieldValidation::Ignore, set).await {
+            match client.update(&req, FieldValidation::Ignore, set).await {
                 Ok(()) | Err(ApiError::NotFound { .. }) | Err(ApiError::Conflict { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
         if remaining == 0 {
-            let req = request(info, None, &name, Verb::Update);
+            let req = ResourceRequest { subresource: Some("finalize".into()), ..request(info, None, &name, Verb::Update) };
             let finalize = |old: &Value| -> ApiResult<Value> {
                 let mut new = old.clone();
                 new["spec"]["finalizers"] = json!([]);
                 Ok(new)
             };
-            match handlers::update_object(ctx, &req, FieldValidation::Ignore, finalize).await {
+            match client.update(&req, FieldValidation::Ignore, finalize).await {
                 Ok(()) | Err(ApiError::NotFound { .. }) => {}
                 Err(e) => return Err(e),
             }

@@ -1,5 +1,5 @@
 //! Terminating pods, finished: with no kubelet to report that a pod's containers stopped, a pod
-//! deleted with a grace period ([`crate::handlers::grace`]) is deleted for good once its
+//! deleted with a grace period ([`machinery::grace`]) is deleted for good once its
 //! `deletionTimestamp` has passed and its finalizers are gone, on the Raft leader. Terminating
 //! pods are tracked from the watch cache's events (one scan when leadership begins); their
 //! deadlines are looked at every second.
@@ -14,7 +14,9 @@ use raft_store::{Event, EventType};
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers::{self, grace, DeleteOptions};
+use machinery::delete_options::DeleteOptions;
+use machinery::grace;
+use crate::loopback::Client;
 use machinery::registry::{self, ResourceInfo};
 use access::request::Verb;
 
@@ -22,8 +24,9 @@ fn pods() -> &'static ResourceInfo {
     registry::lookup("", "v1", "pods").expect("pods are served")
 }
 
-#[derive(Default)]
 pub struct PodGc {
+    /// Acts as `pod-garbage-collector`.
+    client: Client,
     /// Terminating pods by key, with their uid.
     pending: Mutex<BTreeMap<String, String>>,
     /// Whether `pending` was filled from a scan since the watch (re)started.
@@ -31,6 +34,10 @@ pub struct PodGc {
 }
 
 impl PodGc {
+    pub fn new(client: Client) -> PodGc {
+        PodGc { client, pending: Default::default(), primed: Default::default() }
+    }
+
     fn pending(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -61,7 +68,7 @@ impl crate::controllers::leading::LeaderController for PodGc {
             let mut pending = self.pending();
             pending.clear();
             for item in &all.items {
-                let Ok(pod) = handlers::parse(item) else { continue };
+                let Ok(pod) = machinery::stored::parse(item) else { continue };
                 if pod["metadata"].get("deletionTimestamp").is_some() {
                     let meta = &pod["metadata"];
                     let key = pods().key(meta["namespace"].as_str(), meta["name"].as_str().unwrap_or_default());
@@ -75,7 +82,7 @@ impl crate::controllers::leading::LeaderController for PodGc {
                 self.pending().remove(&key);
                 continue;
             };
-            let pod = handlers::parse(&found)?;
+            let pod = machinery::stored::parse(&found)?;
             if pod["metadata"]["uid"] != uid.as_str() {
                 self.pending().remove(&key);
                 continue;
@@ -85,7 +92,7 @@ impl crate::controllers::leading::LeaderController for PodGc {
                 let meta = &pod["metadata"];
                 let req = request(pods(), meta["namespace"].as_str(), meta["name"].as_str().unwrap_or_default(), Verb::Delete);
                 let opts = DeleteOptions { uid: Some(uid), grace_period: Some(0), ..Default::default() };
-                match handlers::delete_object(ctx, &req, &opts).await {
+                match self.client.delete(&req, &opts).await {
                     Ok(()) | Err(ApiError::NotFound { .. }) | Err(ApiError::Conflict { .. }) => {}
                     Err(e) => return Err(e),
                 }
@@ -99,7 +106,7 @@ impl crate::controllers::leading::LeaderController for PodGc {
             self.pending().remove(&event.key);
             return Ok(false);
         }
-        let Ok(pod) = handlers::parse(&event.object) else { return Ok(false) };
+        let Ok(pod) = machinery::stored::parse(&event.object) else { return Ok(false) };
         if pod["metadata"].get("deletionTimestamp").is_some() {
             self.pending().insert(event.key.clone(), pod["metadata"]["uid"].as_str().unwrap_or_default().to_string());
         }

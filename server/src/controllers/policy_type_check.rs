@@ -15,7 +15,7 @@ use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
 use machinery::expr::check::check;
 use machinery::expr::types::{of_schema, Definitions, Obj, Ty};
-use crate::handlers;
+use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use machinery::registry::{self, custom, ResourceInfo};
 use access::request::{ResourceRequest, Verb};
@@ -144,17 +144,17 @@ pub fn warnings(policy: &Value) -> Vec<Value> {
 }
 
 /// Writes the type check of every policy whose status has not seen its generation.
-async fn sync(ctx: &Ctx) -> ApiResult<()> {
+async fn sync(ctx: &Ctx, client: &Client) -> ApiResult<()> {
     let info = registry::lookup("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies").expect("policies are served");
     let listed = ctx.store.cache().list(PREFIX, None, None, None, &|_| true)?;
     for item in &listed.items {
-        let policy = handlers::parse(item)?;
+        let policy = machinery::stored::parse(item)?;
         if !stale(&policy) {
             continue;
         }
         let name = policy["metadata"]["name"].as_str().unwrap_or_default();
         let req = ResourceRequest { subresource: Some("status".into()), ..request(info, None, name, Verb::Update) };
-        let written = handlers::update_object(ctx, &req, FieldValidation::Ignore, |current| {
+        let written = client.update(&req, FieldValidation::Ignore, |current| {
             let mut next = current.clone();
             if !next["status"].is_object() {
                 next["status"] = json!({});
@@ -180,7 +180,10 @@ fn stale(policy: &Value) -> bool {
 }
 
 /// The controller, run on the leader ([`crate::controllers::leading`]).
-pub struct TypeCheckController;
+pub struct TypeCheckController {
+    /// Acts as `validatingadmissionpolicy-status-controller`.
+    pub client: Client,
+}
 
 #[async_trait::async_trait]
 impl crate::controllers::leading::LeaderController for TypeCheckController {
@@ -193,7 +196,7 @@ impl crate::controllers::leading::LeaderController for TypeCheckController {
     }
 
     async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
-        sync(ctx).await
+        sync(ctx, &self.client).await
     }
 }
 

@@ -17,18 +17,26 @@ use access::serviceaccount::{ACCOUNT_NAME_ANNOTATION, ACCOUNT_UID_ANNOTATION, DE
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers;
+use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use machinery::registry::{self, ResourceInfo};
 use access::request::Verb;
 
+/// The identities the controllers act as, as kube-controller-manager's do: `service-account-controller`
+/// creates the default accounts, `root-ca-cert-publisher` the `kube-root-ca.crt` ConfigMaps, and
+/// the token controller, which kube-controller-manager runs with its own credentials, the server.
+pub struct Clients {
+    pub accounts: Client,
+    pub root_ca: Client,
+    pub tokens: Client,
+}
 
 fn info(resource: &str) -> &'static ResourceInfo {
     registry::lookup("", "v1", resource).expect("core resources are served")
 }
 
 fn get(ctx: &Ctx, resource: &str, namespace: Option<&str>, name: &str) -> ApiResult<Option<Value>> {
-    ctx.store.cache().get(&info(resource).key(namespace, name), None)?.map(|o| handlers::parse(&o)).transpose()
+    ctx.store.cache().get(&info(resource).key(namespace, name), None)?.map(|o| machinery::stored::parse(&o)).transpose()
 }
 
 /// Ignores the refusals a controller racing with users meets: the object is already there,
@@ -41,7 +49,7 @@ fn settled(result: ApiResult<()>) -> ApiResult<()> {
 }
 
 /// Gives an active namespace its default account and root CA.
-async fn ensure_namespace(ctx: &Ctx, ns: &str) -> ApiResult<()> {
+async fn ensure_namespace(ctx: &Ctx, clients: &Clients, ns: &str) -> ApiResult<()> {
     let Some(namespace) = get(ctx, "namespaces", None, ns)? else { return Ok(()) };
     if namespace["metadata"]["deletionTimestamp"].is_string() {
         return Ok(());
@@ -49,7 +57,7 @@ async fn ensure_namespace(ctx: &Ctx, ns: &str) -> ApiResult<()> {
     let enabled = |name| ctx.settings.controller_enabled(name);
     if enabled("serviceaccount") && get(ctx, "serviceaccounts", Some(ns), DEFAULT_ACCOUNT)?.is_none() {
         let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": DEFAULT_ACCOUNT, "namespace": ns}});
-        settled(handlers::create_object(ctx, &request(info("serviceaccounts"), Some(ns), "", Verb::Create), account).await)?;
+        settled(clients.accounts.create(&request(info("serviceaccounts"), Some(ns), "", Verb::Create), account).await)?;
     }
     if !enabled("root-ca-cert-publisher") {
         return Ok(());
@@ -62,12 +70,12 @@ async fn ensure_namespace(ctx: &Ctx, ns: &str) -> ApiResult<()> {
                 "metadata": {"name": ROOT_CA_CONFIGMAP, "namespace": ns, "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
                 "data": {"ca.crt": ca},
             });
-            settled(handlers::create_object(ctx, &request(info("configmaps"), Some(ns), "", Verb::Create), cm).await)?;
+            settled(clients.root_ca.create(&request(info("configmaps"), Some(ns), "", Verb::Create), cm).await)?;
         }
         Some(cm) if cm["data"]["ca.crt"] != ca.as_str() => {
             let req = request(info("configmaps"), Some(ns), ROOT_CA_CONFIGMAP, Verb::Update);
             settled(
-                handlers::update_object(ctx, &req, FieldValidation::Ignore, |current| {
+                clients.root_ca.update(&req, FieldValidation::Ignore, |current| {
                     let mut next = current.clone();
                     next["data"]["ca.crt"] = json!(ca);
                     Ok(next)
@@ -81,7 +89,7 @@ async fn ensure_namespace(ctx: &Ctx, ns: &str) -> ApiResult<()> {
 }
 
 /// Fills in a token Secret, or deletes it when the account it names is gone.
-async fn sync_secret(ctx: &Ctx, ns: &str, name: &str) -> ApiResult<()> {
+async fn sync_secret(ctx: &Ctx, clients: &Clients, ns: &str, name: &str) -> ApiResult<()> {
     if !ctx.settings.controller_enabled("serviceaccount-token") {
         return Ok(());
     }
@@ -95,7 +103,7 @@ async fn sync_secret(ctx: &Ctx, ns: &str, name: &str) -> ApiResult<()> {
     let account_uid = account.as_ref().and_then(|a| a["metadata"]["uid"].as_str()).unwrap_or_default().to_string();
     let stale = annotations[ACCOUNT_UID_ANNOTATION].as_str().is_some_and(|uid| uid != account_uid);
     if account.is_none() || stale {
-        return settled(handlers::delete_object(ctx, &request(info("secrets"), Some(ns), name, Verb::Delete), &Default::default()).await);
+        return settled(clients.tokens.delete(&request(info("secrets"), Some(ns), name, Verb::Delete), &Default::default()).await);
     }
     let ca = STANDARD.encode(&ctx.settings.root_ca_pem);
     if secret["data"]["token"].is_string() && secret["data"]["ca.crt"] == ca.as_str() {
@@ -104,7 +112,7 @@ async fn sync_secret(ctx: &Ctx, ns: &str, name: &str) -> ApiResult<()> {
     let token = ctx.tokens.sign(&claims::legacy(ns, name, &Ref { name: account_name.to_string(), uid: account_uid.clone() })).map_err(ApiError::internal)?;
     let req = request(info("secrets"), Some(ns), name, Verb::Update);
     settled(
-        handlers::update_object(ctx, &req, FieldValidation::Ignore, |current| {
+        clients.tokens.update(&req, FieldValidation::Ignore, |current| {
             let mut next = current.clone();
             next["metadata"]["annotations"][ACCOUNT_UID_ANNOTATION] = json!(account_uid);
             if !next["data"].is_object() {
@@ -122,32 +130,32 @@ async fn sync_secret(ctx: &Ctx, ns: &str, name: &str) -> ApiResult<()> {
 }
 
 /// The token Secrets of an account that was deleted.
-async fn account_deleted(ctx: &Ctx, ns: &str, name: &str) -> ApiResult<()> {
+async fn account_deleted(ctx: &Ctx, clients: &Clients, ns: &str, name: &str) -> ApiResult<()> {
     if name == DEFAULT_ACCOUNT {
-        ensure_namespace(ctx, ns).await?;
+        ensure_namespace(ctx, clients, ns).await?;
     }
     let listed = ctx.store.cache().list(&info("secrets").list_prefix(Some(ns)), None, None, None, &|_| true)?;
     for item in listed.items {
-        let secret = handlers::parse(&item)?;
+        let secret = machinery::stored::parse(&item)?;
         if secret["type"] == TOKEN_SECRET_TYPE && secret["metadata"]["annotations"][ACCOUNT_NAME_ANNOTATION] == name {
-            sync_secret(ctx, ns, secret["metadata"]["name"].as_str().unwrap_or_default()).await?;
+            sync_secret(ctx, clients, ns, secret["metadata"]["name"].as_str().unwrap_or_default()).await?;
         }
     }
     Ok(())
 }
 
 /// Every namespace and token Secret, once.
-async fn full_pass(ctx: &Ctx) -> ApiResult<()> {
+async fn full_pass(ctx: &Ctx, clients: &Clients) -> ApiResult<()> {
     let cache = ctx.store.cache();
     for item in cache.list(&info("namespaces").key_prefix(), None, None, None, &|_| true)?.items {
-        let ns = handlers::parse(&item)?;
-        ensure_namespace(ctx, ns["metadata"]["name"].as_str().unwrap_or_default()).await?;
+        let ns = machinery::stored::parse(&item)?;
+        ensure_namespace(ctx, clients, ns["metadata"]["name"].as_str().unwrap_or_default()).await?;
     }
     for item in cache.list(&info("secrets").key_prefix(), None, None, None, &|_| true)?.items {
-        let secret = handlers::parse(&item)?;
+        let secret = machinery::stored::parse(&item)?;
         if secret["type"] == TOKEN_SECRET_TYPE {
             let meta = &secret["metadata"];
-            sync_secret(ctx, meta["namespace"].as_str().unwrap_or_default(), meta["name"].as_str().unwrap_or_default()).await?;
+            sync_secret(ctx, clients, meta["namespace"].as_str().unwrap_or_default(), meta["name"].as_str().unwrap_or_default()).await?;
         }
     }
     Ok(())
@@ -160,29 +168,31 @@ fn split<'k>(key: &'k str, prefix: &str) -> Option<(&'k str, &'k str)> {
 }
 
 /// Handles one change.
-async fn on_event(ctx: &Ctx, key: &str, kind: EventType) -> ApiResult<()> {
+async fn on_event(ctx: &Ctx, clients: &Clients, key: &str, kind: EventType) -> ApiResult<()> {
     if let Some((ns, _)) = split(key, &info("namespaces").key_prefix()) {
-        return ensure_namespace(ctx, ns).await;
+        return ensure_namespace(ctx, clients, ns).await;
     }
     if let Some((ns, name)) = split(key, &info("serviceaccounts").key_prefix()) {
         return match kind {
-            EventType::Deleted => account_deleted(ctx, ns, name).await,
+            EventType::Deleted => account_deleted(ctx, clients, ns, name).await,
             _ => Ok(()),
         };
     }
     if let Some((ns, name)) = split(key, &info("configmaps").key_prefix()) {
-        return if name == ROOT_CA_CONFIGMAP { ensure_namespace(ctx, ns).await } else { Ok(()) };
+        return if name == ROOT_CA_CONFIGMAP { ensure_namespace(ctx, clients, ns).await } else { Ok(()) };
     }
     if let Some((ns, name)) = split(key, &info("secrets").key_prefix()) {
         if kind != EventType::Deleted {
-            return sync_secret(ctx, ns, name).await;
+            return sync_secret(ctx, clients, ns, name).await;
         }
     }
     Ok(())
 }
 
 /// The controller, run on the leader ([`crate::controllers::leading`]).
-pub struct ServiceAccountController;
+pub struct ServiceAccountController {
+    pub clients: Clients,
+}
 
 #[async_trait::async_trait]
 impl crate::controllers::leading::LeaderController for ServiceAccountController {
@@ -195,10 +205,10 @@ impl crate::controllers::leading::LeaderController for ServiceAccountController 
     }
 
     async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
-        full_pass(ctx).await
+        full_pass(ctx, &self.clients).await
     }
 
     async fn changed(&self, ctx: &Ctx, event: &raft_store::Event) -> ApiResult<bool> {
-        on_event(ctx, &event.key, event.kind).await.map(|()| false)
+        on_event(ctx, &self.clients, &event.key, event.kind).await.map(|()| false)
     }
 }

@@ -8,10 +8,9 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers;
+use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use crate::poststart::ensure;
 use machinery::registry;
@@ -32,12 +31,12 @@ pub fn objects() -> &'static [Value] {
 }
 
 /// Creates the missing objects and restores the spec of those that ask for it.
-pub async fn reconcile(ctx: &Ctx) -> ApiResult<()> {
+pub async fn reconcile(client: &Client) -> ApiResult<()> {
     for expected in objects() {
         let kind = expected["kind"].as_str().unwrap_or_default();
         let info = registry::lookup_kind(GROUP, "v1", kind).ok_or_else(|| ApiError::internal(format!("bootstrap configuration has an unknown kind {kind}")))?;
         let name = expected["metadata"]["name"].as_str().unwrap_or_default();
-        ensure(ctx, GROUP, "v1", info.resource, None, expected.clone()).await?;
+        ensure(client, GROUP, "v1", info.resource, None, expected.clone()).await?;
         let restore = |current: &Value| -> ApiResult<Value> {
             let mut new = current.clone();
             if current["metadata"]["annotations"][AUTOUPDATE] == "true" && current["spec"] != expected["spec"] {
@@ -45,7 +44,7 @@ pub async fn reconcile(ctx: &Ctx) -> ApiResult<()> {
             }
             Ok(new)
         };
-        match handlers::update_object(ctx, &request(info, None, name, Verb::Update), FieldValidation::Ignore, restore).await {
+        match client.update(&request(info, None, name, Verb::Update), FieldValidation::Ignore, restore).await {
             Ok(()) | Err(ApiError::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }

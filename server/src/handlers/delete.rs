@@ -4,7 +4,7 @@ use raft_store::{Action, Cond, Op, StoreError, Txn, TxnResult};
 use serde_json::Value;
 
 use super::reply::{ListReply, Reply};
-use super::finalizers::{DeleteOptions, Propagation};
+use machinery::delete_options::{DeleteOptions, Propagation};
 use super::write;
 use access::Attributes;
 use crate::context::Ctx;

@@ -7,7 +7,7 @@ use http::StatusCode;
 use serde_json::{json, Value};
 
 use super::reply::Reply;
-use super::finalizers::DeleteOptions;
+use machinery::delete_options::DeleteOptions;
 use super::write::{self, parse, Update};
 use machinery::prepare::FieldValidation;
 use crate::context::Ctx;

@@ -8,7 +8,6 @@ mod certificates;
 mod component_status;
 mod eviction;
 mod finalizers;
-pub mod grace;
 mod read;
 mod reply;
 mod review;
@@ -39,7 +38,6 @@ use crate::status_response::StatusResponse;
 use machinery::{metadata_form, table_form};
 
 pub use reply::{list_json, ListReply, Reply};
-pub use finalizers::{DeleteOptions, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 pub use write::parse;
 
 /// Serves one resource request.
@@ -283,31 +281,4 @@ fn frame(kind: &str, object: &[u8]) -> Bytes {
     out.extend_from_slice(object);
     out.extend_from_slice(b"}\n");
     Bytes::from(out)
-}
-
-/// The manager of the server's own writes (bootstrap, controllers).
-fn own_manager(req: &ResourceRequest) -> Manager {
-    Manager { name: "kube-apiserver".into(), api_version: req.info.api_version(), subresource: req.subresource.clone() }
-}
-
-/// Creates an object on the server's own behalf (bootstrap, controllers).
-pub async fn create_object(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<()> {
-    let opts = write::Create { validation: FieldValidation::Strict, duplicates: &[], dry_run: false, manager: Some(&own_manager(req)) };
-    write::create(ctx, req, obj, opts, &mut Vec::new()).await.map(|_| ())
-}
-
-/// Deletes an object on the server's own behalf.
-pub async fn delete_object(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> ApiResult<()> {
-    write::delete(ctx, req, opts).await.map(|_| ())
-}
-
-/// Updates an object on the server's own behalf through the guaranteed-update loop.
-pub async fn update_object(
-    ctx: &Ctx,
-    req: &ResourceRequest,
-    validation: FieldValidation,
-    mutate: impl FnMut(&Value) -> ApiResult<Value>,
-) -> ApiResult<()> {
-    let opts = write::Update { precondition: None, validation, duplicates: Vec::new(), dry_run: false, manager: Some(own_manager(req)) };
-    write::update(ctx, req, opts, &mut Vec::new(), mutate).await.map(|_| ())
 }

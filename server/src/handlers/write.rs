@@ -7,7 +7,8 @@ use http::StatusCode;
 use raft_store::{Action, Cond, Object, Op, Txn, TxnResult};
 use serde_json::{json, Value};
 
-use super::finalizers::{self, finalizers_empty, DeleteOptions};
+use super::finalizers::{self, finalizers_empty};
+use machinery::delete_options::DeleteOptions;
 use machinery::prepare::{admit, FieldValidation};
 use admission::Operation;
 use super::reply::Reply;
@@ -353,18 +354,18 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
             }
         }
         let finalizers_changed = finalizers::on_delete(info, opts.propagation, &mut obj);
-        let period = super::grace::period(info, &obj, opts.grace_period);
+        let period = machinery::grace::period(info, &obj, opts.grace_period);
         let graceful = !finalizers_empty(&obj) || info.resource == "namespaces" && info.group.is_empty() || period > 0;
         if graceful {
             let already = obj["metadata"].get("deletionTimestamp").is_some();
             // A second delete may shorten a pod's grace, never lengthen it.
-            let shortened = already && period > 0 && super::grace::sooner(&obj, period);
+            let shortened = already && period > 0 && machinery::grace::sooner(&obj, period);
             if already && !finalizers_changed && !shortened {
                 return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, current.data).await?));
             }
             let m = meta_mut(&mut obj);
             if !already || shortened {
-                m.insert("deletionTimestamp".into(), json!(super::grace::deadline(period)));
+                m.insert("deletionTimestamp".into(), json!(machinery::grace::deadline(period)));
                 m.insert("deletionGracePeriodSeconds".into(), json!(period));
             }
             m.remove("resourceVersion");

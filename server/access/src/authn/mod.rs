@@ -13,6 +13,7 @@ pub mod bootstrap_token;
 pub mod cache;
 pub mod config;
 pub mod jwt;
+pub mod loopback;
 pub mod reload;
 pub mod request_header;
 pub mod x509;
@@ -64,34 +65,40 @@ pub struct Authenticator {
     cache: cache::TokenCache,
 }
 
-/// What the TLS layer learned of the client's certificate.
+/// What a request carries besides its headers: what the TLS layer learned of the client's
+/// certificate, or the identity of an in-process request.
 #[derive(Default, Clone, Copy)]
-pub struct Certificates<'a> {
-    /// Verified against the client CA.
+pub struct Credentials<'a> {
+    /// A client certificate verified against the client CA.
     pub client: Option<&'a ClientIdentity>,
-    /// Verified against the proxy CA.
+    /// A client certificate verified against the proxy CA.
     pub proxy: Option<&'a ProxyIdentity>,
+    /// The identity of a request the server makes to itself.
+    pub loopback: Option<&'a loopback::Loopback>,
 }
 
 impl Authenticator {
     /// The user a request for `path` acts as (before impersonation). The proxy's headers are
     /// removed from `headers` whatever the outcome.
-    pub async fn authenticate(&self, headers: &mut HeaderMap, path: &str, certs: Certificates<'_>) -> Result<UserInfo, ApiError> {
+    pub async fn authenticate(&self, headers: &mut HeaderMap, path: &str, credentials: Credentials<'_>) -> Result<UserInfo, ApiError> {
+        if let Some(loopback) = credentials.loopback {
+            return Ok(loopback.0.clone());
+        }
         if let Some(proxy) = &self.proxy {
-            let user = certs.proxy.and_then(|p| proxy.user(headers, p));
+            let user = credentials.proxy.and_then(|p| proxy.user(headers, p));
             proxy.strip(headers);
             if let Some(user) = user {
                 return Ok(user);
             }
         }
-        if let Some(id) = certs.client {
+        if let Some(id) = credentials.client {
             return Ok(UserInfo::authenticated(id.user.clone(), id.groups.clone()));
         }
         if let Some(token) = bearer(headers) {
             return self.token(token, &[]).await.map(|a| a.user).map_err(|_| ApiError::Unauthorized);
         }
         // A proxy certificate that named nobody is a credential that failed.
-        if headers.contains_key(header::AUTHORIZATION) || certs.proxy.is_some() {
+        if headers.contains_key(header::AUTHORIZATION) || credentials.proxy.is_some() {
             return Err(ApiError::Unauthorized);
         }
         if self.anonymous.read().unwrap_or_else(|p| p.into_inner()).allows(path) {

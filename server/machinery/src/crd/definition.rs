@@ -5,6 +5,9 @@
 
 use serde_json::{json, Value};
 
+/// The finalizer that holds a definition until its custom resources are gone.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
 use super::jsonpath::JsonPath;
 use super::schema::Structural;
 use crate::error::Cause;

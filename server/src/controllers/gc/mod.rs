@@ -18,7 +18,8 @@ use serde_json::Value;
 use crate::context::Ctx;
 use crate::controllers::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::handlers::{self, DeleteOptions, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+use machinery::delete_options::{DeleteOptions, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use machinery::registry;
 use access::request::Verb;
@@ -29,8 +30,9 @@ const ROOT: &str = "/registry/";
 /// Dependents decided about at once (their deletes share the log's flushes).
 const PARALLEL: usize = 32;
 
-#[derive(Default)]
 pub struct GarbageCollector {
+    /// Acts as `generic-garbage-collector`.
+    client: Client,
     graph: Mutex<Graph>,
 }
 
@@ -61,6 +63,10 @@ fn settled(result: ApiResult<()>) -> ApiResult<()> {
 }
 
 impl GarbageCollector {
+    pub fn new(client: Client) -> GarbageCollector {
+        GarbageCollector { client, graph: Default::default() }
+    }
+
     fn graph(&self) -> std::sync::MutexGuard<'_, Graph> {
         self.graph.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -78,7 +84,7 @@ impl GarbageCollector {
             (false, _) => None,
         };
         let Some(found) = ctx.store.cache().get(&info.key(ns, &owner.name), None)? else { return Ok(None) };
-        let obj = handlers::parse(&found)?;
+        let obj = machinery::stored::parse(&found)?;
         Ok((obj["metadata"]["uid"] == owner.uid.as_str()).then_some(obj))
     }
 
@@ -116,18 +122,18 @@ impl GarbageCollector {
             if drop.is_empty() {
                 return Ok(());
             }
-            return settled(Self::drop_owners(ctx, &req, &dep.uid, &drop).await);
+            return settled(Self::drop_owners(&self.client, &req, &dep.uid, &drop).await);
         }
         let waiting = states.iter().any(|(_, s)| matches!(s, OwnerState::Waiting));
         let propagation = if waiting && self.graph().has_dependents(&dep.uid) { Propagation::Foreground } else { Propagation::Background };
         tracing::debug!(%key, ?propagation, "garbage collector deletes an object whose owners are gone");
         let opts = DeleteOptions { uid: Some(dep.uid.clone()), propagation: Some(propagation), ..Default::default() };
-        settled(handlers::delete_object(ctx, &request(info, ns.as_deref(), &name, Verb::Delete), &opts).await)
+        settled(self.client.delete(&request(info, ns.as_deref(), &name, Verb::Delete), &opts).await)
     }
 
     /// Removes the references to `owners` from the object `req` names (if it is still `uid`).
-    async fn drop_owners(ctx: &Ctx, req: &access::request::ResourceRequest, uid: &str, owners: &[String]) -> ApiResult<()> {
-        handlers::update_object(ctx, req, FieldValidation::Ignore, |old| {
+    async fn drop_owners(client: &Client, req: &access::request::ResourceRequest, uid: &str, owners: &[String]) -> ApiResult<()> {
+        client.update(req, FieldValidation::Ignore, |old| {
             if old["metadata"]["uid"] != uid {
                 return Err(ApiError::Conflict { group: String::new(), resource: String::new(), name: String::new(), message: "recreated".into() });
             }
@@ -144,7 +150,7 @@ impl GarbageCollector {
     }
 
     /// Acts on an owner being deleted with the `orphan` or `foregroundDeletion` finalizer.
-    async fn finalize_owner(&self, ctx: &Ctx, key: &str, obj: &Value) -> ApiResult<()> {
+    async fn finalize_owner(&self, key: &str, obj: &Value) -> ApiResult<()> {
         if !deleting(obj) {
             return Ok(());
         }
@@ -156,9 +162,9 @@ impl GarbageCollector {
             for dep_key in deps {
                 let Some(dep) = self.graph().get(&dep_key).cloned() else { continue };
                 let Some((dinfo, dns, dname)) = registry::parse_key(&dep_key, "") else { continue };
-                settled(Self::drop_owners(ctx, &request(dinfo, dns.as_deref(), &dname, Verb::Update), &dep.uid, std::slice::from_ref(&uid)).await)?;
+                settled(Self::drop_owners(&self.client, &request(dinfo, dns.as_deref(), &dname, Verb::Update), &dep.uid, std::slice::from_ref(&uid)).await)?;
             }
-            return settled(Self::remove_finalizer(ctx, &owner_req, &uid, ORPHAN_FINALIZER).await);
+            return settled(Self::remove_finalizer(&self.client, &owner_req, &uid, ORPHAN_FINALIZER).await);
         }
         if has_finalizer(obj, FOREGROUND_FINALIZER) {
             let mut blocking = false;
@@ -172,17 +178,17 @@ impl GarbageCollector {
                 let Some((dinfo, dns, dname)) = registry::parse_key(&dep_key, "") else { continue };
                 let propagation = if self.graph().has_dependents(&dep.uid) { Propagation::Foreground } else { Propagation::Background };
                 let opts = DeleteOptions { uid: Some(dep.uid.clone()), propagation: Some(propagation), ..Default::default() };
-                settled(handlers::delete_object(ctx, &request(dinfo, dns.as_deref(), &dname, Verb::Delete), &opts).await)?;
+                settled(self.client.delete(&request(dinfo, dns.as_deref(), &dname, Verb::Delete), &opts).await)?;
             }
             if !blocking {
-                return settled(Self::remove_finalizer(ctx, &owner_req, &uid, FOREGROUND_FINALIZER).await);
+                return settled(Self::remove_finalizer(&self.client, &owner_req, &uid, FOREGROUND_FINALIZER).await);
             }
         }
         Ok(())
     }
 
-    async fn remove_finalizer(ctx: &Ctx, req: &access::request::ResourceRequest, uid: &str, finalizer: &str) -> ApiResult<()> {
-        handlers::update_object(ctx, req, FieldValidation::Ignore, |old| {
+    async fn remove_finalizer(client: &Client, req: &access::request::ResourceRequest, uid: &str, finalizer: &str) -> ApiResult<()> {
+        client.update(req, FieldValidation::Ignore, |old| {
             if old["metadata"]["uid"] != uid {
                 return Err(ApiError::Conflict { group: String::new(), resource: String::new(), name: String::new(), message: "recreated".into() });
             }
@@ -203,7 +209,7 @@ impl GarbageCollector {
                     let (group, version) = owner.api_version.rsplit_once('/').unwrap_or(("", owner.api_version.as_str()));
                     if let Some(info) = registry::lookup_group_kind(group, version, &owner.kind) {
                         let ns = if info.namespaced { namespace } else { None };
-                        self.finalize_owner(ctx, &info.key(ns, &owner.name), &obj).await?;
+                        self.finalize_owner(&info.key(ns, &owner.name), &obj).await?;
                     }
                 }
             }
@@ -231,7 +237,7 @@ impl crate::controllers::leading::LeaderController for GarbageCollector {
             let mut graph = self.graph();
             graph.clear();
             for item in &all.items {
-                let Ok(obj) = handlers::parse(item) else { continue };
+                let Ok(obj) = machinery::stored::parse(item) else { continue };
                 let key = item_key(&obj);
                 let Some(key) = key else { continue };
                 graph.put(&key, &obj);
@@ -243,7 +249,7 @@ impl crate::controllers::leading::LeaderController for GarbageCollector {
         let keys = self.graph().keys();
         self.attempt_all(ctx, keys).await?;
         for (key, obj) in finalizing {
-            self.finalize_owner(ctx, &key, &obj).await?;
+            self.finalize_owner(&key, &obj).await?;
         }
         Ok(())
     }
@@ -260,7 +266,7 @@ impl crate::controllers::leading::LeaderController for GarbageCollector {
         if !relevant {
             return Ok(false);
         }
-        let Ok(obj) = handlers::parse(&event.object) else { return Ok(false) };
+        let Ok(obj) = machinery::stored::parse(&event.object) else { return Ok(false) };
         let namespace = obj["metadata"]["namespace"].as_str().map(str::to_string);
         if event.kind == EventType::Deleted {
             let gone = self.graph().remove(&event.key);
@@ -278,7 +284,7 @@ impl crate::controllers::leading::LeaderController for GarbageCollector {
             self.attempt(ctx, &event.key).await?;
         }
         if deleting(&obj) && (has_finalizer(&obj, ORPHAN_FINALIZER) || has_finalizer(&obj, FOREGROUND_FINALIZER)) {
-            self.finalize_owner(ctx, &event.key, &obj).await?;
+            self.finalize_owner(&event.key, &obj).await?;
         }
         Ok(false)
     }

@@ -8,7 +8,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
-use machinery::registry::ResourceInfo;
+use crate::registry::ResourceInfo;
 
 /// The default of `terminationGracePeriodSeconds`.
 const DEFAULT_PERIOD: i64 = 30;

@@ -1,0 +1,152 @@
+//! The loopback client: how the server's own controllers and post-start hooks write, as
+//! kube-apiserver's loopback client and kube-controller-manager's clients do. Every call is an
+//! HTTP request sent through the same router, filter chain and handlers as a remote client's
+//! (only TLS is skipped): authenticated as the client's identity ([`Loopback`]), authorized,
+//! admitted, audited and counted by flow control like any request. A controller never calls a
+//! handler function.
+
+use axum::body::Body;
+use axum::Router;
+use http::{header, Method, Request};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+use access::authn::loopback::Loopback;
+use access::request::ResourceRequest;
+use machinery::delete_options::DeleteOptions;
+use machinery::error::{ApiError, ApiResult};
+use machinery::prepare::FieldValidation;
+
+
+/// The field manager the server's own writes are recorded under.
+const MANAGER: &str = "kube-apiserver";
+
+/// How many times an update is tried again after a conflict with another writer.
+const UPDATE_RETRIES: usize = 16;
+
+/// A client acting as one identity; cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    router: Router,
+    identity: Loopback,
+}
+
+impl Client {
+    pub fn new(router: Router, identity: Loopback) -> Client {
+        Client { router, identity }
+    }
+
+    /// The same server, as another identity.
+    pub fn as_identity(&self, identity: Loopback) -> Client {
+        Client { router: self.router.clone(), identity }
+    }
+
+    /// The object `req` names, read consistently.
+    pub async fn get(&self, req: &ResourceRequest) -> ApiResult<Value> {
+        self.send(Method::GET, &path(req, true), None).await
+    }
+
+    /// Creates an object in `req`'s collection (unknown fields refused).
+    pub async fn create(&self, req: &ResourceRequest, obj: Value) -> ApiResult<()> {
+        let query = format!("?fieldManager={MANAGER}&fieldValidation=Strict");
+        self.send(Method::POST, &format!("{}{query}", path(req, false)), Some(obj)).await.map(|_| ())
+    }
+
+    /// Replaces the object `req` names with what `mutate` makes of its current state, reading
+    /// it again and retrying when another writer got there first (client-go's
+    /// `RetryOnConflict`). Nothing is sent when `mutate` changes nothing.
+    pub async fn update(
+        &self,
+        req: &ResourceRequest,
+        validation: FieldValidation,
+        mut mutate: impl FnMut(&Value) -> ApiResult<Value>,
+    ) -> ApiResult<()> {
+        let validation = match validation {
+            FieldValidation::Ignore => "Ignore",
+            FieldValidation::Warn => "Warn",
+            FieldValidation::Strict => "Strict",
+        };
+        let target = format!("{}?fieldManager={MANAGER}&fieldValidation={validation}", path(req, true));
+        for _ in 0..UPDATE_RETRIES {
+            let current = self.get(req).await?;
+            let new = mutate(&current)?;
+            if new == current {
+                return Ok(());
+            }
+            match self.send(Method::PUT, &target, Some(new)).await {
+                Err(ApiError::Conflict { .. }) => continue,
+                other => return other.map(|_| ()),
+            }
+        }
+        Err(ApiError::Conflict {
+            group: req.info.group.to_string(),
+            resource: req.info.resource.to_string(),
+            name: req.name().to_string(),
+            message: format!("{} {:?} kept changing: gave up after {UPDATE_RETRIES} tries", req.info.resource, req.name()),
+        })
+    }
+
+    /// Deletes the object `req` names.
+    pub async fn delete(&self, req: &ResourceRequest, opts: &DeleteOptions) -> ApiResult<()> {
+        let mut body = json!({"kind": "DeleteOptions", "apiVersion": "v1"});
+        if let Some(p) = opts.propagation {
+            body["propagationPolicy"] = json!(p.as_str());
+        }
+        if let Some(uid) = &opts.uid {
+            body["preconditions"]["uid"] = json!(uid);
+        }
+        if let Some(rv) = opts.resource_version {
+            body["preconditions"]["resourceVersion"] = json!(rv.to_string());
+        }
+        if let Some(grace) = opts.grace_period {
+            body["gracePeriodSeconds"] = json!(grace);
+        }
+        self.send(Method::DELETE, &path(req, true), Some(body)).await.map(|_| ())
+    }
+
+    /// One request through the router; a refusal comes back as the error its `Status` names.
+    async fn send(&self, method: Method, uri: &str, body: Option<Value>) -> ApiResult<Value> {
+        let body = match &body {
+            Some(v) => Body::from(serde_json::to_vec(v).map_err(ApiError::internal)?),
+            None => Body::empty(),
+        };
+        let mut request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(header::ACCEPT, "application/json")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::USER_AGENT, "kube-apiserver/loopback")
+            .body(body)
+            .map_err(ApiError::internal)?;
+        request.extensions_mut().insert(self.identity.clone());
+        let response = self.router.clone().oneshot(request).await.unwrap_or_else(|e| match e {});
+        let code = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.map_err(ApiError::internal)?;
+        let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if code.is_success() {
+            return Ok(value);
+        }
+        Err(ApiError::from_status(code.as_u16(), &value))
+    }
+}
+
+/// The URL path of `req`'s object (`named`), or of its collection.
+fn path(req: &ResourceRequest, named: bool) -> String {
+    let info = req.info;
+    let mut path = if info.group.is_empty() { format!("/api/{}", info.version) } else { format!("/apis/{}/{}", info.group, info.version) };
+    if let Some(ns) = &req.namespace {
+        path.push_str(&format!("/namespaces/{ns}"));
+    }
+    path.push('/');
+    path.push_str(info.resource);
+    if named {
+        path.push('/');
+        path.push_str(req.name());
+        if let Some(sub) = &req.subresource {
+            path.push('/');
+            path.push_str(sub);
+        }
+    }
+    path
+}
+
