@@ -379,6 +379,25 @@ mod tests {
     }
 
     #[test]
+    fn a_status_reads_back_as_the_error_it_stands_for() {
+        for e in [
+            ApiError::NotFound { group: "apps".into(), resource: "deployments".into(), name: "d".into() },
+            ApiError::AlreadyExists { group: "".into(), resource: "configmaps".into(), name: "c".into() },
+            ApiError::Conflict { group: "".into(), resource: "configmaps".into(), name: "c".into(), message: "the object has been modified".into() },
+        ] {
+            let back = ApiError::from_status(e.code().as_u16(), &e.status());
+            assert_eq!(back.status(), e.status(), "{e:?} came back as {back:?}");
+        }
+        let forbidden = ApiError::forbidden("", "pods", "p", "User \"u\" cannot get");
+        match ApiError::from_status(403, &forbidden.status()) {
+            ApiError::Passed { code: 403, reason, message } => {
+                assert_eq!((reason.as_str(), message.as_str()), ("Forbidden", "pods \"p\" is forbidden: User \"u\" cannot get"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn too_large_rv_is_504_with_retry() {
         let e = ApiError::TooLargeResourceVersion { requested: 10, current: 5 };
         assert_eq!(e.code(), StatusCode::GATEWAY_TIMEOUT);
