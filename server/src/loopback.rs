@@ -12,10 +12,11 @@ use serde_json::{json, Value};
 use tower::ServiceExt;
 
 use access::authn::loopback::Loopback;
-use access::request::ResourceRequest;
+use access::request::{ResourceRequest, Verb};
 use machinery::delete_options::DeleteOptions;
 use machinery::error::{ApiError, ApiResult};
 use machinery::prepare::FieldValidation;
+use machinery::registry::ResourceInfo;
 
 
 /// The field manager the server's own writes are recorded under.
@@ -150,3 +151,15 @@ fn path(req: &ResourceRequest, named: bool) -> String {
     path
 }
 
+/// An object (or, without a name, a collection) as a client of the server names it, and as the
+/// watch cache keys it; the client sends it as its own identity.
+pub fn request(info: &'static ResourceInfo, namespace: Option<&str>, name: &str, verb: Verb) -> ResourceRequest {
+    ResourceRequest {
+        info,
+        namespace: namespace.map(str::to_string),
+        name: (!name.is_empty()).then(|| name.to_string()),
+        subresource: None,
+        verb,
+        user: access::UserInfo::loopback(),
+    }
+}

@@ -10,14 +10,17 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use access::rbac::policy::{objects, reconcile_binding, reconcile_role, Reconciled, GROUP};
-
-use crate::context::Ctx;
-use crate::controllers::{request, DEFAULT_NAMESPACES};
+use access::request::{ResourceRequest, Verb};
 use machinery::error::{ApiError, ApiResult};
-use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use machinery::registry;
-use access::request::{ResourceRequest, Verb};
+
+use crate::context::Ctx;
+use crate::flowcontrol::bootstrap as apf;
+use crate::loopback::{request, Client};
+
+/// Namespaces every cluster has from the start.
+pub const DEFAULT_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// The hook that writes the default RBAC policy, which authorizes the controllers.
 pub const RBAC_HOOK: &str = "rbac/bootstrap-roles";
@@ -64,7 +67,7 @@ pub async fn run(ctx: &Ctx, client: &Client) {
                 "start-kubernetes-service-cidr-controller" => service_cidr(ctx, client).await,
                 "scheduling/bootstrap-system-priority-classes" => priority_classes(client).await,
                 RBAC_HOOK => bootstrap_roles(ctx, client).await,
-                "priority-and-fairness-config-producer" => crate::flowcontrol::bootstrap::reconcile(client).await,
+                "priority-and-fairness-config-producer" => flowcontrol_config(client).await,
                 "start-cluster-authentication-info-controller" => authentication_info(ctx, client).await,
                 "kube-apiserver-autoregistration" => api_services(client).await,
                 _ => Ok(()),
@@ -271,6 +274,29 @@ async fn bootstrap_roles(ctx: &Ctx, client: &Client) -> ApiResult<()> {
                     Err(e) => return Err(e),
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+/// kube-apiserver's FlowSchemas and priority levels: creates the missing ones and restores the
+/// spec of those that ask for it.
+async fn flowcontrol_config(client: &Client) -> ApiResult<()> {
+    for expected in apf::objects() {
+        let kind = expected["kind"].as_str().unwrap_or_default();
+        let info = registry::lookup_kind(apf::GROUP, "v1", kind).ok_or_else(|| ApiError::internal(format!("bootstrap configuration has an unknown kind {kind}")))?;
+        let name = expected["metadata"]["name"].as_str().unwrap_or_default();
+        ensure(client, apf::GROUP, "v1", info.resource, None, expected.clone()).await?;
+        let restore = |current: &Value| -> ApiResult<Value> {
+            let mut new = current.clone();
+            if current["metadata"]["annotations"][apf::AUTOUPDATE] == "true" && current["spec"] != expected["spec"] {
+                new["spec"] = expected["spec"].clone();
+            }
+            Ok(new)
+        };
+        match client.update(&request(info, None, name, Verb::Update), FieldValidation::Ignore, restore).await {
+            Ok(()) | Err(ApiError::NotFound { .. }) => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(())

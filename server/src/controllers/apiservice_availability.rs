@@ -13,7 +13,7 @@ use crate::aggregator::{endpoint, set_user, PREFIX};
 use machinery::webhook::client_config::get;
 use access::UserInfo;
 use crate::context::Ctx;
-use crate::controllers::request;
+use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
 use machinery::prepare::FieldValidation;

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use access::authn::bootstrap_token::{expired, field, NAMESPACE, SECRET_PREFIX, SECRET_TYPE};
 use crate::context::Ctx;
-use crate::controllers::request;
+use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
 use machinery::prepare::FieldValidation;

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::context::Ctx;
-use crate::controllers::request;
+use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
 use machinery::prepare::FieldValidation;

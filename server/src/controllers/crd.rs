@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use machinery::crd::definition::CLEANUP_FINALIZER;
 use machinery::crd::served::{condition, PREFIX};
 use crate::context::Ctx;
-use crate::controllers::request;
+use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
 use machinery::prepare::FieldValidation;

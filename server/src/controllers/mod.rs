@@ -28,8 +28,6 @@ use pod_gc::PodGc;
 use service_accounts::ServiceAccountController;
 
 use access::authn::loopback::Loopback;
-use access::request::{ResourceRequest, Verb};
-use machinery::registry;
 
 use crate::context::Ctx;
 use crate::loopback::Client;
@@ -37,21 +35,6 @@ use crate::loopback::Client;
 /// How often the runner looks whether the default RBAC policy is written.
 const HOOK_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// Namespaces every cluster has from the start.
-pub const DEFAULT_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
-
-/// An object (or, without a name, a collection) as the controllers name it to their client
-/// and to the watch cache; the client sends it as its own identity.
-pub(crate) fn request(info: &'static registry::ResourceInfo, namespace: Option<&str>, name: &str, verb: Verb) -> ResourceRequest {
-    ResourceRequest {
-        info,
-        namespace: namespace.map(str::to_string),
-        name: (!name.is_empty()).then(|| name.to_string()),
-        subresource: None,
-        verb,
-        user: access::UserInfo::loopback(),
-    }
-}
 
 /// Runs the post-start hooks (each retried until it succeeds) and every controller, each
 /// writing through `server` (the loopback client) as its own identity: the leader-only

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::request;
+use crate::loopback::request;
 use crate::context::Ctx;
 use crate::loopback::Client;
 use machinery::prepare::FieldValidation;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use raft_store::{Event, EventType};
 
 use crate::context::Ctx;
-use crate::controllers::request;
+use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use machinery::delete_options::DeleteOptions;
 use machinery::grace;

@@ -16,7 +16,7 @@ use raft_store::{Event, EventType};
 use serde_json::Value;
 
 use crate::context::Ctx;
-use crate::controllers::request;
+use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use machinery::delete_options::{DeleteOptions, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use crate::loopback::Client;
