@@ -1,10 +1,12 @@
 //! `apiserver`: a Kubernetes API server whose storage is a Raft log.
 //!
 //! The request path, top to bottom: [`tls`] accepts connections and identifies client
-//! certificates, [`app`] runs the filter chain and routes, [`request`] classifies resource
-//! requests, [`handlers`] run one verb each using the registry of kinds from `machinery`, and
+//! certificates, [`app`] runs the filter chain (authentication and authorization from `access`)
+//! and routes, `access::request` classifies resource requests, [`handlers`] run one verb each
+//! using the registry of kinds from `machinery` and the admission stage from `admission`, and
 //! the store from `raft-store` proposes writes to Raft and serves reads and watches from its
-//! watch cache.
+//! watch cache. The server's own [`controllers`] and post-start hooks ([`poststart`]) write
+//! through the same path, as clients ([`loopback`]).
 
 pub mod aggregator;
 pub mod app;

@@ -2,7 +2,7 @@
 //! Service, an extension API server. Requests under `/apis/{group}/{version}` are authenticated,
 //! audited, flow-controlled and authorized here, then proxied to it with the user in the
 //! request headers it trusts ([`proxy`]); the leader keeps each APIService's `Available`
-//! condition ([`available`]); discovery lists its group and, fetched from it, its resources
+//! condition (`controllers::apiservice_availability`); discovery lists its group and, fetched from it, its resources
 //! ([`discovery`]). What this server serves itself (built-in and custom resources) is never
 //! handed away.
 

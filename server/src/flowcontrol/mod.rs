@@ -1,6 +1,7 @@
 //! API Priority and Fairness: the FlowSchemas and PriorityLevelConfigurations every cluster has
 //! ([`bootstrap`]), the classification of every request by them ([`classify`]), the queues each
-//! priority level keeps ([`dispatch`]), and the schema status the leader keeps ([`status`]).
+//! priority level keeps ([`dispatch`]), and the schema status the leader keeps
+//! (`controllers::flowschema_status`).
 //! With APF off (`--enable-priority-and-fairness=false`) the older max-in-flight limits apply
 //! instead ([`inflight`]).
 
