@@ -18,7 +18,6 @@ use machinery::error::{ApiError, ApiResult};
 use machinery::prepare::FieldValidation;
 use machinery::registry::ResourceInfo;
 
-
 /// The field manager the server's own writes are recorded under.
 const MANAGER: &str = "kube-apiserver";
 
@@ -62,12 +61,7 @@ impl Client {
         validation: FieldValidation,
         mut mutate: impl FnMut(&Value) -> ApiResult<Value>,
     ) -> ApiResult<()> {
-        let validation = match validation {
-            FieldValidation::Ignore => "Ignore",
-            FieldValidation::Warn => "Warn",
-            FieldValidation::Strict => "Strict",
-        };
-        let target = format!("{}?fieldManager={MANAGER}&fieldValidation={validation}", path(req, true));
+        let target = format!("{}?fieldManager={MANAGER}&fieldValidation={}", path(req, true), validation.as_str());
         for _ in 0..UPDATE_RETRIES {
             let current = self.get(req).await?;
             let new = mutate(&current)?;
@@ -134,7 +128,7 @@ impl Client {
 /// The URL path of `req`'s object (`named`), or of its collection.
 fn path(req: &ResourceRequest, named: bool) -> String {
     let info = req.info;
-    let mut path = if info.group.is_empty() { format!("/api/{}", info.version) } else { format!("/apis/{}/{}", info.group, info.version) };
+    let mut path = info.api_root();
     if let Some(ns) = &req.namespace {
         path.push_str(&format!("/namespaces/{ns}"));
     }

@@ -114,8 +114,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         ..Default::default()
     };
     let metrics = Arc::new(Metrics::default());
-    let default_sa_key = crate::tls::certs::ensure_service_account_key(&args.data_dir)?;
-    let tokens = Arc::new(Tokens::load(&args.authentication, &default_sa_key, &pki.serving_key_pem, &address)?);
+    // A key is generated only when none is given.
+    let signing_key = match &args.authentication.service_account_signing_key_file {
+        Some(path) => path.clone(),
+        None => crate::tls::certs::ensure_service_account_key(&args.data_dir)?,
+    };
+    let tokens = Arc::new(Tokens::load(&args.authentication, &signing_key, &pki.serving_key_pem, &address)?);
     let authorization_mode = args.authorization.authorization_mode.as_deref();
     let authn = Arc::new(access::authn::build(&args.authentication, authorization_mode, tokens.clone(), store.clone())?);
     let authz_metrics: Arc<dyn AuthorizationMetrics> = metrics.clone();

@@ -32,6 +32,15 @@ impl FieldValidation {
             ))),
         }
     }
+
+    /// The value of `fieldValidation` that asks for this.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FieldValidation::Ignore => "Ignore",
+            FieldValidation::Warn => "Warn",
+            FieldValidation::Strict => "Strict",
+        }
+    }
 }
 
 /// Checks `apiVersion`/`kind` of a request body against the resource, filling them when absent.

@@ -60,11 +60,11 @@ fn read(path: &Path) -> anyhow::Result<String> {
 }
 
 impl Tokens {
-    /// From the flags; `default_signing_key` is the key file used when
-    /// `--service-account-signing-key-file` is not given, `serving_key_pem` the fallback
-    /// verification key, `address` the server's URL for the default key set location.
-    pub fn load(args: &AuthenticationOptions, default_signing_key: &Path, serving_key_pem: &str, address: &str) -> anyhow::Result<Tokens> {
-        let signing_pem = read(args.service_account_signing_key_file.as_deref().unwrap_or(default_signing_key))?;
+    /// From the flags; `signing_key` is the key file tokens are signed with
+    /// (`--service-account-signing-key-file`, or the generated one), `serving_key_pem` the
+    /// fallback verification key, `address` the server's URL for the default key set location.
+    pub fn load(args: &AuthenticationOptions, signing_key: &Path, serving_key_pem: &str, address: &str) -> anyhow::Result<Tokens> {
+        let signing_pem = read(signing_key)?;
         let (signing, signing_spki) = keys::signing_key(&signing_pem).map_err(|e| anyhow::anyhow!("service account signing key: {e}"))?;
         let mut verifying = vec![keys::verifying_key(&signing_spki).map_err(anyhow::Error::msg)?];
         if args.service_account_key_file.is_empty() {

@@ -77,7 +77,7 @@ fn body_ref(r: &ResourceInfo, openapi3: bool) -> Value {
 /// Paths of one resource: the collection (list, create) and the object (get, replace, patch,
 /// delete).
 fn paths(r: &ResourceInfo, openapi3: bool) -> Vec<(String, Value)> {
-    let root = if r.group.is_empty() { format!("/api/{}", r.version) } else { format!("/apis/{}/{}", r.group, r.version) };
+    let root = r.api_root();
     let base = if r.namespaced { format!("{root}/namespaces/{{namespace}}/{}", r.resource) } else { format!("{root}/{}", r.resource) };
     let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind});
     let op = |action: &str, id: &str, with_body: bool| {

@@ -161,6 +161,15 @@ impl ResourceInfo {
         }
     }
 
+    /// The URL path of this resource's group version: `/api/v1` or `/apis/apps/v1`.
+    pub fn api_root(&self) -> String {
+        if self.group.is_empty() {
+            format!("/api/{}", self.version)
+        } else {
+            format!("/apis/{}/{}", self.group, self.version)
+        }
+    }
+
     /// Storage key prefix of every object of this resource, ending in `/`.
     /// Group-qualified like Kubernetes' etcd layout, e.g. `/registry/apps/deployments/`.
     pub fn key_prefix(&self) -> String {
