@@ -17,10 +17,10 @@ async fn main() -> anyhow::Result<()> {
     match &args.command {
         Some(apiserver::cli::Command::Member { endpoint, action }) => apiserver::member::run(&args.data_dir, endpoint, action).await,
         Some(apiserver::cli::Command::Certs { server }) => {
-            let pki = apiserver::tls::ensure_pki(&args.data_dir, &Default::default())?;
-            apiserver::tls::certs::ensure_service_account_key(&args.data_dir)?;
+            let pki = serving::tls::ensure_pki(&args.data_dir, &Default::default())?;
+            serving::tls::certs::ensure_service_account_key(&args.data_dir)?;
             if let Some(url) = server {
-                apiserver::tls::write_admin_kubeconfig(&args.data_dir.join("admin.kubeconfig"), url, &pki)?;
+                serving::tls::write_admin_kubeconfig(&args.data_dir.join("admin.kubeconfig"), url, &pki)?;
             }
             println!("certificates in {}", args.data_dir.join("pki").display());
             Ok(())

@@ -4,7 +4,6 @@
 //! a no-op.
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -15,47 +14,13 @@ use machinery::error::{ApiError, ApiResult};
 use machinery::prepare::FieldValidation;
 use machinery::registry;
 
-use crate::context::Ctx;
-use crate::flowcontrol::bootstrap as apf;
+use serving::context::Ctx;
+use serving::flowcontrol::bootstrap as apf;
+use serving::hooks::{HOOKS, RBAC_HOOK};
 use crate::loopback::{request, Client};
 
 /// Namespaces every cluster has from the start.
 pub const DEFAULT_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
-
-/// The hook that writes the default RBAC policy, which authorizes the controllers.
-pub const RBAC_HOOK: &str = "rbac/bootstrap-roles";
-
-/// The hooks, in the order they run.
-pub const HOOKS: &[&str] = &[
-    "start-system-namespaces-controller",
-    "bootstrap-controller",
-    "start-kubernetes-service-cidr-controller",
-    "scheduling/bootstrap-system-priority-classes",
-    RBAC_HOOK,
-    "priority-and-fairness-config-producer",
-    "start-cluster-authentication-info-controller",
-    "kube-apiserver-autoregistration",
-];
-
-/// Which hooks have completed on this node.
-#[derive(Debug, Default)]
-pub struct Progress {
-    done: Mutex<BTreeSet<&'static str>>,
-}
-
-impl Progress {
-    fn mark(&self, hook: &'static str) {
-        self.done.lock().unwrap_or_else(|e| e.into_inner()).insert(hook);
-    }
-
-    pub fn is_done(&self, hook: &str) -> bool {
-        self.done.lock().unwrap_or_else(|e| e.into_inner()).contains(hook)
-    }
-
-    pub fn all_done(&self) -> bool {
-        HOOKS.iter().all(|h| self.is_done(h))
-    }
-}
 
 /// Runs every hook until it succeeds, in order.
 pub async fn run(ctx: &Ctx, client: &Client) {
@@ -124,7 +89,7 @@ async fn kubernetes_service(ctx: &Ctx, client: &Client) -> ApiResult<()> {
 
 /// The `kubernetes` ServiceCIDR made from `--service-cluster-ip-range`, ready.
 async fn service_cidr(ctx: &Ctx, client: &Client) -> ApiResult<()> {
-    use crate::ipalloc::DEFAULT_CIDR;
+    use serving::ipalloc::DEFAULT_CIDR;
     ensure(client, "networking.k8s.io", "v1", "servicecidrs", None, ctx.ips.default_cidr()).await?;
     let info = registry::lookup("networking.k8s.io", "v1", "servicecidrs").ok_or_else(|| ApiError::internal("servicecidrs are not served"))?;
     let ready = |old: &Value| -> ApiResult<Value> {

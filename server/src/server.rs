@@ -21,12 +21,13 @@ use admission::rbac_escalation::Escalation;
 use access::rbac::RbacIndex;
 use access::Auth;
 use crate::cli::Args;
-use crate::flowcontrol::FlowControl;
-use crate::metrics::Metrics;
-use crate::context::{Ctx, Settings};
+use serving::flowcontrol::FlowControl;
+use serving::metrics::Metrics;
+use serving::context::{Ctx, Settings};
 use access::serviceaccount::Tokens;
-use crate::ipalloc::ServiceIps;
-use crate::{app, controllers, tls};
+use serving::ipalloc::ServiceIps;
+use crate::controllers;
+use serving::{app, tls};
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     machinery::registry::set_feature_gates(&args.feature_gates).map_err(|e| anyhow::anyhow!("--feature-gates: {e}"))?;
@@ -56,7 +57,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let tls_config = tls::server_config(&pki, proxy_ca_pem.as_deref())?;
     let read = |path: &std::path::PathBuf, flag: &str| std::fs::read_to_string(path).with_context(|| format!("reading --{flag} {}", path.display()));
     let proxy_client = match (&args.proxy_client_cert_file, &args.proxy_client_key_file) {
-        (Some(cert), Some(key)) => Some(crate::context::ClientCredentials { cert: read(cert, "proxy-client-cert-file")?, key: read(key, "proxy-client-key-file")? }),
+        (Some(cert), Some(key)) => Some(serving::context::ClientCredentials { cert: read(cert, "proxy-client-cert-file")?, key: read(key, "proxy-client-key-file")? }),
         _ => None,
     };
 
@@ -117,7 +118,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // A key is generated only when none is given.
     let signing_key = match &args.authentication.service_account_signing_key_file {
         Some(path) => path.clone(),
-        None => crate::tls::certs::ensure_service_account_key(&args.data_dir)?,
+        None => serving::tls::certs::ensure_service_account_key(&args.data_dir)?,
     };
     let tokens = Arc::new(Tokens::load(&args.authentication, &signing_key, &pki.serving_key_pem, &address)?);
     let authorization_mode = args.authorization.authorization_mode.as_deref();
@@ -142,7 +143,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     // Auditing needs both a policy and a log, as in kube-apiserver.
     let audit = match (&args.audit_policy_file, &args.audit_log_path) {
-        (Some(policy), Some(log)) => Some(crate::audit::Auditor::open(policy, log)?),
+        (Some(policy), Some(log)) => Some(serving::audit::Auditor::open(policy, log)?),
         _ => None,
     };
     let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, authn, tokens, auth, admission, flowcontrol, audit };

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::aggregator::{endpoint, set_user, PREFIX};
+use serving::aggregator::{endpoint, set_user, PREFIX};
 use machinery::webhook::client_config::get;
 use access::UserInfo;
-use crate::context::Ctx;
+use serving::context::Ctx;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;

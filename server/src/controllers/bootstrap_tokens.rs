@@ -12,7 +12,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use access::authn::bootstrap_token::{expired, field, NAMESPACE, SECRET_PREFIX, SECRET_TYPE};
-use crate::context::Ctx;
+use serving::context::Ctx;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::context::Ctx;
+use serving::context::Ctx;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;

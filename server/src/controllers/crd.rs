@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use machinery::crd::definition::CLEANUP_FINALIZER;
 use machinery::crd::served::{condition, PREFIX};
-use crate::context::Ctx;
+use serving::context::Ctx;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::flowcontrol::FlowControl;
-use crate::context::Ctx;
+use serving::flowcontrol::FlowControl;
+use serving::context::Ctx;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;

@@ -14,10 +14,10 @@ use bytes::Bytes;
 use raft_store::{Action, Cond, Event, EventType, Object, Op, Txn, TxnResult};
 use serde_json::Value;
 
-use crate::context::Ctx;
+use serving::context::Ctx;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
-use crate::ipalloc::ServiceIps;
+use serving::ipalloc::ServiceIps;
 use crate::controllers::leading::LeaderController;
 use machinery::registry::{self, ResourceInfo};
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use raft_store::Event;
 
-use crate::context::Ctx;
+use serving::context::Ctx;
 use machinery::error::ApiResult;
 
 /// How often a follower looks whether it leads now.

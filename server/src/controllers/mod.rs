@@ -29,7 +29,7 @@ use service_accounts::ServiceAccountController;
 
 use access::authn::loopback::Loopback;
 
-use crate::context::Ctx;
+use serving::context::Ctx;
 use crate::loopback::Client;
 
 /// How often the runner looks whether the default RBAC policy is written.
@@ -52,7 +52,7 @@ pub async fn run(ctx: Ctx, server: Client) {
         tokens: server.clone(),
     };
     let controllers = async {
-        while !ctx.settings.hooks.is_done(crate::poststart::RBAC_HOOK) {
+        while !ctx.settings.hooks.is_done(serving::hooks::RBAC_HOOK) {
             tokio::time::sleep(HOOK_POLL).await;
         }
         tokio::join!(

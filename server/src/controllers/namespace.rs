@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::loopback::request;
-use crate::context::Ctx;
+use serving::context::Ctx;
 use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use access::request::{ResourceRequest, Verb};

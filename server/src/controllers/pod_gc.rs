@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use raft_store::{Event, EventType};
 
-use crate::context::Ctx;
+use serving::context::Ctx;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use machinery::delete_options::DeleteOptions;

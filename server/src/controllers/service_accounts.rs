@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use access::serviceaccount::claims::{self, Ref};
 use access::serviceaccount::{ACCOUNT_NAME_ANNOTATION, ACCOUNT_UID_ANNOTATION, DEFAULT_ACCOUNT, ROOT_CA_CONFIGMAP, TOKEN_SECRET_TYPE};
-use crate::context::Ctx;
+use serving::context::Ctx;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;

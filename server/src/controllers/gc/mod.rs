@@ -15,7 +15,7 @@ use futures::StreamExt;
 use raft_store::{Event, EventType};
 use serde_json::Value;
 
-use crate::context::Ctx;
+use serving::context::Ctx;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use machinery::delete_options::{DeleteOptions, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};

@@ -43,7 +43,7 @@ pub struct Settings {
     /// `https://host:port` as clients reach this server.
     pub address: String,
     /// The post-start hooks done on this node.
-    pub hooks: Arc<crate::poststart::Progress>,
+    pub hooks: Arc<crate::hooks::Progress>,
     /// The CA bundle client certificates are checked against (published for extension servers).
     pub client_ca_pem: String,
     /// The authenticating proxy's CA (`--requestheader-client-ca-file`), PEM.

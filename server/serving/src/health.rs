@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use http::{header, HeaderValue, StatusCode};
 
 use crate::context::Ctx;
-use crate::poststart;
+use crate::hooks;
 use machinery::query::Params;
 
 /// Readiness fails when the node is this far behind its leader's commit index.
@@ -46,7 +46,7 @@ fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(String, bool)> {
         out.push(("poststarthook/storage-readiness".into(), CRDS_SYNCED.load(Ordering::Relaxed)));
     }
     let hooks = &ctx.settings.hooks;
-    out.extend(poststart::HOOKS.iter().map(|h| (format!("poststarthook/{h}"), hooks.is_done(h))));
+    out.extend(hooks::HOOKS.iter().map(|h| (format!("poststarthook/{h}"), hooks.is_done(h))));
     // The Service IP repair runs from the start, acting on the leader (`ip_repair.rs`).
     out.push(("poststarthook/start-service-ip-repair-controllers".into(), true));
     // Local APIServices are registered and marked available by the autoregistration hook.
