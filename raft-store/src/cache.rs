@@ -174,6 +174,14 @@ impl Cache {
         Ok(obj)
     }
 
+    /// Every object under `prefix` with its key, and the revision they are current at: what an
+    /// informer starts from before it watches from that revision.
+    pub fn entries(&self, prefix: &str) -> (u64, Vec<(String, Object)>) {
+        let st = self.read();
+        let items = st.objects.range(prefix.to_string()..).take_while(|(k, _)| k.starts_with(prefix)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        (st.applied, items)
+    }
+
     /// A page of the objects under `prefix`, now or at revision `at`, starting after key
     /// `start_after`, with at most `limit` items for which `keep` holds.
     pub fn list(

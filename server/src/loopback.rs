@@ -24,6 +24,30 @@ const MANAGER: &str = "kube-apiserver";
 /// How many times an update is tried again after a conflict with another writer.
 const UPDATE_RETRIES: usize = 16;
 
+/// The media type of the bodies the client sends and reads.
+const JSON: &str = "application/json";
+
+/// The patch formats a client may send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchKind {
+    /// RFC 7386 JSON merge patch.
+    Merge,
+    /// RFC 6902 JSON patch.
+    Json,
+    /// Kubernetes' strategic merge patch (built-in kinds only).
+    Strategic,
+}
+
+impl PatchKind {
+    fn content_type(self) -> &'static str {
+        match self {
+            PatchKind::Merge => "application/merge-patch+json",
+            PatchKind::Json => "application/json-patch+json",
+            PatchKind::Strategic => "application/strategic-merge-patch+json",
+        }
+    }
+}
+
 /// A client acting as one identity; cheap to clone.
 #[derive(Clone)]
 pub struct Client {
@@ -43,13 +67,13 @@ impl Client {
 
     /// The object `req` names, read consistently.
     pub async fn get(&self, req: &ResourceRequest) -> ApiResult<Value> {
-        self.send(Method::GET, &path(req, true), None).await
+        self.send(Method::GET, &path(req, true), None, JSON).await
     }
 
     /// Creates an object in `req`'s collection (unknown fields refused).
     pub async fn create(&self, req: &ResourceRequest, obj: Value) -> ApiResult<()> {
         let query = format!("?fieldManager={MANAGER}&fieldValidation=Strict");
-        self.send(Method::POST, &format!("{}{query}", path(req, false)), Some(obj)).await.map(|_| ())
+        self.send(Method::POST, &format!("{}{query}", path(req, false)), Some(obj), JSON).await.map(|_| ())
     }
 
     /// Replaces the object `req` names with what `mutate` makes of its current state, reading
@@ -68,7 +92,7 @@ impl Client {
             if new == current {
                 return Ok(());
             }
-            match self.send(Method::PUT, &target, Some(new)).await {
+            match self.send(Method::PUT, &target, Some(new), JSON).await {
                 Err(ApiError::Conflict { .. }) => continue,
                 other => return other.map(|_| ()),
             }
@@ -79,6 +103,26 @@ impl Client {
             name: req.name().to_string(),
             message: format!("{} {:?} kept changing: gave up after {UPDATE_RETRIES} tries", req.info.resource, req.name()),
         })
+    }
+
+    /// Every object in `req`'s collection (in its namespace, or in all), read consistently: the
+    /// `List` as the server answers it.
+    pub async fn list(&self, req: &ResourceRequest) -> ApiResult<Value> {
+        self.send(Method::GET, &path(req, false), None, JSON).await
+    }
+
+    /// Patches the object `req` names (`merge`, `json` or `strategic`, as `kubectl patch
+    /// --type` names them) and returns it as stored.
+    pub async fn patch(&self, req: &ResourceRequest, kind: PatchKind, patch: Value) -> ApiResult<Value> {
+        let target = format!("{}?fieldManager={MANAGER}", path(req, true));
+        self.send(Method::PATCH, &target, Some(patch), kind.content_type()).await
+    }
+
+    /// Server-side apply of `obj` to the object `req` names as field manager `manager`, taking
+    /// over conflicting fields when `force` is set; returns the object as stored.
+    pub async fn apply(&self, req: &ResourceRequest, manager: &str, force: bool, obj: Value) -> ApiResult<Value> {
+        let target = format!("{}?fieldManager={manager}&force={force}", path(req, true));
+        self.send(Method::PATCH, &target, Some(obj), "application/apply-patch+yaml").await
     }
 
     /// Deletes the object `req` names.
@@ -96,11 +140,11 @@ impl Client {
         if let Some(grace) = opts.grace_period {
             body["gracePeriodSeconds"] = json!(grace);
         }
-        self.send(Method::DELETE, &path(req, true), Some(body)).await.map(|_| ())
+        self.send(Method::DELETE, &path(req, true), Some(body), JSON).await.map(|_| ())
     }
 
     /// One request through the router; a refusal comes back as the error its `Status` names.
-    async fn send(&self, method: Method, uri: &str, body: Option<Value>) -> ApiResult<Value> {
+    async fn send(&self, method: Method, uri: &str, body: Option<Value>, content_type: &str) -> ApiResult<Value> {
         let body = match &body {
             Some(v) => Body::from(serde_json::to_vec(v).map_err(ApiError::internal)?),
             None => Body::empty(),
@@ -109,7 +153,7 @@ impl Client {
             .method(method)
             .uri(uri)
             .header(header::ACCEPT, "application/json")
-            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CONTENT_TYPE, content_type)
             .header(header::USER_AGENT, "kube-apiserver/loopback")
             .body(body)
             .map_err(ApiError::internal)?;

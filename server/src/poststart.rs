@@ -14,7 +14,7 @@ use machinery::error::{ApiError, ApiResult};
 use machinery::prepare::FieldValidation;
 use machinery::registry;
 
-use serving::context::Ctx;
+use crate::context::Context;
 use serving::flowcontrol::bootstrap as apf;
 use serving::hooks::{HOOKS, RBAC_HOOK};
 use crate::loopback::{request, Client};
@@ -23,7 +23,7 @@ use crate::loopback::{request, Client};
 pub const DEFAULT_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// Runs every hook until it succeeds, in order.
-pub async fn run(ctx: &Ctx, client: &Client) {
+pub async fn run(ctx: &Context, client: &Client) {
     for &hook in HOOKS {
         loop {
             let result = match hook {
@@ -67,7 +67,7 @@ async fn system_namespaces(client: &Client) -> ApiResult<()> {
 
 /// The `default` namespace, and the `kubernetes` Service there with the first IP of the service
 /// range and Endpoints naming this server.
-async fn kubernetes_service(ctx: &Ctx, client: &Client) -> ApiResult<()> {
+async fn kubernetes_service(ctx: &Context, client: &Client) -> ApiResult<()> {
     ensure(client, "", "v1", "namespaces", None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})).await?;
     let url: http::Uri = ctx.settings.address.parse().map_err(ApiError::internal)?;
     let (host, port) = (url.host().unwrap_or("127.0.0.1"), url.port_u16().unwrap_or(443));
@@ -88,7 +88,7 @@ async fn kubernetes_service(ctx: &Ctx, client: &Client) -> ApiResult<()> {
 }
 
 /// The `kubernetes` ServiceCIDR made from `--service-cluster-ip-range`, ready.
-async fn service_cidr(ctx: &Ctx, client: &Client) -> ApiResult<()> {
+async fn service_cidr(ctx: &Context, client: &Client) -> ApiResult<()> {
     use serving::ipalloc::DEFAULT_CIDR;
     ensure(client, "networking.k8s.io", "v1", "servicecidrs", None, ctx.ips.default_cidr()).await?;
     let info = registry::lookup("networking.k8s.io", "v1", "servicecidrs").ok_or_else(|| ApiError::internal("servicecidrs are not served"))?;
@@ -122,7 +122,7 @@ async fn priority_classes(client: &Client) -> ApiResult<()> {
 /// `kube-system/extension-apiserver-authentication`: the CA client certificates are checked
 /// against and the authenticating proxy's settings, for servers that delegate authentication
 /// to this one.
-async fn authentication_info(ctx: &Ctx, client: &Client) -> ApiResult<()> {
+async fn authentication_info(ctx: &Context, client: &Client) -> ApiResult<()> {
     let mut data = serde_json::Map::from_iter([("client-ca-file".to_string(), json!(ctx.settings.client_ca_pem))]);
     if let (Some(proxy), Some(ca)) = (ctx.authn.proxy(), &ctx.settings.proxy_ca_pem) {
         data.extend(proxy.published(ca));
@@ -192,25 +192,22 @@ async fn api_services(client: &Client) -> ApiResult<()> {
 }
 
 /// The default RBAC policy: creates every default object that is missing and reconciles the rest.
-async fn bootstrap_roles(ctx: &Ctx, client: &Client) -> ApiResult<()> {
+async fn bootstrap_roles(ctx: &Context, client: &Client) -> ApiResult<()> {
     for expected in objects() {
         let kind = expected["kind"].as_str().unwrap_or_default();
         let info = registry::lookup_kind(GROUP, "v1", kind).ok_or_else(|| ApiError::internal(format!("default policy has an unknown kind {kind}")))?;
         let namespace = expected["metadata"]["namespace"].as_str();
         let name = expected["metadata"]["name"].as_str().unwrap_or_default();
         let req = request(info, namespace, name, Verb::Update);
-        let existing = ctx.store.cache().get(&req.key(), None)?;
-        let existing = match existing {
-            Some(o) => machinery::stored::parse(&o)?,
+        let existing = match ctx.informers.get_parsed(&info.key_prefix(), &req.key()).await {
+            Some(found) => found,
             None => match client.create(&request(info, namespace, "", Verb::Create), expected.clone()).await {
                 Ok(()) => continue,
-                Err(ApiError::AlreadyExists { .. }) => {
-                    ctx.store.linearizable_rev().await?;
-                    match ctx.store.cache().get(&req.key(), None)? {
-                        Some(o) => machinery::stored::parse(&o)?,
-                        None => continue,
-                    }
-                }
+                Err(ApiError::AlreadyExists { .. }) => match client.get(&req).await {
+                    Ok(found) => found,
+                    Err(ApiError::NotFound { .. }) => continue,
+                    Err(e) => return Err(e),
+                },
                 Err(e) => return Err(e),
             },
         };

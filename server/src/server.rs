@@ -152,7 +152,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     tls::write_admin_kubeconfig(&kubeconfig, &address, &pki)?;
     let router = app::router(ctx.clone());
     let loopback = crate::loopback::Client::new(router.clone(), access::authn::loopback::Loopback::apiserver());
-    let controllers = tokio::spawn(controllers::run(ctx.clone(), loopback));
+    let controllers = tokio::spawn(controllers::run(crate::context::Context::new(&ctx), loopback));
 
     println!("apiserver serving on {address}");
     println!("  kubectl --kubeconfig {} get namespaces", kubeconfig.display());

@@ -10,9 +10,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use serving::aggregator::{endpoint, set_user, PREFIX};
-use machinery::webhook::client_config::get;
 use access::UserInfo;
-use serving::context::Ctx;
+use crate::context::Context;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
@@ -29,17 +28,17 @@ const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 type Condition = (&'static str, &'static str, String);
 
 /// What the checks find for a remote APIService.
-async fn check(ctx: &Ctx, apiservice: &Value) -> Condition {
+async fn check(ctx: &Context, apiservice: &Value) -> Condition {
     let spec = &apiservice["spec"];
     let (namespace, name) = (spec["service"]["namespace"].as_str().unwrap_or_default(), spec["service"]["name"].as_str().unwrap_or_default());
     let port = spec["service"]["port"].as_i64().unwrap_or(443);
-    let Some(service) = get(&ctx.store, &format!("/registry/services/{namespace}/{name}")).ok().flatten() else {
+    let Some(service) = ctx.informers.get_parsed("/registry/services/", &format!("/registry/services/{namespace}/{name}")).await else {
         return ("False", "ServiceNotFound", format!("service/{name} in \"{namespace}\" is not present"));
     };
     let Some(service_port) = service["spec"]["ports"].as_array().into_iter().flatten().find(|p| p["port"].as_i64() == Some(port)) else {
         return ("False", "ServicePortError", format!("service/{name} in \"{namespace}\" is not listening on port {port}"));
     };
-    let Some(endpoints) = get(&ctx.store, &format!("/registry/endpoints/{namespace}/{name}")).ok().flatten() else {
+    let Some(endpoints) = ctx.informers.get_parsed("/registry/endpoints/", &format!("/registry/endpoints/{namespace}/{name}")).await else {
         return ("False", "EndpointsNotFound", format!("cannot find endpoints for service/{name} in \"{namespace}\""));
     };
     let port_name = service_port["name"].as_str().unwrap_or_default();
@@ -58,8 +57,8 @@ async fn check(ctx: &Ctx, apiservice: &Value) -> Condition {
 
 /// GETs the group/version's discovery as `system:kube-aggregator` in `system:masters`; a 2xx
 /// answer within the timeout passes (redirects are not followed).
-async fn discovery_check(ctx: &Ctx, apiservice: &Value) -> Result<(), String> {
-    let target = endpoint(ctx, apiservice)?;
+async fn discovery_check(ctx: &Context, apiservice: &Value) -> Result<(), String> {
+    let target = endpoint(&ctx.store, &ctx.settings, apiservice)?;
     let (group, version) = (apiservice["spec"]["group"].as_str().unwrap_or_default(), apiservice["spec"]["version"].as_str().unwrap_or_default());
     let path = format!("/apis/{group}/{version}");
     let url = format!("{}{}", target.url().trim_end_matches('/'), path);
@@ -98,9 +97,9 @@ async fn write(client: &Client, name: &str, (status, reason, message): Condition
     }
 }
 
-async fn sync(ctx: &Ctx, client: &Client) -> ApiResult<()> {
-    let listed = ctx.store.cache().list(PREFIX, None, None, None, &|_| true)?;
-    let apiservices: Vec<Value> = listed.items.iter().filter_map(|item| machinery::stored::parse(item).ok()).collect();
+async fn sync(ctx: &Context, client: &Client) -> ApiResult<()> {
+    let listed = ctx.informers.informer(PREFIX).await.list();
+    let apiservices: Vec<Value> = listed.iter().filter_map(|item| machinery::stored::parse(item).ok()).collect();
     // The extension servers are checked at once, so one slow server delays the others by its
     // timeout at most.
     let wanted = futures::future::join_all(apiservices.iter().map(|apiservice| async move {
@@ -137,15 +136,15 @@ impl crate::controllers::leading::LeaderController for AvailabilityController {
         "apiservice-availability"
     }
 
-    fn watches(&self) -> String {
-        PREFIX.into()
+    fn watches(&self) -> Vec<String> {
+        vec![PREFIX.into()]
     }
 
     fn recheck(&self) -> Option<Duration> {
         Some(RECHECK)
     }
 
-    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
+    async fn sync(&self, ctx: &Context) -> ApiResult<()> {
         sync(ctx, &self.client).await
     }
 }

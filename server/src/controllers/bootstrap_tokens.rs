@@ -12,7 +12,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use access::authn::bootstrap_token::{expired, field, NAMESPACE, SECRET_PREFIX, SECRET_TYPE};
-use serving::context::Ctx;
+use crate::context::Context;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
@@ -40,12 +40,12 @@ pub fn detached_signature(content: &str, id: &str, secret: &str) -> String {
 }
 
 /// One pass: expired tokens deleted, signatures brought up to date.
-async fn sync(ctx: &Ctx, cleaner: &Client, signer: &Client) -> ApiResult<()> {
+async fn sync(ctx: &Context, cleaner: &Client, signer: &Client) -> ApiResult<()> {
     let now = chrono::Utc::now();
     let secrets = info("secrets");
-    let listed = ctx.store.cache().list(&secrets.list_prefix(Some(NAMESPACE)), None, None, None, &|_| true)?;
+    let listed = ctx.informers.informer(&secrets.key_prefix()).await.list_under(&secrets.list_prefix(Some(NAMESPACE)));
     let mut signing = BTreeMap::new();
-    for item in listed.items {
+    for item in listed {
         let secret = machinery::stored::parse(&item)?;
         let name = secret["metadata"]["name"].as_str().unwrap_or_default();
         if secret["type"] != SECRET_TYPE || !name.starts_with(SECRET_PREFIX) || secret["metadata"]["deletionTimestamp"].is_string() {
@@ -65,8 +65,7 @@ async fn sync(ctx: &Ctx, cleaner: &Client, signer: &Client) -> ApiResult<()> {
         }
     }
     let configmaps = info("configmaps");
-    let Some(found) = ctx.store.cache().get(&configmaps.key(Some(PUBLIC_NAMESPACE), CLUSTER_INFO), None)? else { return Ok(()) };
-    let cm = machinery::stored::parse(&found)?;
+    let Some(cm) = ctx.informers.get_parsed(&configmaps.key_prefix(), &configmaps.key(Some(PUBLIC_NAMESPACE), CLUSTER_INFO)).await else { return Ok(()) };
     let Some(kubeconfig) = cm["data"]["kubeconfig"].as_str() else { return Ok(()) };
     let want: BTreeMap<String, String> =
         signing.iter().map(|(id, s)| (format!("{SIGNATURE_PREFIX}{id}"), detached_signature(kubeconfig, id, s))).collect();
@@ -113,19 +112,19 @@ impl crate::controllers::leading::LeaderController for BootstrapTokenControllers
         "bootstrap-tokens"
     }
 
-    fn watches(&self) -> String {
-        "/registry/".into()
+    fn watches(&self) -> Vec<String> {
+        vec![info("secrets").key_prefix(), info("configmaps").key_prefix()]
     }
 
     fn recheck(&self) -> Option<Duration> {
         Some(RECHECK)
     }
 
-    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
+    async fn sync(&self, ctx: &Context) -> ApiResult<()> {
         sync(ctx, &self.cleaner, &self.signer).await
     }
 
-    async fn changed(&self, _ctx: &Ctx, event: &raft_store::Event) -> ApiResult<bool> {
+    async fn changed(&self, _ctx: &Context, event: &raft_store::Event) -> ApiResult<bool> {
         let secrets = info("secrets").list_prefix(Some(NAMESPACE));
         let public = info("configmaps").list_prefix(Some(PUBLIC_NAMESPACE));
         Ok(event.key.starts_with(&secrets) || event.key.starts_with(&public))

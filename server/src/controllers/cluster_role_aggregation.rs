@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use serving::context::Ctx;
+use crate::context::Context;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
@@ -35,10 +35,10 @@ pub fn aggregated_rules(role: &Value, all: &[Value]) -> Vec<Value> {
 }
 
 /// Brings every aggregated ClusterRole up to date with the roles its selectors match.
-async fn sync(ctx: &Ctx, client: &Client) -> ApiResult<()> {
+async fn sync(ctx: &Context, client: &Client) -> ApiResult<()> {
     let info = registry::lookup("rbac.authorization.k8s.io", "v1", "clusterroles").expect("clusterroles are served");
-    let listed = ctx.store.cache().list(PREFIX, None, None, None, &|_| true)?;
-    let all: Vec<Value> = listed.items.iter().map(machinery::stored::parse).collect::<ApiResult<_>>()?;
+    let listed = ctx.informers.informer(PREFIX).await.list();
+    let all: Vec<Value> = listed.iter().map(machinery::stored::parse).collect::<ApiResult<_>>()?;
     for role in all.iter().filter(|r| r["aggregationRule"].is_object()) {
         let want = aggregated_rules(role, &all);
         if role["rules"].as_array().map(Vec::as_slice).unwrap_or_default() == want.as_slice() {
@@ -71,11 +71,11 @@ impl crate::controllers::leading::LeaderController for AggregationController {
         "clusterrole-aggregation"
     }
 
-    fn watches(&self) -> String {
-        PREFIX.into()
+    fn watches(&self) -> Vec<String> {
+        vec![PREFIX.into()]
     }
 
-    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
+    async fn sync(&self, ctx: &Context) -> ApiResult<()> {
         sync(ctx, &self.client).await
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use machinery::crd::definition::CLEANUP_FINALIZER;
 use machinery::crd::served::{condition, PREFIX};
-use serving::context::Ctx;
+use crate::context::Context;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
@@ -31,8 +31,8 @@ impl crate::controllers::leading::LeaderController for CrdController {
         "crd"
     }
 
-    fn watches(&self) -> String {
-        PREFIX.to_string()
+    fn watches(&self) -> Vec<String> {
+        vec![PREFIX.to_string()]
     }
 
     /// Custom resources of a deleted definition go away under other keys: look again.
@@ -40,13 +40,13 @@ impl crate::controllers::leading::LeaderController for CrdController {
         Some(std::time::Duration::from_secs(1))
     }
 
-    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
-        let all = ctx.store.cache().list(PREFIX, None, None, None, &|_| true)?;
-        let crds: Vec<Value> = all.items.iter().filter_map(|o| machinery::stored::parse(o).ok()).collect();
+    async fn sync(&self, ctx: &Context) -> ApiResult<()> {
+        let all = ctx.informers.informer(PREFIX).await.list();
+        let crds: Vec<Value> = all.iter().filter_map(|o| machinery::stored::parse(o).ok()).collect();
         for crd in &crds {
             let name = crd["metadata"]["name"].as_str().unwrap_or_default();
             let result = if crd["metadata"].get("deletionTimestamp").is_some() {
-                clean_up(ctx, &self.client, crd).await
+                clean_up(&self.client, crd).await
             } else {
                 let status = status(crd, &crds);
                 if status == crd["status"] {
@@ -139,7 +139,7 @@ async fn write_status(client: &Client, name: &str, status: Value) -> ApiResult<(
 }
 
 /// Deletes the definition's custom resources; once none is left, lets the definition go.
-async fn clean_up(ctx: &Ctx, client: &Client, crd: &Value) -> ApiResult<()> {
+async fn clean_up(client: &Client, crd: &Value) -> ApiResult<()> {
     let name = crd["metadata"]["name"].as_str().unwrap_or_default();
     let finalizers = crd["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
     if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
@@ -147,22 +147,24 @@ async fn clean_up(ctx: &Ctx, client: &Client, crd: &Value) -> ApiResult<()> {
     }
     let group = crd["spec"]["group"].as_str().unwrap_or_default();
     let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or_default();
-    let prefix = format!("/registry/{group}/{plural}/");
-    let left = ctx.store.cache().list(&prefix, None, None, None, &|_| true)?;
+    // Still served while it terminates (for lists and deletes); never served, it has none.
     let served = registry::served().find(|r| r.group == group && r.resource == plural);
-    for item in &left.items {
-        let (Ok(obj), Some(info)) = (machinery::stored::parse(item), served) else { continue };
-        if obj["metadata"].get("deletionTimestamp").is_some() {
-            continue;
+    let mut remaining = 0;
+    if let Some(info) = served {
+        let list = || async { client.list(&request(info, None, "", Verb::List)).await.map(|l| l["items"].as_array().cloned().unwrap_or_default()) };
+        for obj in list().await? {
+            let meta = &obj["metadata"];
+            if meta.get("deletionTimestamp").is_some() {
+                continue;
+            }
+            let req = request(info, meta["namespace"].as_str(), meta["name"].as_str().unwrap_or_default(), Verb::Delete);
+            match client.delete(&req, &Default::default()).await {
+                Ok(()) | Err(ApiError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
         }
-        let meta = &obj["metadata"];
-        let req = request(info, meta["namespace"].as_str(), meta["name"].as_str().unwrap_or_default(), Verb::Delete);
-        match client.delete(&req, &Default::default()).await {
-            Ok(()) | Err(ApiError::NotFound { .. }) => {}
-            Err(e) => return Err(e),
-        }
+        remaining = list().await?.len();
     }
-    let remaining = ctx.store.cache().list(&prefix, None, None, None, &|_| true)?.items.len();
     let mut status = crd["status"].clone();
     let message = if remaining == 0 { "CustomResource deletion is complete".to_string() } else { format!("CustomResource deletion is in progress: {remaining} remaining") };
     set_condition(&mut status, "Terminating", true, if remaining == 0 { "InstanceDeletionCompleted" } else { "InstanceDeletionInProgress" }, &message);

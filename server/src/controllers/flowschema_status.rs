@@ -6,13 +6,16 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use serving::flowcontrol::FlowControl;
-use serving::context::Ctx;
+use crate::context::Context;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
-use machinery::prepare::FieldValidation;
 use machinery::registry;
 use access::request::{ResourceRequest, Verb};
+
+/// The field manager of the condition, as kube-apiserver's priority-and-fairness controller
+/// applies it.
+const MANAGER: &str = "api-priority-and-fairness-config-consumer-v1";
 
 /// The condition a schema should carry.
 fn condition(level: &str, dangling: bool) -> Value {
@@ -25,27 +28,21 @@ fn condition(level: &str, dangling: bool) -> Value {
 }
 
 /// One pass: every schema whose condition is missing or stale gets the right one.
-async fn sync(ctx: &Ctx, client: &Client, fc: &FlowControl) -> ApiResult<()> {
+async fn sync(ctx: &Context, client: &Client, fc: &FlowControl) -> ApiResult<()> {
     let info = registry::lookup("flowcontrol.apiserver.k8s.io", "v1", "flowschemas").ok_or_else(|| ApiError::internal("flowschemas are not served"))?;
     for (name, level, dangling) in fc.dangling() {
         let want = if dangling { "True" } else { "False" };
-        let key = info.key(None, &name);
-        let Some(current) = ctx.store.cache().get(&key, None)? else { continue };
-        let current: Value = machinery::stored::parse(&current)?;
+        let Some(current) = ctx.informers.get_parsed(&info.key_prefix(), &info.key(None, &name)).await else { continue };
         let conditions = current["status"]["conditions"].as_array().cloned().unwrap_or_default();
         if conditions.iter().any(|c| c["type"] == "Dangling" && c["status"] == want) {
             continue;
         }
-        let update = |old: &Value| -> ApiResult<Value> {
-            let mut new = old.clone();
-            let mut conditions: Vec<Value> = old["status"]["conditions"].as_array().cloned().unwrap_or_default();
-            conditions.retain(|c| c["type"] != "Dangling");
-            conditions.push(condition(&level, dangling));
-            new["status"] = json!({"conditions": conditions});
-            Ok(new)
-        };
-        let req = ResourceRequest { subresource: Some("status".into()), ..request(info, None, &name, Verb::Update) };
-        match client.update(&req, FieldValidation::Ignore, update).await {
+        let status = json!({
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": name},
+            "status": {"conditions": [condition(&level, dangling)]},
+        });
+        let req = ResourceRequest { subresource: Some("status".into()), ..request(info, None, &name, Verb::Patch) };
+        match client.apply(&req, MANAGER, true, status).await.map(|_| ()) {
             Ok(()) | Err(ApiError::NotFound { .. }) | Err(ApiError::Conflict { .. }) => {}
             Err(e) => return Err(e),
         }
@@ -54,7 +51,7 @@ async fn sync(ctx: &Ctx, client: &Client, fc: &FlowControl) -> ApiResult<()> {
 }
 
 /// Keeps the conditions current while this node leads.
-pub async fn run(ctx: Ctx, client: Client) {
+pub async fn run(ctx: Context, client: Client) {
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tick.tick().await;

@@ -4,14 +4,13 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use serving::context::Ctx;
+use crate::context::Context;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::loopback::Client;
-use machinery::prepare::FieldValidation;
+use crate::loopback::{Client, PatchKind};
 use machinery::registry;
 use access::request::Verb;
 
@@ -36,18 +35,15 @@ async fn renew(client: &Client, name: &str, holder: &str) -> ApiResult<()> {
         "metadata": {"name": name, "namespace": "kube-system", "labels": {"apiserver.kubernetes.io/identity": "kube-apiserver"}},
         "spec": {"holderIdentity": holder, "leaseDurationSeconds": LEASE_SECONDS, "acquireTime": now_micro(), "renewTime": now_micro()},
     });
-    crate::poststart::ensure(client, "coordination.k8s.io", "v1", "leases", Some("kube-system"), lease).await?;
-    let touch = |old: &Value| -> ApiResult<Value> {
-        let mut new = old.clone();
-        new["spec"]["holderIdentity"] = json!(holder);
-        new["spec"]["renewTime"] = json!(now_micro());
-        Ok(new)
-    };
-    client.update(&request(info, Some("kube-system"), name, Verb::Update), FieldValidation::Ignore, touch).await
+    let renewal = json!({"spec": {"holderIdentity": holder, "renewTime": now_micro()}});
+    match client.patch(&request(info, Some("kube-system"), name, Verb::Patch), PatchKind::Merge, renewal).await {
+        Err(ApiError::NotFound { .. }) => crate::poststart::ensure(client, "coordination.k8s.io", "v1", "leases", Some("kube-system"), lease).await,
+        other => other.map(|_| ()),
+    }
 }
 
 /// Renews the lease until the process ends.
-pub async fn run(ctx: Ctx, client: Client) {
+pub async fn run(ctx: Context, client: Client) {
     let (name, holder) = identity(ctx.store.node_id(), &ctx.settings.address);
     let mut tick = tokio::time::interval(RENEW_EVERY);
     loop {

@@ -5,7 +5,7 @@
 //! IPAddress or makes one by hand; each repair is one transaction conditioned on the Service as
 //! it was read, so a Service changed meanwhile is looked at again instead.
 //!
-//! IPAddress changes are followed from the watch cache; every Service is checked when
+//! IPAddress changes are followed through the shared informers; every Service is checked when
 //! leadership begins and every three minutes, as Kubernetes does.
 
 use std::time::Duration;
@@ -14,7 +14,7 @@ use bytes::Bytes;
 use raft_store::{Action, Cond, Event, EventType, Object, Op, Txn, TxnResult};
 use serde_json::Value;
 
-use serving::context::Ctx;
+use crate::context::Context;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
 use serving::ipalloc::ServiceIps;
@@ -60,9 +60,9 @@ fn unchanged(key: &str, stored: Option<&Object>) -> Op {
 
 impl IpRepair {
     /// Gives `ip`, which the Service at `key` holds, back its IPAddress if it has none.
-    async fn restore(&self, ctx: &Ctx, key: &str, stored: &Object, service: &Value, ip: &str) -> ApiResult<()> {
+    async fn restore(&self, ctx: &Context, key: &str, stored: &Object, service: &Value, ip: &str) -> ApiResult<()> {
         let ip_key = ServiceIps::key(ip);
-        if ctx.store.cache().get(&ip_key, None)?.is_some() {
+        if ctx.informers.informer(&ip_addresses().key_prefix()).await.get(&ip_key).is_some() {
             return Ok(());
         }
         let namespace = service["metadata"]["namespace"].as_str().unwrap_or_default();
@@ -77,7 +77,7 @@ impl IpRepair {
 
     /// Releases the IPAddress at `ip_key` if the allocator made it and its Service does not
     /// hold its IP.
-    async fn release_if_leaked(&self, ctx: &Ctx, ip_key: &str, stored: &Object) -> ApiResult<()> {
+    async fn release_if_leaked(&self, ctx: &Context, ip_key: &str, stored: &Object) -> ApiResult<()> {
         let ip_address = machinery::stored::parse(stored)?;
         if ip_address["metadata"]["labels"][MANAGED_BY.0] != MANAGED_BY.1 {
             return Ok(());
@@ -85,7 +85,7 @@ impl IpRepair {
         let ip = ip_address["metadata"]["name"].as_str().unwrap_or_default();
         let parent = parent_key(&ip_address);
         let service = match &parent {
-            Some(key) => ctx.store.cache().get(key, None)?,
+            Some(key) => ctx.informers.informer(&services().key_prefix()).await.get(key),
             None => None,
         };
         if let Some(s) = &service {
@@ -108,17 +108,16 @@ impl LeaderController for IpRepair {
         "service-ip-repair"
     }
 
-    fn watches(&self) -> String {
-        ip_addresses().key_prefix()
+    fn watches(&self) -> Vec<String> {
+        vec![ip_addresses().key_prefix()]
     }
 
     fn recheck(&self) -> Option<Duration> {
         Some(RECHECK)
     }
 
-    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
-        let cache = ctx.store.cache();
-        for stored in cache.list(&services().key_prefix(), None, None, None, &|_| true)?.items {
+    async fn sync(&self, ctx: &Context) -> ApiResult<()> {
+        for stored in ctx.informers.informer(&services().key_prefix()).await.list() {
             let service = machinery::stored::parse(&stored)?;
             let key = services().key(service["metadata"]["namespace"].as_str(), service["metadata"]["name"].as_str().unwrap_or_default());
             for ip in held(&service) {
@@ -126,14 +125,14 @@ impl LeaderController for IpRepair {
             }
         }
         let prefix = ip_addresses().key_prefix();
-        for stored in cache.list(&prefix, None, None, None, &|_| true)?.items {
+        for stored in ctx.informers.informer(&prefix).await.list() {
             let name = machinery::stored::parse(&stored)?["metadata"]["name"].as_str().unwrap_or_default().to_string();
             self.release_if_leaked(ctx, &format!("{prefix}{name}"), &stored).await?;
         }
         Ok(())
     }
 
-    async fn changed(&self, ctx: &Ctx, event: &Event) -> ApiResult<bool> {
+    async fn changed(&self, ctx: &Context, event: &Event) -> ApiResult<bool> {
         if event.kind != EventType::Deleted {
             self.release_if_leaked(ctx, &event.key, &event.object).await?;
             return Ok(false);
@@ -141,7 +140,7 @@ impl LeaderController for IpRepair {
         // A deleted IPAddress whose Service still holds the IP comes back.
         let Some(key) = parent_key(&machinery::stored::parse(&event.object)?) else { return Ok(false) };
         let ip = event.key.strip_prefix(&ip_addresses().key_prefix()).unwrap_or_default();
-        if let Some(stored) = ctx.store.cache().get(&key, None)? {
+        if let Some(stored) = ctx.informers.informer(&services().key_prefix()).await.get(&key) {
             let service = machinery::stored::parse(&stored)?;
             if held(&service).contains(&ip) {
                 self.restore(ctx, &key, &stored, &service, ip).await?;

@@ -1,14 +1,16 @@
 //! The loop every leader-only controller runs: wait until this node leads the Raft group, say
-//! so in the log, watch the keys the controller cares about, sync once, then react to each change
-//! (a burst of changes settles into one full sync) and, when asked, sync again periodically;
-//! when leadership moves away, stop and wait to lead again. A watch that falls behind starts over
-//! with a full sync; a sync or change that failed is followed by a full sync a second later.
+//! so in the log, subscribe to the informers of the keys the controller cares about, sync once,
+//! then react to each change (a burst of changes settles into one full sync) and, when asked,
+//! sync again periodically; when leadership moves away, stop and wait to lead again. An
+//! informer that lists again (or a subscription that fell behind) is answered with a full sync;
+//! a sync or change that failed is followed by a full sync a second later.
 
 use std::time::Duration;
 
 use raft_store::Event;
 
-use serving::context::Ctx;
+use crate::context::Context;
+use crate::controllers::informer::Notice;
 use machinery::error::ApiResult;
 
 /// How often a follower looks whether it leads now.
@@ -25,42 +27,34 @@ const RETRY: Duration = Duration::from_secs(1);
 pub trait LeaderController: Send + Sync {
     /// For the log.
     fn name(&self) -> &'static str;
-    /// The key prefix whose changes it follows.
-    fn watches(&self) -> String;
+    /// The key prefixes whose changes it follows (one shared informer each).
+    fn watches(&self) -> Vec<String>;
     /// Also sync this often, changes or not.
     fn recheck(&self) -> Option<Duration> {
         None
     }
-    /// Called each time the watch starts (or starts over after falling behind), before the
-    /// first sync: state kept from events may have missed some.
+    /// Called each time the subscription starts (or its informer lists again), before the
+    /// next full sync: state kept from events may have missed some.
     fn restarted(&self) {}
     /// Brings everything it looks after up to date.
-    async fn sync(&self, ctx: &Ctx) -> ApiResult<()>;
+    async fn sync(&self, ctx: &Context) -> ApiResult<()>;
     /// One change under [`LeaderController::watches`]: handles it and returns whether a full
     /// sync is due (by default, yes: every change is answered with a sync).
-    async fn changed(&self, _ctx: &Ctx, _event: &Event) -> ApiResult<bool> {
+    async fn changed(&self, _ctx: &Context, _event: &Event) -> ApiResult<bool> {
         Ok(true)
     }
 }
 
 /// Runs `controller` for the life of the node, acting while the node leads.
-pub async fn run(ctx: Ctx, controller: impl LeaderController) {
+pub async fn run(ctx: Context, controller: impl LeaderController) {
     let name = controller.name();
-    let prefix = controller.watches();
+    let prefixes = controller.watches();
     let mut leading = false;
     loop {
         while !ctx.store.is_leader() {
             tokio::time::sleep(POLL).await;
         }
-        let cache = ctx.store.cache().clone();
-        let mut watcher = match cache.watch(&prefix, cache.applied()) {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::warn!(controller = name, error = %e, "controller could not watch");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-        };
+        let mut subscription = ctx.informers.subscribe(&prefixes).await;
         if !leading {
             tracing::info!(controller = name, "this node leads: controller started");
             leading = true;
@@ -85,13 +79,22 @@ pub async fn run(ctx: Ctx, controller: impl LeaderController) {
             }
             let wake = tokio::time::Instant::now() + Duration::from_secs(1);
             let until = next.map_or(wake, |n| n.min(wake));
-            match tokio::time::timeout_at(until, watcher.next()).await {
+            match tokio::time::timeout_at(until, subscription.next()).await {
                 Err(_) => due = next.is_some_and(|n| tokio::time::Instant::now() >= n),
-                // Fell behind: start over with a full sync.
-                Ok(Err(_)) => break,
-                Ok(Ok(event)) => match controller.changed(&ctx, &event).await {
+                Ok(None) => break,
+                Ok(Some(Notice::Relisted)) => {
+                    controller.restarted();
+                    due = true;
+                }
+                Ok(Some(Notice::Changed(event))) => match controller.changed(&ctx, &event).await {
                     Ok(true) => {
-                        while let Ok(Ok(_)) = tokio::time::timeout(SETTLE, watcher.next()).await {}
+                        // A burst settles into the one full sync; a relist within it still
+                        // resets what the controller keeps from events.
+                        while let Ok(Some(notice)) = tokio::time::timeout(SETTLE, subscription.next()).await {
+                            if matches!(notice, Notice::Relisted) {
+                                controller.restarted();
+                            }
+                        }
                         due = true;
                     }
                     Ok(false) => {}

@@ -13,6 +13,7 @@ pub mod crd;
 pub mod flowschema_status;
 pub mod gc;
 pub mod identity_lease;
+pub mod informer;
 pub mod ip_repair;
 pub mod leading;
 pub mod namespace;
@@ -29,7 +30,7 @@ use service_accounts::ServiceAccountController;
 
 use access::authn::loopback::Loopback;
 
-use serving::context::Ctx;
+use crate::context::Context;
 use crate::loopback::Client;
 
 /// How often the runner looks whether the default RBAC policy is written.
@@ -44,7 +45,7 @@ const HOOK_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 /// `system:controller:NAME`); those kube-apiserver runs itself act as `system:apiserver`. They
 /// start once the hook that writes the default RBAC policy, which authorizes them, is done,
 /// while the later hooks go on.
-pub async fn run(ctx: Ctx, server: Client) {
+pub async fn run(ctx: Context, server: Client) {
     let controller = |name: &str| server.as_identity(Loopback::controller(name));
     let service_accounts = service_accounts::Clients {
         accounts: controller("service-account-controller"),
@@ -74,7 +75,7 @@ pub async fn run(ctx: Ctx, server: Client) {
 }
 
 /// The token cleaner and signer, when bootstrap tokens are on.
-async fn bootstrap_token_controllers(ctx: Ctx, cleaner: Client, signer: Client) {
+async fn bootstrap_token_controllers(ctx: Context, cleaner: Client, signer: Client) {
     if ctx.settings.bootstrap_tokens {
         leading::run(ctx, BootstrapTokenControllers { cleaner, signer }).await;
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::loopback::request;
-use serving::context::Ctx;
+use crate::context::Context;
 use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use access::request::{ResourceRequest, Verb};
@@ -21,7 +21,7 @@ fn namespaces() -> &'static registry::ResourceInfo {
 
 /// A pass over terminating namespaces every second while this node leads, acting as
 /// `namespace-controller`.
-pub async fn run(ctx: Ctx, client: Client) {
+pub async fn run(ctx: Context, client: Client) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;
@@ -35,11 +35,10 @@ pub async fn run(ctx: Ctx, client: Client) {
 }
 
 /// One pass over terminating namespaces.
-async fn finalize_namespaces(ctx: &Ctx, client: &Client) -> ApiResult<()> {
+async fn finalize_namespaces(ctx: &Context, client: &Client) -> ApiResult<()> {
     let info = namespaces();
-    let cache = ctx.store.cache();
-    let all = cache.list(&info.key_prefix(), None, None, None, &|_| true)?;
-    for obj in all.items {
+    let all = ctx.informers.informer(&info.key_prefix()).await.list();
+    for obj in all {
         let ns: Value = machinery::stored::parse(&obj)?;
         if ns["metadata"].get("deletionTimestamp").is_none() {
             continue;
@@ -47,12 +46,11 @@ async fn finalize_namespaces(ctx: &Ctx, client: &Client) -> ApiResult<()> {
         let name = ns["metadata"]["name"].as_str().unwrap_or_default().to_string();
         let mut remaining = 0;
         let mut left = Remaining::default();
-        for res in registry::served().filter(|r| r.namespaced) {
-            let items = cache.list(&res.list_prefix(Some(&name)), None, None, None, &|_| true)?;
-            for item in items.items {
+        for res in registry::served().filter(|r| r.namespaced && r.verbs.contains(&"list") && r.verbs.contains(&"delete")) {
+            let listed = client.list(&request(res, Some(&name), "", Verb::List)).await?;
+            for v in listed["items"].as_array().into_iter().flatten() {
                 remaining += 1;
-                let v: Value = machinery::stored::parse(&item)?;
-                left.add(res, &v);
+                left.add(res, v);
                 let item_name = v["metadata"]["name"].as_str().unwrap_or_default();
                 if v["metadata"].get("deletionTimestamp").is_some() {
                     continue;

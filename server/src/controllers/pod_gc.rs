@@ -1,7 +1,7 @@
 //! Terminating pods, finished: with no kubelet to report that a pod's containers stopped, a pod
 //! deleted with a grace period ([`machinery::grace`]) is deleted for good once its
 //! `deletionTimestamp` has passed and its finalizers are gone, on the Raft leader. Terminating
-//! pods are tracked from the watch cache's events (one scan when leadership begins); their
+//! pods are tracked from the shared informer's events (one scan when leadership begins); their
 //! deadlines are looked at every second.
 
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use raft_store::{Event, EventType};
 
-use serving::context::Ctx;
+use crate::context::Context;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use machinery::delete_options::DeleteOptions;
@@ -49,8 +49,8 @@ impl crate::controllers::leading::LeaderController for PodGc {
         "podgc"
     }
 
-    fn watches(&self) -> String {
-        pods().key_prefix()
+    fn watches(&self) -> Vec<String> {
+        vec![pods().key_prefix()]
     }
 
     fn recheck(&self) -> Option<Duration> {
@@ -61,13 +61,13 @@ impl crate::controllers::leading::LeaderController for PodGc {
         self.primed.store(false, Ordering::SeqCst);
     }
 
-    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
-        let cache = ctx.store.cache();
+    async fn sync(&self, ctx: &Context) -> ApiResult<()> {
+        let informer = ctx.informers.informer(&pods().key_prefix()).await;
         if !self.primed.swap(true, Ordering::SeqCst) {
-            let all = cache.list(&pods().key_prefix(), None, None, None, &|_| true)?;
+            let all = informer.list();
             let mut pending = self.pending();
             pending.clear();
-            for item in &all.items {
+            for item in &all {
                 let Ok(pod) = machinery::stored::parse(item) else { continue };
                 if pod["metadata"].get("deletionTimestamp").is_some() {
                     let meta = &pod["metadata"];
@@ -78,7 +78,7 @@ impl crate::controllers::leading::LeaderController for PodGc {
         }
         let candidates: Vec<(String, String)> = self.pending().iter().map(|(k, u)| (k.clone(), u.clone())).collect();
         for (key, uid) in candidates {
-            let Some(found) = cache.get(&key, None)? else {
+            let Some(found) = informer.get(&key) else {
                 self.pending().remove(&key);
                 continue;
             };
@@ -101,7 +101,7 @@ impl crate::controllers::leading::LeaderController for PodGc {
         Ok(())
     }
 
-    async fn changed(&self, _ctx: &Ctx, event: &Event) -> ApiResult<bool> {
+    async fn changed(&self, _ctx: &Context, event: &Event) -> ApiResult<bool> {
         if event.kind == EventType::Deleted {
             self.pending().remove(&event.key);
             return Ok(false);

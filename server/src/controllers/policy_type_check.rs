@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use serving::context::Ctx;
+use crate::context::Context;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use machinery::expr::check::check;
@@ -144,10 +144,10 @@ pub fn warnings(policy: &Value) -> Vec<Value> {
 }
 
 /// Writes the type check of every policy whose status has not seen its generation.
-async fn sync(ctx: &Ctx, client: &Client) -> ApiResult<()> {
+async fn sync(ctx: &Context, client: &Client) -> ApiResult<()> {
     let info = registry::lookup("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies").expect("policies are served");
-    let listed = ctx.store.cache().list(PREFIX, None, None, None, &|_| true)?;
-    for item in &listed.items {
+    let listed = ctx.informers.informer(PREFIX).await.list();
+    for item in &listed {
         let policy = machinery::stored::parse(item)?;
         if !stale(&policy) {
             continue;
@@ -191,11 +191,11 @@ impl crate::controllers::leading::LeaderController for TypeCheckController {
         "validatingadmissionpolicy-status"
     }
 
-    fn watches(&self) -> String {
-        PREFIX.into()
+    fn watches(&self) -> Vec<String> {
+        vec![PREFIX.into()]
     }
 
-    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
+    async fn sync(&self, ctx: &Context) -> ApiResult<()> {
         sync(ctx, &self.client).await
     }
 }

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use access::serviceaccount::claims::{self, Ref};
 use access::serviceaccount::{ACCOUNT_NAME_ANNOTATION, ACCOUNT_UID_ANNOTATION, DEFAULT_ACCOUNT, ROOT_CA_CONFIGMAP, TOKEN_SECRET_TYPE};
-use serving::context::Ctx;
+use crate::context::Context;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
@@ -35,8 +35,12 @@ fn info(resource: &str) -> &'static ResourceInfo {
     registry::lookup("", "v1", resource).expect("core resources are served")
 }
 
-fn get(ctx: &Ctx, resource: &str, namespace: Option<&str>, name: &str) -> ApiResult<Option<Value>> {
-    ctx.store.cache().get(&info(resource).key(namespace, name), None)?.map(|o| machinery::stored::parse(&o)).transpose()
+/// The informers this controller follows (and reads).
+const RESOURCES: [&str; 4] = ["namespaces", "serviceaccounts", "configmaps", "secrets"];
+
+async fn get(ctx: &Context, resource: &str, namespace: Option<&str>, name: &str) -> ApiResult<Option<Value>> {
+    let info = info(resource);
+    ctx.informers.informer(&info.key_prefix()).await.get(&info.key(namespace, name)).map(|o| machinery::stored::parse(&o)).transpose()
 }
 
 /// Ignores the refusals a controller racing with users meets: the object is already there,
@@ -49,13 +53,13 @@ fn settled(result: ApiResult<()>) -> ApiResult<()> {
 }
 
 /// Gives an active namespace its default account and root CA.
-async fn ensure_namespace(ctx: &Ctx, clients: &Clients, ns: &str) -> ApiResult<()> {
-    let Some(namespace) = get(ctx, "namespaces", None, ns)? else { return Ok(()) };
+async fn ensure_namespace(ctx: &Context, clients: &Clients, ns: &str) -> ApiResult<()> {
+    let Some(namespace) = get(ctx, "namespaces", None, ns).await? else { return Ok(()) };
     if namespace["metadata"]["deletionTimestamp"].is_string() {
         return Ok(());
     }
     let enabled = |name| ctx.settings.controller_enabled(name);
-    if enabled("serviceaccount") && get(ctx, "serviceaccounts", Some(ns), DEFAULT_ACCOUNT)?.is_none() {
+    if enabled("serviceaccount") && get(ctx, "serviceaccounts", Some(ns), DEFAULT_ACCOUNT).await?.is_none() {
         let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": DEFAULT_ACCOUNT, "namespace": ns}});
         settled(clients.accounts.create(&request(info("serviceaccounts"), Some(ns), "", Verb::Create), account).await)?;
     }
@@ -63,7 +67,7 @@ async fn ensure_namespace(ctx: &Ctx, clients: &Clients, ns: &str) -> ApiResult<(
         return Ok(());
     }
     let ca = &ctx.settings.root_ca_pem;
-    match get(ctx, "configmaps", Some(ns), ROOT_CA_CONFIGMAP)? {
+    match get(ctx, "configmaps", Some(ns), ROOT_CA_CONFIGMAP).await? {
         None => {
             let cm = json!({
                 "apiVersion": "v1", "kind": "ConfigMap",
@@ -89,17 +93,17 @@ async fn ensure_namespace(ctx: &Ctx, clients: &Clients, ns: &str) -> ApiResult<(
 }
 
 /// Fills in a token Secret, or deletes it when the account it names is gone.
-async fn sync_secret(ctx: &Ctx, clients: &Clients, ns: &str, name: &str) -> ApiResult<()> {
+async fn sync_secret(ctx: &Context, clients: &Clients, ns: &str, name: &str) -> ApiResult<()> {
     if !ctx.settings.controller_enabled("serviceaccount-token") {
         return Ok(());
     }
-    let Some(secret) = get(ctx, "secrets", Some(ns), name)? else { return Ok(()) };
+    let Some(secret) = get(ctx, "secrets", Some(ns), name).await? else { return Ok(()) };
     if secret["type"] != TOKEN_SECRET_TYPE || secret["metadata"]["deletionTimestamp"].is_string() {
         return Ok(());
     }
     let annotations = &secret["metadata"]["annotations"];
     let account_name = annotations[ACCOUNT_NAME_ANNOTATION].as_str().unwrap_or_default();
-    let account = get(ctx, "serviceaccounts", Some(ns), account_name)?;
+    let account = get(ctx, "serviceaccounts", Some(ns), account_name).await?;
     let account_uid = account.as_ref().and_then(|a| a["metadata"]["uid"].as_str()).unwrap_or_default().to_string();
     let stale = annotations[ACCOUNT_UID_ANNOTATION].as_str().is_some_and(|uid| uid != account_uid);
     if account.is_none() || stale {
@@ -130,12 +134,13 @@ async fn sync_secret(ctx: &Ctx, clients: &Clients, ns: &str, name: &str) -> ApiR
 }
 
 /// The token Secrets of an account that was deleted.
-async fn account_deleted(ctx: &Ctx, clients: &Clients, ns: &str, name: &str) -> ApiResult<()> {
+async fn account_deleted(ctx: &Context, clients: &Clients, ns: &str, name: &str) -> ApiResult<()> {
     if name == DEFAULT_ACCOUNT {
         ensure_namespace(ctx, clients, ns).await?;
     }
-    let listed = ctx.store.cache().list(&info("secrets").list_prefix(Some(ns)), None, None, None, &|_| true)?;
-    for item in listed.items {
+    let secrets = info("secrets");
+    let listed = ctx.informers.informer(&secrets.key_prefix()).await.list_under(&secrets.list_prefix(Some(ns)));
+    for item in listed {
         let secret = machinery::stored::parse(&item)?;
         if secret["type"] == TOKEN_SECRET_TYPE && secret["metadata"]["annotations"][ACCOUNT_NAME_ANNOTATION] == name {
             sync_secret(ctx, clients, ns, secret["metadata"]["name"].as_str().unwrap_or_default()).await?;
@@ -145,13 +150,12 @@ async fn account_deleted(ctx: &Ctx, clients: &Clients, ns: &str, name: &str) -> 
 }
 
 /// Every namespace and token Secret, once.
-async fn full_pass(ctx: &Ctx, clients: &Clients) -> ApiResult<()> {
-    let cache = ctx.store.cache();
-    for item in cache.list(&info("namespaces").key_prefix(), None, None, None, &|_| true)?.items {
+async fn full_pass(ctx: &Context, clients: &Clients) -> ApiResult<()> {
+    for item in ctx.informers.informer(&info("namespaces").key_prefix()).await.list() {
         let ns = machinery::stored::parse(&item)?;
         ensure_namespace(ctx, clients, ns["metadata"]["name"].as_str().unwrap_or_default()).await?;
     }
-    for item in cache.list(&info("secrets").key_prefix(), None, None, None, &|_| true)?.items {
+    for item in ctx.informers.informer(&info("secrets").key_prefix()).await.list() {
         let secret = machinery::stored::parse(&item)?;
         if secret["type"] == TOKEN_SECRET_TYPE {
             let meta = &secret["metadata"];
@@ -168,7 +172,7 @@ fn split<'k>(key: &'k str, prefix: &str) -> Option<(&'k str, &'k str)> {
 }
 
 /// Handles one change.
-async fn on_event(ctx: &Ctx, clients: &Clients, key: &str, kind: EventType) -> ApiResult<()> {
+async fn on_event(ctx: &Context, clients: &Clients, key: &str, kind: EventType) -> ApiResult<()> {
     if let Some((ns, _)) = split(key, &info("namespaces").key_prefix()) {
         return ensure_namespace(ctx, clients, ns).await;
     }
@@ -200,15 +204,15 @@ impl crate::controllers::leading::LeaderController for ServiceAccountController 
         "serviceaccount"
     }
 
-    fn watches(&self) -> String {
-        "/registry/".into()
+    fn watches(&self) -> Vec<String> {
+        RESOURCES.iter().map(|r| info(r).key_prefix()).collect()
     }
 
-    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
+    async fn sync(&self, ctx: &Context) -> ApiResult<()> {
         full_pass(ctx, &self.clients).await
     }
 
-    async fn changed(&self, ctx: &Ctx, event: &raft_store::Event) -> ApiResult<bool> {
+    async fn changed(&self, ctx: &Context, event: &raft_store::Event) -> ApiResult<bool> {
         on_event(ctx, &self.clients, &event.key, event.kind).await.map(|()| false)
     }
 }

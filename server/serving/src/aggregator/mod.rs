@@ -65,15 +65,15 @@ pub fn is_available(apiservice: &Value) -> bool {
 /// The extension server's address: the Service's endpoint, verified by the APIService's
 /// `caBundle` under the name `{service}.{namespace}.svc` (or not at all, when the APIService
 /// says `insecureSkipTLSVerify`), called with this server's proxy client certificate.
-pub fn endpoint(ctx: &Ctx, apiservice: &Value) -> Result<Endpoint, String> {
+pub fn endpoint(store: &raft_store::Store, settings: &crate::context::Settings, apiservice: &Value) -> Result<Endpoint, String> {
     let spec = &apiservice["spec"];
     let service = &spec["service"];
     let config = json!({
         "service": {"namespace": service["namespace"], "name": service["name"], "port": service["port"].as_i64().unwrap_or(443)},
         "caBundle": spec["caBundle"],
     });
-    let client = ctx.settings.proxy_client.as_ref().map(|c| c.pair());
-    let target = client_config::endpoint_as(&ctx.store, &config, client.clone())?;
+    let client = settings.proxy_client.as_ref().map(|c| c.pair());
+    let target = client_config::endpoint_as(store, &config, client.clone())?;
     match spec["insecureSkipTLSVerify"] == true {
         true => target.without_verification(client),
         false => Ok(target),
@@ -121,7 +121,7 @@ pub async fn cached(ctx: &Ctx, apiservice: &Value, path: &str, user: &UserInfo) 
 }
 
 async fn fetch(ctx: &Ctx, apiservice: &Value, path: &str, user: &UserInfo) -> Result<Value, String> {
-    let target = endpoint(ctx, apiservice)?;
+    let target = endpoint(&ctx.store, &ctx.settings, apiservice)?;
     let mut req = http::Request::get(path).header(http::header::ACCEPT, "application/json");
     set_user(req.headers_mut().expect("a fresh builder has headers"), user)?;
     let req = req.body(http_body_util::Full::new(bytes::Bytes::new())).map_err(|e| e.to_string())?;

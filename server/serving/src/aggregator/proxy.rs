@@ -23,7 +23,7 @@ pub async fn forward(ctx: &Ctx, apiservice: &Value, parts: &http::request::Parts
     if !is_available(apiservice) {
         return text(StatusCode::SERVICE_UNAVAILABLE, "service unavailable\n".into());
     }
-    let target = match endpoint(ctx, apiservice) {
+    let target = match endpoint(&ctx.store, &ctx.settings, apiservice) {
         Ok(t) => t,
         Err(e) => {
             tracing::warn!(apiservice = %apiservice["metadata"]["name"], error = %e, "extension server not resolved");

@@ -1,5 +1,5 @@
 //! The garbage collector's index: every object that names owners (its `ownerReferences`), and
-//! for each owner uid the keys of the objects that name it. Kept from the watch cache's events,
+//! for each owner uid the keys of the objects that name it. Kept from the shared informer's events,
 //! so finding an owner's dependents never scans the store.
 
 use std::collections::{BTreeSet, HashMap};

@@ -5,7 +5,7 @@
 //! `Orphan` policy (the `orphan` finalizer) releases its dependents, then loses the finalizer;
 //! one deleted in the `Foreground` (the `foregroundDeletion` finalizer) has its dependents
 //! deleted first and goes once none that blocks it (`blockOwnerDeletion`) is left. Dependents
-//! are found through [`graph`], kept from the watch cache's events.
+//! are found through [`graph`], kept from the shared informer's events.
 
 pub mod graph;
 
@@ -15,7 +15,7 @@ use futures::StreamExt;
 use raft_store::{Event, EventType};
 use serde_json::Value;
 
-use serving::context::Ctx;
+use crate::context::Context;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use machinery::delete_options::{DeleteOptions, Propagation, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
@@ -72,8 +72,10 @@ impl GarbageCollector {
     }
 
     /// The object an owner reference of a dependent in `namespace` names, if it still exists
-    /// with that uid.
-    fn owner(ctx: &Ctx, owner: &OwnerRef, namespace: Option<&str>) -> ApiResult<Option<Value>> {
+    /// with that uid. Found in the informer, it is there; not found (or another uid), a live
+    /// read confirms it before anything is decided on its absence, as kube-controller-manager's
+    /// collector does.
+    async fn owner(&self, ctx: &Context, owner: &OwnerRef, namespace: Option<&str>) -> ApiResult<Option<Value>> {
         let (group, version) = owner.api_version.rsplit_once('/').unwrap_or(("", owner.api_version.as_str()));
         let Some(info) = registry::lookup_group_kind(group, version, &owner.kind) else { return Ok(None) };
         // A namespaced owner is looked for in the dependent's namespace only; a cluster-scoped
@@ -83,14 +85,23 @@ impl GarbageCollector {
             (true, None) => return Ok(None),
             (false, _) => None,
         };
-        let Some(found) = ctx.store.cache().get(&info.key(ns, &owner.name), None)? else { return Ok(None) };
-        let obj = machinery::stored::parse(&found)?;
-        Ok((obj["metadata"]["uid"] == owner.uid.as_str()).then_some(obj))
+        let same = |obj: &Value| obj["metadata"]["uid"] == owner.uid.as_str();
+        if let Some(found) = ctx.informers.informer(ROOT).await.get(&info.key(ns, &owner.name)) {
+            let obj = machinery::stored::parse(&found)?;
+            if same(&obj) {
+                return Ok(Some(obj));
+            }
+        }
+        match self.client.get(&request(info, ns, &owner.name, Verb::Get)).await {
+            Ok(obj) => Ok(same(&obj).then_some(obj)),
+            Err(ApiError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// [`GarbageCollector::attempt`] for each of `keys`, [`PARALLEL`] at a time; the first
     /// error, after all have been tried.
-    async fn attempt_all(&self, ctx: &Ctx, keys: Vec<String>) -> ApiResult<()> {
+    async fn attempt_all(&self, ctx: &Context, keys: Vec<String>) -> ApiResult<()> {
         let results: Vec<ApiResult<()>> = futures::stream::iter(keys)
             .map(|key| async move { self.attempt(ctx, &key).await })
             .buffer_unordered(PARALLEL)
@@ -101,7 +112,7 @@ impl GarbageCollector {
 
     /// Decides about one dependent: deleted when no owner is left, references to gone (or
     /// foreground-deleting) owners dropped when one is.
-    async fn attempt(&self, ctx: &Ctx, key: &str) -> ApiResult<()> {
+    async fn attempt(&self, ctx: &Context, key: &str) -> ApiResult<()> {
         let Some(dep) = self.graph().get(key).cloned() else { return Ok(()) };
         if dep.deleting {
             return Ok(());
@@ -109,7 +120,7 @@ impl GarbageCollector {
         let Some((info, ns, name)) = registry::parse_key(key, "") else { return Ok(()) };
         let mut states = Vec::new();
         for owner in &dep.owners {
-            let state = match Self::owner(ctx, owner, ns.as_deref())? {
+            let state = match self.owner(ctx, owner, ns.as_deref()).await? {
                 None => OwnerState::Dangling,
                 Some(o) if deleting(&o) && has_finalizer(&o, FOREGROUND_FINALIZER) => OwnerState::Waiting,
                 Some(_) => OwnerState::Solid,
@@ -202,9 +213,9 @@ impl GarbageCollector {
     }
 
     /// Owners of a dependent that just went, which may have been waiting for it.
-    async fn recheck_owners(&self, ctx: &Ctx, owners: &[OwnerRef], namespace: Option<&str>) -> ApiResult<()> {
+    async fn recheck_owners(&self, ctx: &Context, owners: &[OwnerRef], namespace: Option<&str>) -> ApiResult<()> {
         for owner in owners {
-            if let Some(obj) = Self::owner(ctx, owner, namespace)? {
+            if let Some(obj) = self.owner(ctx, owner, namespace).await? {
                 if deleting(&obj) && has_finalizer(&obj, FOREGROUND_FINALIZER) {
                     let (group, version) = owner.api_version.rsplit_once('/').unwrap_or(("", owner.api_version.as_str()));
                     if let Some(info) = registry::lookup_group_kind(group, version, &owner.kind) {
@@ -224,19 +235,19 @@ impl crate::controllers::leading::LeaderController for GarbageCollector {
         "garbagecollector"
     }
 
-    fn watches(&self) -> String {
-        ROOT.into()
+    fn watches(&self) -> Vec<String> {
+        vec![ROOT.into()]
     }
 
-    /// Rebuilds the graph from the cache, then looks at every dependent and every owner
+    /// Rebuilds the graph from the informer, then looks at every dependent and every owner
     /// waiting to be finalized.
-    async fn sync(&self, ctx: &Ctx) -> ApiResult<()> {
-        let all = ctx.store.cache().list(ROOT, None, None, None, &|_| true)?;
+    async fn sync(&self, ctx: &Context) -> ApiResult<()> {
+        let all = ctx.informers.informer(ROOT).await.list();
         let mut finalizing = Vec::new();
         {
             let mut graph = self.graph();
             graph.clear();
-            for item in &all.items {
+            for item in &all {
                 let Ok(obj) = machinery::stored::parse(item) else { continue };
                 let key = item_key(&obj);
                 let Some(key) = key else { continue };
@@ -254,7 +265,7 @@ impl crate::controllers::leading::LeaderController for GarbageCollector {
         Ok(())
     }
 
-    async fn changed(&self, ctx: &Ctx, event: &Event) -> ApiResult<bool> {
+    async fn changed(&self, ctx: &Context, event: &Event) -> ApiResult<bool> {
         // Most writes neither name owners nor concern one: no need to parse them. A deletion
         // matters when anything has owners; a write when it names owners, is being deleted, or
         // was a dependent.
