@@ -75,6 +75,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // Derived state the apply path keeps on every replica.
     let rbac = RbacIndex::new();
     let nodes = Arc::new(NodeGraph::default());
+    let namespaces = Arc::new(admission::namespaces::Namespaces::default());
     let flowcontrol =
         Arc::new(FlowControl::new(args.enable_priority_and_fairness, args.max_requests_inflight, args.max_mutating_requests_inflight));
     let peer_tls = pki.peer.clone().map(|(cert_pem, key_pem)| PeerTls { ca_pem: pki.ca_pem.clone(), cert_pem, key_pem });
@@ -90,7 +91,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             election_timeout: Duration::from_millis(args.election_timeout),
             peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
-            observers: Observers(vec![rbac.clone(), nodes.clone(), flowcontrol.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())]),
+            observers: Observers(vec![rbac.clone(), nodes.clone(), flowcontrol.clone(), namespaces.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())]),
         },
     )
     .await
@@ -128,7 +129,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let auth = Auth { chain, rbac };
     let mut mutating: Vec<Arc<dyn admission::Mutating>> = vec![Arc::new(ServiceAccounts { store: store.clone() })];
     if machinery::registry::gate_enabled("MutatingAdmissionPolicy") {
-        mutating.push(Arc::new(MutatingPolicies::new(store.clone(), auth.clone())));
+        mutating.push(Arc::new(MutatingPolicies::new(store.clone(), auth.clone(), namespaces.clone())));
     }
     mutating.push(Arc::new(MutatingWebhooks { store: store.clone() }));
     let admission = Admission::new(
@@ -137,7 +138,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             Arc::new(NodeRestriction { store: store.clone() }),
             Arc::new(Escalation { auth: auth.clone() }),
             Arc::new(CertificateSigners { auth: auth.clone() }),
-            Arc::new(ValidatingPolicies::new(store.clone(), auth.clone())),
+            Arc::new(ValidatingPolicies::new(store.clone(), auth.clone(), namespaces.clone())),
             Arc::new(ValidatingWebhooks { store: store.clone() }),
         ],
     );
@@ -146,7 +147,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         (Some(policy), Some(log)) => Some(serving::audit::Auditor::open(policy, log)?),
         _ => None,
     };
-    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, authn, tokens, auth, admission, flowcontrol, audit };
+    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, authn, tokens, auth, admission, namespaces, flowcontrol, audit };
 
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     tls::write_admin_kubeconfig(&kubeconfig, &address, &pki)?;

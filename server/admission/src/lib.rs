@@ -10,6 +10,7 @@
 pub mod audit_annotations;
 pub mod certificates;
 pub mod matching;
+pub mod namespaces;
 pub mod node_restriction;
 pub mod policy;
 pub mod rbac_escalation;

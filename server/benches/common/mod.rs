@@ -34,12 +34,18 @@ impl Drop for Server {
     }
 }
 
+/// The server binary a bench runs: `BENCH_APISERVER` when set (another build, for an A/B
+/// comparison in one sitting), else this package's release build.
+pub fn binary() -> std::path::PathBuf {
+    std::env::var_os("BENCH_APISERVER").map_or_else(|| env!("CARGO_BIN_EXE_apiserver").into(), Into::into)
+}
+
 impl Server {
     /// Starts the server with `flags` besides its data directory and port.
     pub fn start(flags: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = ports::free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_apiserver"))
+        let child = Command::new(binary())
             .args(["--data-dir", dir.path().to_str().unwrap(), "--secure-port", &port.to_string()])
             .args(flags)
             .stdout(Stdio::null())

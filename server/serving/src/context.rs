@@ -21,6 +21,8 @@ pub struct Ctx {
     pub tokens: Arc<access::serviceaccount::Tokens>,
     pub auth: access::Auth,
     pub admission: admission::Admission,
+    /// Namespaces as applied, decoded once (the lifecycle check of every namespaced create).
+    pub namespaces: Arc<admission::namespaces::Namespaces>,
     /// Request classification by the FlowSchemas this replica has applied.
     pub flowcontrol: Arc<crate::flowcontrol::FlowControl>,
     /// The audit log, when `--audit-policy-file` and `--audit-log-path` are given.

@@ -20,6 +20,7 @@ pub use mutating::MutatingPolicies;
 pub use validating::ValidatingPolicies;
 
 use super::{matching, Operation, Request};
+use crate::namespaces::Namespaces;
 use access::authz::Outcome as AuthzOutcome;
 use access::Auth;
 use machinery::error::{ApiError, ApiResult};
@@ -36,6 +37,8 @@ const AUTHORIZER_ROUNDS: usize = 8;
 struct Policies {
     store: Store,
     auth: Auth,
+    /// Namespaces as applied, for namespace selectors and the `namespaceObject` variable.
+    namespaces: Arc<Namespaces>,
     policies: &'static str,
     bindings: &'static str,
     /// Compiled policies by name, with the revision they were compiled at.
@@ -51,8 +54,8 @@ struct Selected {
 
 impl Policies {
     /// `policies` and `bindings` are the storage key prefixes of the two kinds.
-    fn new(store: Store, auth: Auth, policies: &'static str, bindings: &'static str) -> Policies {
-        Policies { store, auth, policies, bindings, compiled: Mutex::new(HashMap::new()) }
+    fn new(store: Store, auth: Auth, namespaces: Arc<Namespaces>, policies: &'static str, bindings: &'static str) -> Policies {
+        Policies { store, auth, namespaces, policies, bindings, compiled: Mutex::new(HashMap::new()) }
     }
 
     fn policy(&self, name: &str) -> ApiResult<Option<Arc<Policy>>> {
@@ -77,10 +80,10 @@ impl Policies {
     }
 
     /// The namespace object of a namespaced request.
-    fn namespace_object(&self, r: &Request<'_>) -> ApiResult<Option<Value>> {
+    fn namespace_object(&self, r: &Request<'_>) -> Option<Arc<Value>> {
         match r.req.namespace.as_deref() {
-            Some(ns) if r.req.info.namespaced => self.get(&format!("/registry/namespaces/{ns}")),
-            _ => Ok(None),
+            Some(ns) if r.req.info.namespaced => self.namespaces.get(ns),
+            _ => None,
         }
     }
 

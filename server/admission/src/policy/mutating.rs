@@ -8,6 +8,9 @@
 use raft_store::Store;
 use serde_json::Value;
 
+use std::sync::Arc;
+
+use crate::namespaces::Namespaces;
 use super::compile::{Mutation, PatchType};
 use super::{bindings, conditions_and_variables, refs, Policies, Policy, Selected};
 use crate::{matching, Mutating, Request};
@@ -21,11 +24,12 @@ pub struct MutatingPolicies {
 }
 
 impl MutatingPolicies {
-    pub fn new(store: Store, auth: Auth) -> MutatingPolicies {
+    pub fn new(store: Store, auth: Auth, namespaces: Arc<Namespaces>) -> MutatingPolicies {
         MutatingPolicies {
             policies: Policies::new(
                 store,
                 auth,
+                namespaces,
                 "/registry/admissionregistration.k8s.io/mutatingadmissionpolicies/",
                 "/registry/admissionregistration.k8s.io/mutatingadmissionpolicybindings/",
             ),
@@ -108,23 +112,23 @@ impl Mutating for MutatingPolicies {
     }
 
     async fn admit(&self, r: &Request<'_>, object: &mut Value) -> ApiResult<()> {
-        let namespace = self.policies.namespace_object(r)?;
+        let namespace = self.policies.namespace_object(r);
         // Selection looks at the object being admitted (its labels for object selectors).
         let view = Request { object: Some(&*object), ..*r };
-        let selected = self.policies.selected(&view, namespace.as_ref())?;
+        let selected = self.policies.selected(&view, namespace.as_deref())?;
         if selected.is_empty() {
             return Ok(());
         }
         let name = matching::name_of(&view);
         let mut after = Vec::with_capacity(selected.len());
         for s in &selected {
-            self.run(r, s, &name, namespace.as_ref(), object).await?;
+            self.run(r, s, &name, namespace.as_deref(), object).await?;
             after.push(object.clone());
         }
         // Once more for a policy that asks for it, if a later one changed the object.
         for (s, seen) in selected.iter().zip(after) {
             if s.policy.reinvoke && seen != *object {
-                self.run(r, s, &name, namespace.as_ref(), object).await?;
+                self.run(r, s, &name, namespace.as_deref(), object).await?;
             }
         }
         Ok(())

@@ -5,6 +5,9 @@
 use raft_store::Store;
 use serde_json::{json, Value};
 
+use std::sync::Arc;
+
+use crate::namespaces::Namespaces;
 use super::{bindings, conditions_and_variables, refs, Policies, Policy};
 use crate::{matching, Request, Validating};
 use access::Auth;
@@ -22,11 +25,12 @@ enum Outcome {
 }
 
 impl ValidatingPolicies {
-    pub fn new(store: Store, auth: Auth) -> ValidatingPolicies {
+    pub fn new(store: Store, auth: Auth, namespaces: Arc<Namespaces>) -> ValidatingPolicies {
         ValidatingPolicies {
             policies: Policies::new(
                 store,
                 auth,
+                namespaces,
                 "/registry/admissionregistration.k8s.io/validatingadmissionpolicies/",
                 "/registry/admissionregistration.k8s.io/validatingadmissionpolicybindings/",
             ),
@@ -72,8 +76,8 @@ impl Validating for ValidatingPolicies {
     }
 
     async fn validate(&self, r: &Request<'_>) -> ApiResult<()> {
-        let namespace = self.policies.namespace_object(r)?;
-        let selected = self.policies.selected(r, namespace.as_ref())?;
+        let namespace = self.policies.namespace_object(r);
+        let selected = self.policies.selected(r, namespace.as_deref())?;
         if selected.is_empty() {
             return Ok(());
         }
@@ -106,7 +110,7 @@ impl Validating for ValidatingPolicies {
             };
             for param in params {
                 let object = r.object.cloned().unwrap_or(Value::Null);
-                let (vars, authorizer) = bindings(r, &name, object, param, namespace.as_ref());
+                let (vars, authorizer) = bindings(r, &name, object, param, namespace.as_deref());
                 let outcome = match self.policies.with_authorizer(&authorizer, || evaluate(policy, vars.clone(), &authorizer)).await {
                     Ok((outcome, annotations)) => {
                         for (key, value) in annotations {

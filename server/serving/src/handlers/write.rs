@@ -2,6 +2,7 @@
 //! patch, and delete (whose finalizers are in `finalizers.rs`). Each mutation is one
 //! compare-and-set transaction through Raft.
 
+use admission::namespaces::Namespaces;
 use bytes::Bytes;
 use http::StatusCode;
 use raft_store::{Action, Cond, Object, Op, Txn, TxnResult};
@@ -60,14 +61,23 @@ async fn read_settled(ctx: &Ctx, key: &str, settled: impl Fn(&Object) -> bool) -
     Ok(cache.get(key, None)?)
 }
 
-/// A namespaced write needs its namespace to exist and not be terminating.
+/// A namespaced write needs its namespace to exist and not be terminating (kube-apiserver's
+/// NamespaceLifecycle admission), as the namespace index has it.
 async fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>) -> ApiResult<()> {
     let Some(ns) = ns.filter(|_| info.namespaced) else { return Ok(()) };
-    match read_settled(ctx, &format!("/registry/namespaces/{ns}"), |_| true).await? {
+    // Not here yet, it may have been made a moment ago through another replica: look again once
+    // caught up with the leader.
+    let found = match ctx.namespaces.get(ns) {
+        Some(found) => Some(found),
+        None => {
+            ctx.store.linearizable_rev().await?;
+            ctx.namespaces.get(ns)
+        }
+    };
+    match found {
         None => Err(ApiError::NotFound { group: String::new(), resource: "namespaces".into(), name: ns.into() }),
-        Some(o) => {
-            let v = parse(&o)?;
-            if v["metadata"].get("deletionTimestamp").is_some() {
+        Some(v) => {
+            if Namespaces::terminating(&v) {
                 return Err(ApiError::forbidden(
                     info.group,
                     info.resource,
