@@ -9,7 +9,7 @@ use crate::registry::ResourceInfo;
 
 /// RFC 3339 at one-second precision, as Kubernetes writes timestamps.
 pub fn now() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 /// `metadata` of an object, created if absent.

@@ -171,20 +171,26 @@ fn changed(old: Option<&Value>, new: &Value, new_set: &FieldSet) -> FieldSet {
 /// `managedFields`, `m` owning the fields it changed. A body that sets `managedFields: [{}]`
 /// clears them; one that sets them otherwise has them as the base.
 pub fn update(old: Option<&Value>, new: &mut Value, m: &Manager, def: &str, now: &str) {
-    let sent = new["metadata"].get("managedFields").cloned();
-    let kept = old.map(|o| o["metadata"].get("managedFields").cloned()).unwrap_or_default();
-    if sent.as_ref().and_then(Value::as_array).is_some_and(|l| l.len() == 1 && l[0].as_object().is_some_and(|o| o.is_empty())) {
+    let sent = new["metadata"].get("managedFields");
+    if sent.and_then(Value::as_array).is_some_and(|l| l.len() == 1 && l[0].as_object().is_some_and(|o| o.is_empty())) {
         store(new, Vec::new());
         return;
     }
-    let mut list = match (&sent, &kept) {
-        (Some(s), k) if Some(s) != k.as_ref() => entries(new),
+    let kept = old.and_then(|o| o["metadata"].get("managedFields"));
+    let mut list = match sent {
+        Some(s) if Some(s) != kept => entries(new),
         _ => old.map(entries).unwrap_or_default(),
     };
     let sub = m.subresource.as_deref();
     let new_set = managed_fields(new, def, sub);
-    let gained = changed(old, new, &new_set);
-    let lost = old.map(|o| managed_fields(o, def, sub).difference(&new_set)).unwrap_or_default();
+    // A create gains every field it has and loses none.
+    let (gained, lost) = match old {
+        None => (new_set, FieldSet::default()),
+        Some(o) => {
+            let gained = changed(Some(o), new, &new_set);
+            (gained, managed_fields(o, def, sub).difference(&new_set))
+        }
+    };
     for e in &mut list {
         e.set = e.set.difference(&gained).difference(&lost);
     }

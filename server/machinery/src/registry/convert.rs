@@ -63,6 +63,11 @@ async fn from_storage(store: &Store, info: &ResourceInfo, v: &CustomVersion, obj
     Ok(objects)
 }
 
+/// Whether `info`'s objects are stored as they are served (no conversion on the way in).
+pub fn stored_as_served(info: &ResourceInfo) -> bool {
+    info.stored_as.is_none() && custom::version(info).is_none_or(|v| v.storage_version == info.version)
+}
+
 /// An object about to be stored, in the version storage keeps.
 pub async fn to_storage(store: &Store, info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
     if let Some(stored) = info.stored_as {

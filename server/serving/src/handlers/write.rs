@@ -174,8 +174,11 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
         if dry_run {
             return Ok(Reply::value(StatusCode::CREATED, &obj));
         }
-        let stored_form = convert::to_storage(&ctx.store, info, obj.clone()).await?;
-        let data = to_bytes(&stored_form)?;
+        // Kept for a retry with another IP (and the answer): encoded as it is when stored as served.
+        let data = match convert::stored_as_served(info) {
+            true => to_bytes(&obj)?,
+            false => to_bytes(&convert::to_storage(&ctx.store, info, obj.clone()).await?)?,
+        };
         // Fault injection: `create-corrupt=return(NAME)` stores the object named NAME as bytes
         // that cannot be decoded, as a damaged disk or a lost encryption key would leave it.
         #[cfg(feature = "failpoints")]

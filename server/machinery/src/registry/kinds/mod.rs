@@ -22,7 +22,7 @@ use crate::error::Cause;
 /// Decodes through the typed schema `T`; fields the input has and the typed round trip lost
 /// are unknown. Null and empty values that the types drop are not reported.
 pub fn decode<T: DeserializeOwned + Serialize>(input: Value) -> Result<Decoded, String> {
-    let typed: T = serde_json::from_value(input.clone()).map_err(|e| format!("json: {e}"))?;
+    let typed = T::deserialize(&input).map_err(|e| format!("json: {e}"))?;
     let object = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
     let mut unknown_fields = Vec::new();
     diff("", &input, &object, &mut unknown_fields);
