@@ -229,20 +229,26 @@ pub(crate) async fn authorize(ctx: &Ctx, attrs: &Attributes) -> Result<(), ApiEr
 /// the HTTP method otherwise.
 fn request_labels(method: &Method, resource: Option<&request::ResourceRequest>) -> RequestLabels {
     let Some(req) = resource else {
-        return RequestLabels { verb: method.as_str().to_string(), ..Default::default() };
+        let verb = [Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE, Method::HEAD, Method::OPTIONS]
+            .into_iter()
+            .zip(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
+            .find_map(|(m, name)| (m == method).then_some(name))
+            .unwrap_or("OTHER");
+        return RequestLabels { verb, ..Default::default() };
     };
     let verb = match req.verb {
+        request::Verb::Get => "GET",
+        request::Verb::List => "LIST",
+        request::Verb::Watch => "WATCH",
         request::Verb::Create => "POST",
         request::Verb::Update => "PUT",
-        other => other.as_str(),
+        request::Verb::Patch => "PATCH",
+        request::Verb::Delete => "DELETE",
+        request::Verb::DeleteCollection => "DELETECOLLECTION",
     };
-    RequestLabels {
-        verb: verb.to_ascii_uppercase(),
-        group: req.info.group.to_string(),
-        version: req.info.version.to_string(),
-        resource: req.info.resource.to_string(),
-        subresource: req.subresource.clone().unwrap_or_default(),
-    }
+    // A subresource the kind does not list never reaches a handler; counted without one.
+    let subresource = req.subresource.as_deref().and_then(|s| req.info.subresources.iter().copied().find(|known| *known == s)).unwrap_or_default();
+    RequestLabels { verb, group: req.info.group, version: req.info.version, resource: req.info.resource, subresource }
 }
 
 /// The user a client certificate names; anonymous without one. Credentials this server cannot

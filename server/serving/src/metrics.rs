@@ -13,15 +13,16 @@ use raft_store::RaftStatus;
 /// Upper bounds of the latency buckets, in seconds (kube-apiserver's).
 const BUCKETS: &[f64] = &[0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0];
 
-/// What one request is counted under.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+/// What one request is counted under: names from the registry of kinds, so that counting a
+/// request allocates nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RequestLabels {
     /// `GET`, `LIST`, `WATCH`, `POST`, `PUT`, `PATCH`, `DELETE`, `DELETECOLLECTION`.
-    pub verb: String,
-    pub group: String,
-    pub version: String,
-    pub resource: String,
-    pub subresource: String,
+    pub verb: &'static str,
+    pub group: &'static str,
+    pub version: &'static str,
+    pub resource: &'static str,
+    pub subresource: &'static str,
 }
 
 #[derive(Default)]
@@ -36,8 +37,8 @@ struct Latency {
 struct Counters {
     requests: BTreeMap<(RequestLabels, u16), u64>,
     latency: BTreeMap<RequestLabels, Latency>,
-    /// Labelled series named in [`SERIES`], by (name, rendered labels).
-    series: BTreeMap<(&'static str, String), f64>,
+    /// Labelled series named in [`SERIES`], by name and rendered labels.
+    series: BTreeMap<&'static str, BTreeMap<String, f64>>,
 }
 
 /// The labelled series: name, type and help, as kube-apiserver names and describes them.
@@ -74,7 +75,7 @@ impl Metrics {
     /// Counts one finished request.
     pub fn observe(&self, labels: RequestLabels, code: u16, took: Duration) {
         let mut c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
-        *c.requests.entry((labels.clone(), code)).or_default() += 1;
+        *c.requests.entry((labels, code)).or_default() += 1;
         let l = c.latency.entry(labels).or_default();
         if l.buckets.is_empty() {
             l.buckets = vec![0; BUCKETS.len()];
@@ -90,9 +91,22 @@ impl Metrics {
     }
 
     fn add(&self, name: &'static str, labels: &[(&str, &str)], value: Option<f64>) {
-        let rendered = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect::<Vec<_>>().join(",");
+        let mut rendered = String::with_capacity(96);
+        for (i, (k, v)) in labels.iter().enumerate() {
+            if i > 0 {
+                rendered.push(',');
+            }
+            rendered.push_str(k);
+            rendered.push_str("=\"");
+            push_escaped(&mut rendered, v);
+            rendered.push('"');
+        }
         let mut c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = c.series.entry((name, rendered)).or_default();
+        let by_labels = c.series.entry(name).or_default();
+        let entry = match by_labels.get_mut(rendered.as_str()) {
+            Some(entry) => entry,
+            None => by_labels.entry(rendered).or_default(),
+        };
         match value {
             Some(v) => *entry = v,
             None => *entry += 1.0,
@@ -165,11 +179,9 @@ impl Metrics {
             let _ = writeln!(out, "apiserver_request_duration_seconds_count{{{base}}} {}", lat.count);
         }
         for (name, kind, help) in SERIES {
-            let mut series = c.series.range((*name, String::new())..).take_while(|((n, _), _)| n == name).peekable();
-            if series.peek().is_some() {
-                let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-            }
-            for ((_, labels), value) in series {
+            let Some(series) = c.series.get(name).filter(|s| !s.is_empty()) else { continue };
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for (labels, value) in series {
                 let _ = writeln!(out, "{name}{{{labels}}} {value}");
             }
         }
@@ -204,9 +216,16 @@ impl AuthorizationMetrics for Metrics {
     }
 }
 
-/// A label value as the text format quotes it.
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+/// Appends a label value as the text format quotes it.
+fn push_escaped(out: &mut String, v: &str) {
+    for ch in v.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            other => out.push(other),
+        }
+    }
 }
 
 fn labels(l: &RequestLabels) -> String {
@@ -222,11 +241,21 @@ mod tests {
     use raft_store::FlushStats;
 
     #[test]
+    fn label_values_are_quoted_as_the_text_format_wants() {
+        let m = Metrics::default();
+        m.flowcontrol_dispatched("a\\b", "say \"hi\"\n");
+        m.flowcontrol_dispatched("a\\b", "say \"hi\"\n");
+        let raft = RaftStatus { term: 1, leader: Some(1), is_leader: true, committed: 1, applied: 1, proposals: 0, log_flushes: raft_store::FlushStats::default(), log_lingers: false };
+        let text = m.render(&raft, 1);
+        assert!(text.contains("apiserver_flowcontrol_dispatched_requests_total{flow_schema=\"a\\\\b\",priority_level=\"say \\\"hi\\\"\\n\"} 2"), "{text}");
+    }
+
+    #[test]
     fn counts_and_buckets() {
         let m = Metrics::default();
-        let l = RequestLabels { verb: "GET".into(), group: "".into(), version: "v1".into(), resource: "pods".into(), subresource: "".into() };
-        m.observe(l.clone(), 200, Duration::from_millis(3));
-        m.observe(l.clone(), 200, Duration::from_millis(30));
+        let l = RequestLabels { verb: "GET", group: "", version: "v1", resource: "pods", subresource: "" };
+        m.observe(l, 200, Duration::from_millis(3));
+        m.observe(l, 200, Duration::from_millis(30));
         m.observe(l, 404, Duration::from_millis(3));
         m.authorization_decision("RBAC", "rbac", true);
         let raft = RaftStatus { term: 4, leader: Some(2), is_leader: false, committed: 10, applied: 9, proposals: 7, log_flushes: FlushStats { flushes: 4, entries: 12, seconds: 0.5, at_most: [0, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3] }, log_lingers: true };

@@ -9,7 +9,8 @@ pub mod convert;
 pub mod custom;
 pub mod kinds;
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{LazyLock, OnceLock};
 
 pub use table::ALL;
 
@@ -215,8 +216,20 @@ impl ResourceInfo {
 
 /// Finds the resource served at `group`/`version`/`resource`.
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static ResourceInfo> {
+    // The built-in table's entries by group, version and resource, in table order (a gated
+    // entry may share its name with another).
+    type Index = HashMap<(&'static str, &'static str, &'static str), Vec<&'static ResourceInfo>>;
+    static BUILT_IN: LazyLock<Index> = LazyLock::new(|| {
+        let mut index: HashMap<_, Vec<_>> = HashMap::new();
+        for r in ALL {
+            index.entry((r.group, r.version, r.resource)).or_default().push(r);
+        }
+        index
+    });
+    let index: &HashMap<(&str, &str, &str), Vec<&'static ResourceInfo>> = &BUILT_IN;
+    let built_in = index.get(&(group, version, resource)).and_then(|entries| entries.iter().copied().find(|r| r.gate.is_none_or(gate_enabled)));
     let matches = |r: &&'static ResourceInfo| r.group == group && r.version == version && r.resource == resource;
-    built_in().find(matches).or_else(|| custom::current().entries.iter().map(|(info, _)| *info).find(matches))
+    built_in.or_else(|| custom::current().entries.iter().map(|(info, _)| *info).find(matches))
 }
 
 /// Finds a resource by its kind within a group/version.
