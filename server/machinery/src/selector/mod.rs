@@ -44,6 +44,20 @@ impl Filter {
         self.label.is_empty() && self.field.is_empty()
     }
 
+    /// Whether a stored object (its JSON) passes: without a field selector only its labels are
+    /// read out of the bytes, nothing else of it decoded, so that a label-selected watch or list
+    /// costs a scan per object rather than a whole decoding. An object that cannot be decoded
+    /// never passes.
+    pub fn matches_stored(&self, data: &[u8]) -> bool {
+        if self.is_everything() {
+            return true;
+        }
+        if self.field.is_empty() {
+            return serde_json::from_slice::<LabelsOnly>(data).is_ok_and(|o| self.label.matches(o.metadata.labels.as_ref()));
+        }
+        serde_json::from_slice::<Value>(data).is_ok_and(|v| self.matches(&v))
+    }
+
     /// Whether the object passes both selectors.
     pub fn matches(&self, obj: &Value) -> bool {
         let labels = obj.get("metadata").and_then(|m| m.get("labels")).and_then(Value::as_object);
@@ -69,6 +83,19 @@ pub fn label_selector_matches(selector: &Value, labels: Option<&Map<String, Valu
     labels_ok && exprs_ok
 }
 
+/// Just the labels of a stored object; every other field is skipped unread.
+#[derive(serde::Deserialize)]
+struct LabelsOnly {
+    #[serde(default)]
+    metadata: LabelsOf,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct LabelsOf {
+    #[serde(default)]
+    labels: Option<Map<String, Value>>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,4 +113,24 @@ mod tests {
         assert!(Filter::for_resource("", "configmaps", Some("a b"), None).is_err());
         assert!(Filter::for_resource("", "configmaps", None, Some("spec.x=1")).is_err());
     }
+
+    #[test]
+    fn stored_bytes_are_selected_as_the_decoded_object_is() {
+        let objects = [
+            json!({"metadata": {"name": "a", "labels": {"app": "web", "tier": "1"}, "managedFields": [{"manager": "m"}]}, "data": {"k": "v"}}),
+            json!({"metadata": {"name": "b", "labels": {"app": "db"}}}),
+            json!({"metadata": {"name": "c"}}),
+            json!({"metadata": {"name": "d", "labels": null}}),
+        ];
+        for (label, field) in [(Some("app=web"), None), (Some("app!=web"), None), (Some("!app"), None), (Some("tier>0"), None), (Some("app"), Some("metadata.name=b")), (None, None)] {
+            let f = Filter::for_resource("", "configmaps", label, field).unwrap();
+            for obj in &objects {
+                let data = serde_json::to_vec(obj).unwrap();
+                assert_eq!(f.matches_stored(&data), f.matches(obj), "{label:?} {field:?} on {obj}");
+            }
+        }
+        let f = Filter::for_resource("", "configmaps", Some("app=web"), None).unwrap();
+        assert!(!f.matches_stored(b"{not json"));
+    }
 }
+

@@ -37,7 +37,7 @@ pub async fn list(ctx: &Ctx, req: &ResourceRequest, params: &Params) -> ApiResul
         _ => (None, None),
     };
     let everything = filter.is_everything();
-    let keep = |o: &raft_store::Object| everything || serde_json::from_slice(&o.data).is_ok_and(|v| filter.matches(&v));
+    let keep = |o: &raft_store::Object| filter.matches_stored(&o.data);
     let page = ctx.store.cache().list(&prefix, exact, after, limit, &keep).map_err(|e| match (e, &at) {
         (StoreError::Compacted { .. }, ReadAt::Continue { after, .. }) => {
             ApiError::ContinueExpired { message: CONTINUE_EXPIRED.into(), continue_token: query::encode_continue(None, &prefix, after) }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use raft_store::{EventType, StoreError, WatchError, Watcher};
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::context::Ctx;
@@ -150,7 +150,7 @@ struct Stream {
 
 impl Stream {
     fn matches(&self, data: &[u8]) -> bool {
-        self.filter.is_everything() || serde_json::from_slice::<Value>(data).is_ok_and(|v| self.filter.matches(&v))
+        self.filter.matches_stored(data)
     }
 
     /// Sends one event; false once the client is gone.
