@@ -43,9 +43,9 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
     let audit_id = audit::stage::audit_id(&parts.headers);
     // The body is read before anything can refuse the request, so that an early answer never
     // leaves a client still sending (HTTP/2 clients see a reset stream otherwise).
-    let body = match axum::body::to_bytes(body, ctx.settings.max_body).await {
-        Ok(b) => b,
-        Err(_) => return audit::stage::with_id(too_large(&ctx), &audit_id),
+    let body = match read_body(body, ctx.settings.max_body).await {
+        Some(b) => b,
+        None => return audit::stage::with_id(too_large(&ctx), &audit_id),
     };
     let gzip = crate::compression::accepts_gzip(&parts.headers);
     let resp = match serve(&ctx, parts, body, &audit_id).await {
@@ -253,8 +253,37 @@ fn request_labels(method: &Method, resource: Option<&request::ResourceRequest>) 
 
 /// The user a client certificate names; anonymous without one. Credentials this server cannot
 /// verify (a bearer token, basic auth) are refused rather than treated as anonymous.
-/// 413 for a body over the limit. The rest of the body is never read, so the connection cannot
-/// carry another request: an HTTP/1.1 client is told not to reuse it (HTTP/2 drops the header).
+/// How much more than the limit an oversized body is read (and dropped) before the 413, so that
+/// a client still sending it reads the answer instead of finding the connection closed under it.
+const DRAIN: usize = 16 * 1024 * 1024;
+
+/// The request body, or `None` when it is over `max` (or breaks off). A body in one piece is
+/// passed on without a copy.
+async fn read_body(mut body: axum::body::Body, max: usize) -> Option<bytes::Bytes> {
+    use http_body_util::BodyExt;
+    let mut chunks: Vec<bytes::Bytes> = Vec::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.ok()?.into_data() else { continue };
+        seen += data.len();
+        if seen > max + DRAIN {
+            return None;
+        }
+        if seen <= max {
+            chunks.push(data);
+        }
+    }
+    match chunks.len() {
+        _ if seen > max => None,
+        0 => Some(bytes::Bytes::new()),
+        1 => chunks.pop(),
+        _ => Some(chunks.concat().into()),
+    }
+}
+
+/// 413 for a body over the limit. Past [`DRAIN`] the rest is never read, so the connection
+/// cannot carry another request: an HTTP/1.1 client is told not to reuse it (HTTP/2 drops the
+/// header).
 fn too_large(ctx: &Ctx) -> Response {
     let mut resp = ApiError::TooLarge(format!("Request entity too large: limit is {}", ctx.settings.max_body)).into_response();
     resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
