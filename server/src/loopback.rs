@@ -15,6 +15,7 @@ use access::authn::loopback::Loopback;
 use access::request::{ResourceRequest, Verb};
 use machinery::delete_options::DeleteOptions;
 use machinery::error::{ApiError, ApiResult};
+use machinery::patch::PatchKind;
 use machinery::prepare::FieldValidation;
 use machinery::registry::ResourceInfo;
 
@@ -26,27 +27,6 @@ const UPDATE_RETRIES: usize = 16;
 
 /// The media type of the bodies the client sends and reads.
 const JSON: &str = "application/json";
-
-/// The patch formats a client may send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PatchKind {
-    /// RFC 7386 JSON merge patch.
-    Merge,
-    /// RFC 6902 JSON patch.
-    Json,
-    /// Kubernetes' strategic merge patch (built-in kinds only).
-    Strategic,
-}
-
-impl PatchKind {
-    fn content_type(self) -> &'static str {
-        match self {
-            PatchKind::Merge => "application/merge-patch+json",
-            PatchKind::Json => "application/json-patch+json",
-            PatchKind::Strategic => "application/strategic-merge-patch+json",
-        }
-    }
-}
 
 /// A client acting as one identity; cheap to clone.
 #[derive(Clone)]
@@ -111,18 +91,18 @@ impl Client {
         self.send(Method::GET, &path(req, false), None, JSON).await
     }
 
-    /// Patches the object `req` names (`merge`, `json` or `strategic`, as `kubectl patch
-    /// --type` names them) and returns it as stored.
+    /// Patches the object `req` names (a JSON, merge or strategic merge patch) and returns it
+    /// as stored.
     pub async fn patch(&self, req: &ResourceRequest, kind: PatchKind, patch: Value) -> ApiResult<Value> {
         let target = format!("{}?fieldManager={MANAGER}", path(req, true));
-        self.send(Method::PATCH, &target, Some(patch), kind.content_type()).await
+        self.send(Method::PATCH, &target, Some(patch), kind.media_type()).await
     }
 
     /// Server-side apply of `obj` to the object `req` names as field manager `manager`, taking
     /// over conflicting fields when `force` is set; returns the object as stored.
     pub async fn apply(&self, req: &ResourceRequest, manager: &str, force: bool, obj: Value) -> ApiResult<Value> {
         let target = format!("{}?fieldManager={manager}&force={force}", path(req, true));
-        self.send(Method::PATCH, &target, Some(obj), "application/apply-patch+yaml").await
+        self.send(Method::PATCH, &target, Some(obj), PatchKind::Apply.media_type()).await
     }
 
     /// Deletes the object `req` names.

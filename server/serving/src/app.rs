@@ -229,11 +229,8 @@ pub(crate) async fn authorize(ctx: &Ctx, attrs: &Attributes) -> Result<(), ApiEr
 /// the HTTP method otherwise.
 fn request_labels(method: &Method, resource: Option<&request::ResourceRequest>) -> RequestLabels {
     let Some(req) = resource else {
-        let verb = [Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE, Method::HEAD, Method::OPTIONS]
-            .into_iter()
-            .zip(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
-            .find_map(|(m, name)| (m == method).then_some(name))
-            .unwrap_or("OTHER");
+        const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+        let verb = METHODS.into_iter().find(|m| *m == method.as_str()).unwrap_or("OTHER");
         return RequestLabels { verb, ..Default::default() };
     };
     let verb = match req.verb {

@@ -10,7 +10,8 @@ use sha2::{Digest, Sha256};
 use crate::context::Context;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
-use crate::loopback::{Client, PatchKind};
+use crate::loopback::Client;
+use machinery::patch::PatchKind;
 use machinery::registry;
 use access::request::Verb;
 

@@ -26,16 +26,23 @@ const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 /// What Kubernetes answers (422, no details) when a JSON patch operation fails.
 const PATCH_REJECTED: &str = "the server rejected our request due to an error in our request";
 
+/// Each patch type and the media type a client sends it as.
+const MEDIA_TYPES: [(PatchKind, &str); 4] = [
+    (PatchKind::Json, "application/json-patch+json"),
+    (PatchKind::Merge, "application/merge-patch+json"),
+    (PatchKind::Strategic, "application/strategic-merge-patch+json"),
+    (PatchKind::Apply, "application/apply-patch+yaml"),
+];
+
 impl PatchKind {
     /// The patch type of a media type (without parameters), if it is one.
     pub fn from_media_type(mime: &str) -> Option<PatchKind> {
-        match mime {
-            "application/json-patch+json" => Some(PatchKind::Json),
-            "application/merge-patch+json" => Some(PatchKind::Merge),
-            "application/strategic-merge-patch+json" => Some(PatchKind::Strategic),
-            "application/apply-patch+yaml" => Some(PatchKind::Apply),
-            _ => None,
-        }
+        MEDIA_TYPES.iter().find(|(_, m)| *m == mime).map(|(kind, _)| *kind)
+    }
+
+    /// The media type a client sends this patch type as.
+    pub fn media_type(self) -> &'static str {
+        MEDIA_TYPES.iter().find(|(kind, _)| *kind == self).map_or("", |(_, m)| m)
     }
 }
 
@@ -103,6 +110,15 @@ mod tests {
     use super::*;
     use http::StatusCode;
     use serde_json::json;
+
+    #[test]
+    fn each_patch_type_is_sent_as_the_media_type_it_is_read_from() {
+        for kind in [PatchKind::Json, PatchKind::Merge, PatchKind::Strategic, PatchKind::Apply] {
+            assert_eq!(PatchKind::from_media_type(kind.media_type()), Some(kind));
+        }
+        assert_eq!(PatchKind::Merge.media_type(), "application/merge-patch+json");
+        assert_eq!(PatchKind::from_media_type("application/json"), None);
+    }
 
     proptest::proptest! {
         /// A patch body is the request's own bytes: any of them, of any patch type, patch the
