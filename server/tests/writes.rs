@@ -452,7 +452,15 @@ async fn namespace_create_use_and_delete() {
 
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), "team-a");
     cms.create(&PostParams::default(), &configmap("inside", &[])).await.unwrap();
+    let mut held = configmap("held", &[]);
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    cms.create(&PostParams::default(), &held).await.unwrap();
     namespaces.delete("team-a", &DeleteParams::default()).await.unwrap();
+    // While it terminates (held by a finalizer), nothing new may be made in it.
+    let err = api_error(cms.create(&PostParams::default(), &configmap("during", &[])).await);
+    assert_eq!((err.code, err.reason.as_str()), (403, "Forbidden"), "{err:?}");
+    assert!(err.message.contains("unable to create new content in namespace team-a because it is being terminated"), "{err:?}");
+    cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(15);
     while namespaces.get_opt("team-a").await.unwrap().is_some() {
         assert!(Instant::now() < deadline, "namespace team-a still there after 15 s");
