@@ -39,10 +39,10 @@ impl Context {
             store: ctx.store.clone(),
             informers: Informers::new(ctx.store.cache().clone()),
             settings: ctx.settings.clone(),
-            authn: ctx.authn.clone(),
+            authn: ctx.filters.authn.clone(),
             tokens: ctx.tokens.clone(),
-            flowcontrol: ctx.flowcontrol.clone(),
-            ips: ctx.ips.clone(),
+            flowcontrol: ctx.filters.flowcontrol.clone(),
+            ips: ctx.writes.ips.clone(),
         }
     }
 }

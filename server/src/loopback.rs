@@ -19,6 +19,9 @@ use machinery::patch::PatchKind;
 use machinery::prepare::FieldValidation;
 use machinery::registry::ResourceInfo;
 
+mod typed;
+pub use typed::Api;
+
 /// The field manager the server's own writes are recorded under.
 const MANAGER: &str = "kube-apiserver";
 

@@ -3,7 +3,12 @@
 //! health checks (`poststarthook/NAME`) once done. Every node runs them; creating what exists is
 //! a no-op.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::{ConfigMap, EndpointAddress, EndpointPort, EndpointSubset, Endpoints, Namespace, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -60,31 +65,52 @@ pub async fn ensure(client: &Client, group: &str, version: &str, resource: &str,
 
 async fn system_namespaces(client: &Client) -> ApiResult<()> {
     for name in DEFAULT_NAMESPACES.iter().filter(|n| **n != "default") {
-        ensure(client, "", "v1", "namespaces", None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})).await?;
+        ensure_namespace(client, name).await?;
     }
     Ok(())
+}
+
+async fn ensure_namespace(client: &Client, name: &str) -> ApiResult<()> {
+    client.api::<Namespace>(None)?.ensure(&Namespace { metadata: named(name), ..Default::default() }).await
+}
+
+/// Object metadata with just a name.
+fn named(name: &str) -> ObjectMeta {
+    ObjectMeta { name: Some(name.to_string()), ..Default::default() }
 }
 
 /// The `default` namespace, and the `kubernetes` Service there with the first IP of the service
 /// range and Endpoints naming this server.
 async fn kubernetes_service(ctx: &Context, client: &Client) -> ApiResult<()> {
-    ensure(client, "", "v1", "namespaces", None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})).await?;
+    ensure_namespace(client, "default").await?;
     let url: http::Uri = ctx.settings.address.parse().map_err(ApiError::internal)?;
     let (host, port) = (url.host().unwrap_or("127.0.0.1"), url.port_u16().unwrap_or(443));
-    let labels = json!({"component": "apiserver", "provider": "kubernetes"});
-    let ip = ctx.ips.first().to_string();
-    ensure(client, "", "v1", "services", Some("default"), json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "kubernetes", "labels": labels},
-        "spec": {"clusterIP": ip, "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
-    }))
-    .await?;
-    ensure(client, "", "v1", "endpoints", Some("default"), json!({
-        "apiVersion": "v1", "kind": "Endpoints",
-        "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-        "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
-    }))
-    .await
+    let labels = |pairs: &[(&str, &str)]| Some(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+    let service = Service {
+        metadata: ObjectMeta { labels: labels(&[("component", "apiserver"), ("provider", "kubernetes")]), ..named("kubernetes") },
+        spec: Some(ServiceSpec {
+            cluster_ip: Some(ctx.ips.first().to_string()),
+            ports: Some(vec![ServicePort {
+                name: Some("https".into()),
+                port: 443,
+                protocol: Some("TCP".into()),
+                target_port: Some(IntOrString::Int(port.into())),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    client.api::<Service>(Some("default"))?.ensure(&service).await?;
+    let endpoints = Endpoints {
+        metadata: ObjectMeta { labels: labels(&[("endpointslice.kubernetes.io/skip-mirror", "true")]), ..named("kubernetes") },
+        subsets: Some(vec![EndpointSubset {
+            addresses: Some(vec![EndpointAddress { ip: host.to_string(), ..Default::default() }]),
+            ports: Some(vec![EndpointPort { name: Some("https".into()), port: port.into(), protocol: Some("TCP".into()), ..Default::default() }]),
+            ..Default::default()
+        }]),
+    };
+    client.api::<Endpoints>(Some("default"))?.ensure(&endpoints).await
 }
 
 /// The `kubernetes` ServiceCIDR made from `--service-cluster-ip-range`, ready.
@@ -113,8 +139,8 @@ async fn priority_classes(client: &Client) -> ApiResult<()> {
         ("system-node-critical", 2_000_001_000, "Used for system critical pods that must not be moved from their current node."),
         ("system-cluster-critical", 2_000_000_000, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
     ] {
-        let pc = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value, "description": description});
-        ensure(client, "scheduling.k8s.io", "v1", "priorityclasses", None, pc).await?;
+        let class = PriorityClass { metadata: named(name), value, description: Some(description.into()), ..Default::default() };
+        client.api::<PriorityClass>(None)?.ensure(&class).await?;
     }
     Ok(())
 }
@@ -123,16 +149,12 @@ async fn priority_classes(client: &Client) -> ApiResult<()> {
 /// against and the authenticating proxy's settings, for servers that delegate authentication
 /// to this one.
 async fn authentication_info(ctx: &Context, client: &Client) -> ApiResult<()> {
-    let mut data = serde_json::Map::from_iter([("client-ca-file".to_string(), json!(ctx.settings.client_ca_pem))]);
+    let mut data = BTreeMap::from([("client-ca-file".to_string(), ctx.settings.client_ca_pem.clone())]);
     if let (Some(proxy), Some(ca)) = (ctx.authn.proxy(), &ctx.settings.proxy_ca_pem) {
         data.extend(proxy.published(ca));
     }
-    let cm = json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
-        "data": data,
-    });
-    ensure(client, "", "v1", "configmaps", Some("kube-system"), cm).await
+    let cm = ConfigMap { metadata: named("extension-apiserver-authentication"), data: Some(data), ..Default::default() };
+    client.api::<ConfigMap>(Some("kube-system"))?.ensure(&cm).await
 }
 
 /// Group and version priorities of the built-in APIServices, as kube-apiserver registers them.

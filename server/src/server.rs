@@ -23,7 +23,7 @@ use access::Auth;
 use crate::cli::Args;
 use serving::flowcontrol::FlowControl;
 use serving::metrics::Metrics;
-use serving::context::{Ctx, Settings};
+use serving::context::{Ctx, Filters, Settings, Writes};
 use access::serviceaccount::Tokens;
 use serving::ipalloc::ServiceIps;
 use crate::controllers;
@@ -147,7 +147,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         (Some(policy), Some(log)) => Some(serving::audit::Auditor::open(policy, log)?),
         _ => None,
     };
-    let ctx = Ctx { store: store.clone(), ips: Arc::new(ServiceIps::new(range)), settings: Arc::new(settings), metrics, authn, tokens, auth, admission, namespaces, flowcontrol, audit };
+    let ctx = Ctx {
+        store: store.clone(),
+        settings: Arc::new(settings),
+        filters: Arc::new(Filters { authn, audit, auth, flowcontrol, metrics }),
+        writes: Arc::new(Writes { admission, namespaces, ips: Arc::new(ServiceIps::new(range)) }),
+        tokens,
+    };
 
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     tls::write_admin_kubeconfig(&kubeconfig, &address, &pki)?;

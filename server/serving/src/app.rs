@@ -67,18 +67,18 @@ async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes, a
         proxy: parts.extensions.get::<ProxyIdentity>(),
         loopback: parts.extensions.get::<Loopback>(),
     };
-    let caller = match ctx.authn.authenticate(&mut parts.headers, &path, certs).await {
+    let caller = match ctx.filters.authn.authenticate(&mut parts.headers, &path, certs).await {
         Ok(caller) => caller,
-        Err(e) => return Err(audit::stage::failed_authentication(ctx, audit_id, &parts, e.into_response()).await),
+        Err(e) => return Err(audit::stage::failed_authentication(&ctx.filters, audit_id, &parts, e.into_response()).await),
     };
     let params = Params::parse(parts.uri.query()).map_err(StatusResponse::into_response)?;
     let deadline = request_deadline(ctx, &params).map_err(StatusResponse::into_response)?;
     // The policy sees the authenticated user, as Kubernetes audits before impersonation.
-    let record = match &ctx.audit {
-        Some(_) => audit::stage::begin(ctx, audit_id, &Attributes::of_request(caller.clone(), &parts.method, &path, &params), &parts),
+    let record = match &ctx.filters.audit {
+        Some(_) => audit::stage::begin(&ctx.filters, audit_id, &Attributes::of_request(caller.clone(), &parts.method, &path, &params), &parts),
         None => None,
     };
-    let user = match impersonation::impersonate(&ctx.auth.chain, caller, &parts.headers).await {
+    let user = match impersonation::impersonate(&ctx.filters.auth.chain, caller, &parts.headers).await {
         Ok(user) => user,
         Err(e) => {
             let resp = e.into_response();
@@ -111,9 +111,9 @@ async fn authorized(
     deadline: Duration,
     body: bytes::Bytes,
 ) -> Response {
-    let flow = ctx.flowcontrol.classify(&attrs);
+    let flow = ctx.filters.flowcontrol.classify(&attrs);
     // Held until the handler answers (for a watch: until its stream starts).
-    let _seat = match ctx.flowcontrol.admit(flow.as_ref(), &attrs, deadline, &ctx.metrics).await {
+    let _seat = match ctx.filters.flowcontrol.admit(flow.as_ref(), &attrs, deadline, &ctx.filters.metrics).await {
         Ok(seat) => seat,
         Err(e) => return with_flow(e.into_response(), flow.as_ref()),
     };
@@ -153,7 +153,7 @@ async fn authorized(
     };
     let resp = with_flow(resp, flow.as_ref());
     let code = resp.status().as_u16();
-    ctx.metrics.observe(labels, code, started.elapsed());
+    ctx.filters.metrics.observe(labels, code, started.elapsed());
     tracing::debug!(method = %parts.method, %path, code, elapsed_ms = started.elapsed().as_millis() as u64, user = %user.name, "request");
     resp
 }
@@ -204,7 +204,7 @@ const CATCH_UP: Duration = Duration::from_secs(2);
 /// applied everything the leader had committed when it was refused: a binding the client created
 /// through another replica a moment ago is then in the index, as it would be on the leader.
 pub(crate) async fn authorize(ctx: &Ctx, attrs: &Attributes) -> Result<(), ApiError> {
-    let chain = &ctx.auth.chain;
+    let chain = &ctx.filters.auth.chain;
     let applied = ctx.store.cache().applied();
     let mut outcome = chain.authorize(attrs).await;
     if !matches!(&outcome, Outcome::Decided(v) if v.allowed()) && caught_up(ctx, applied).await {
@@ -307,14 +307,14 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
     let aggregated = negotiate::wants_aggregated_discovery(headers);
     let doc = match segments.as_slice() {
         ["metrics"] => {
-            let mut text = ctx.metrics.render(&ctx.store.status(), ctx.store.node_id());
+            let mut text = ctx.filters.metrics.render(&ctx.store.status(), ctx.store.node_id());
             text.push_str(&flowcontrol_metrics(ctx));
             let mut resp = (StatusCode::OK, text).into_response();
             resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
             return resp;
         }
-        ["debug", "api_priority_and_fairness", dump] if ctx.flowcontrol.enabled => {
-            let d = &ctx.flowcontrol.dispatcher;
+        ["debug", "api_priority_and_fairness", dump] if ctx.filters.flowcontrol.enabled => {
+            let d = &ctx.filters.flowcontrol.dispatcher;
             let text = match *dump {
                 "dump_priority_levels" => d.dump_priority_levels(),
                 "dump_queues" => d.dump_queues(),
@@ -435,7 +435,7 @@ fn discovery_response(v: Value) -> Response {
 /// The priority levels' shares of the server's concurrency and the requests waiting and running
 /// in each (or, with APF off, the requests in flight), as kube-apiserver names them.
 fn flowcontrol_metrics(ctx: &Ctx) -> String {
-    let fc = &ctx.flowcontrol;
+    let fc = &ctx.filters.flowcontrol;
     let mut out = String::new();
     let mut gauge = |name: &str, help: &str, rows: Vec<(String, usize)>| {
         out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));

@@ -8,25 +8,39 @@ use raft_store::Store;
 
 use crate::ipalloc::ServiceIps;
 
-/// Shared by all requests; cheap to clone.
+/// Shared by all requests; cheap to clone. Each stage of a request reaches only its part: the
+/// filter chain [`Filters`], the write handlers [`Writes`], every handler the store and settings.
 #[derive(Clone)]
 pub struct Ctx {
     pub store: Store,
-    pub ips: Arc<ServiceIps>,
     pub settings: Arc<Settings>,
-    pub metrics: Arc<crate::metrics::Metrics>,
+    pub filters: Arc<Filters>,
+    pub writes: Arc<Writes>,
+    /// Service-account tokens: issued by TokenRequest, with the issuer's discovery documents.
+    pub tokens: Arc<access::serviceaccount::Tokens>,
+}
+
+/// The filter chain's stages, in the order a request meets them.
+pub struct Filters {
     /// Who a request is.
     pub authn: Arc<access::authn::Authenticator>,
-    /// Service-account tokens: issuing and the issuer's discovery documents.
-    pub tokens: Arc<access::serviceaccount::Tokens>,
+    /// The audit log, when `--audit-policy-file` and `--audit-log-path` are given.
+    pub audit: Option<Arc<crate::audit::Auditor>>,
+    /// Impersonation and the authorizer chain.
     pub auth: access::Auth,
+    /// Request classification by the FlowSchemas this replica has applied.
+    pub flowcontrol: Arc<crate::flowcontrol::FlowControl>,
+    /// What every answered request is counted in.
+    pub metrics: Arc<crate::metrics::Metrics>,
+}
+
+/// What a create, update or delete consults beyond the store.
+pub struct Writes {
     pub admission: admission::Admission,
     /// Namespaces as applied, decoded once (the lifecycle check of every namespaced create).
     pub namespaces: Arc<admission::namespaces::Namespaces>,
-    /// Request classification by the FlowSchemas this replica has applied.
-    pub flowcontrol: Arc<crate::flowcontrol::FlowControl>,
-    /// The audit log, when `--audit-policy-file` and `--audit-log-path` are given.
-    pub audit: Option<Arc<crate::audit::Auditor>>,
+    /// The Service IP ranges new Services are given addresses from.
+    pub ips: Arc<ServiceIps>,
 }
 
 /// Server behaviour fixed at startup.

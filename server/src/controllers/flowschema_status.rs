@@ -3,33 +3,40 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use k8s_openapi::api::flowcontrol::v1::{FlowSchema, FlowSchemaCondition, FlowSchemaStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::Resource;
 
-use serving::flowcontrol::FlowControl;
 use crate::context::Context;
-use crate::loopback::request;
-use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
+use machinery::error::{ApiError, ApiResult};
 use machinery::registry;
-use access::request::{ResourceRequest, Verb};
+use serving::flowcontrol::FlowControl;
 
 /// The field manager of the condition, as kube-apiserver's priority-and-fairness controller
 /// applies it.
 const MANAGER: &str = "api-priority-and-fairness-config-consumer-v1";
 
 /// The condition a schema should carry.
-fn condition(level: &str, dangling: bool) -> Value {
+fn condition(level: &str, dangling: bool) -> FlowSchemaCondition {
     let (status, reason, message) = if dangling {
         ("True", "NotFound", format!("This FlowSchema references the PriorityLevelConfiguration object named \"{level}\" but there is no such object"))
     } else {
         ("False", "Found", format!("This FlowSchema references the PriorityLevelConfiguration object named \"{level}\" and it exists"))
     };
-    json!({"type": "Dangling", "status": status, "reason": reason, "message": message, "lastTransitionTime": machinery::meta::now()})
+    FlowSchemaCondition {
+        type_: Some("Dangling".into()),
+        status: Some(status.into()),
+        reason: Some(reason.into()),
+        message: Some(message),
+        last_transition_time: Some(Time(jiff::Timestamp::now())),
+    }
 }
 
 /// One pass: every schema whose condition is missing or stale gets the right one.
 async fn sync(ctx: &Context, client: &Client, fc: &FlowControl) -> ApiResult<()> {
-    let info = registry::lookup("flowcontrol.apiserver.k8s.io", "v1", "flowschemas").ok_or_else(|| ApiError::internal("flowschemas are not served"))?;
+    let schemas = client.api::<FlowSchema>(None)?;
+    let info = registry::lookup(FlowSchema::GROUP, FlowSchema::VERSION, FlowSchema::URL_PATH_SEGMENT).ok_or_else(|| ApiError::internal("flowschemas are not served"))?;
     for (name, level, dangling) in fc.dangling() {
         let want = if dangling { "True" } else { "False" };
         let Some(current) = ctx.informers.get_parsed(&info.key_prefix(), &info.key(None, &name)).await else { continue };
@@ -37,12 +44,12 @@ async fn sync(ctx: &Context, client: &Client, fc: &FlowControl) -> ApiResult<()>
         if conditions.iter().any(|c| c["type"] == "Dangling" && c["status"] == want) {
             continue;
         }
-        let status = json!({
-            "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": name},
-            "status": {"conditions": [condition(&level, dangling)]},
-        });
-        let req = ResourceRequest { subresource: Some("status".into()), ..request(info, None, &name, Verb::Patch) };
-        match client.apply(&req, MANAGER, true, status).await.map(|_| ()) {
+        let status = FlowSchema {
+            metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() },
+            status: Some(FlowSchemaStatus { conditions: Some(vec![condition(&level, dangling)]) }),
+            ..Default::default()
+        };
+        match schemas.apply_status(&name, MANAGER, &status).await.map(|_| ()) {
             Ok(()) | Err(ApiError::NotFound { .. }) | Err(ApiError::Conflict { .. }) => {}
             Err(e) => return Err(e),
         }

@@ -4,19 +4,18 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::context::Context;
-use crate::loopback::request;
-use machinery::error::{ApiError, ApiResult};
 use crate::loopback::Client;
+use machinery::error::{ApiError, ApiResult};
 use machinery::patch::PatchKind;
-use machinery::registry;
-use access::request::Verb;
 
 const RENEW_EVERY: Duration = Duration::from_secs(10);
-const LEASE_SECONDS: u64 = 3600;
+const LEASE_SECONDS: i32 = 3600;
 
 /// The lease name and holder identity of replica `node_id` of the cluster at `address`.
 fn identity(node_id: u64, address: &str) -> (String, String) {
@@ -25,20 +24,28 @@ fn identity(node_id: u64, address: &str) -> (String, String) {
     (name.clone(), format!("{name}_{}", uuid::Uuid::new_v4()))
 }
 
-fn now_micro() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
-}
-
 async fn renew(client: &Client, name: &str, holder: &str) -> ApiResult<()> {
-    let info = registry::lookup("coordination.k8s.io", "v1", "leases").ok_or_else(|| ApiError::internal("leases are not served"))?;
-    let lease = json!({
-        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": name, "namespace": "kube-system", "labels": {"apiserver.kubernetes.io/identity": "kube-apiserver"}},
-        "spec": {"holderIdentity": holder, "leaseDurationSeconds": LEASE_SECONDS, "acquireTime": now_micro(), "renewTime": now_micro()},
-    });
-    let renewal = json!({"spec": {"holderIdentity": holder, "renewTime": now_micro()}});
-    match client.patch(&request(info, Some("kube-system"), name, Verb::Patch), PatchKind::Merge, renewal).await {
-        Err(ApiError::NotFound { .. }) => crate::poststart::ensure(client, "coordination.k8s.io", "v1", "leases", Some("kube-system"), lease).await,
+    let leases = client.api::<Lease>(Some("kube-system"))?;
+    let now = jiff::Timestamp::now();
+    let renewal = json!({"spec": {"holderIdentity": holder, "renewTime": MicroTime(now)}});
+    match leases.patch(name, PatchKind::Merge, renewal).await {
+        Err(ApiError::NotFound { .. }) => {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(name.to_string()),
+                    labels: Some([("apiserver.kubernetes.io/identity".to_string(), "kube-apiserver".to_string())].into()),
+                    ..Default::default()
+                },
+                spec: Some(LeaseSpec {
+                    holder_identity: Some(holder.to_string()),
+                    lease_duration_seconds: Some(LEASE_SECONDS),
+                    acquire_time: Some(MicroTime(now)),
+                    renew_time: Some(MicroTime(now)),
+                    ..Default::default()
+                }),
+            };
+            leases.ensure(&lease).await
+        }
         other => other.map(|_| ()),
     }
 }

@@ -19,7 +19,7 @@ pub struct RequestHeader {
     extra_prefixes: Vec<String>,
     allowed_names: Vec<String>,
     /// The flags as given, for `extension-apiserver-authentication`.
-    published: serde_json::Map<String, serde_json::Value>,
+    published: std::collections::BTreeMap<String, String>,
 }
 
 fn header_names(flag: &str, names: &[String]) -> Result<Vec<HeaderName>, String> {
@@ -41,8 +41,8 @@ impl RequestHeader {
             (Some(_), true) => return Err("--requestheader-client-ca-file needs --requestheader-username-headers".into()),
             (Some(_), false) => {}
         }
-        let list = |v: &[String]| serde_json::Value::String(serde_json::to_string(v).unwrap_or_default());
-        let published = serde_json::Map::from_iter([
+        let list = |v: &[String]| serde_json::to_string(v).unwrap_or_default();
+        let published = std::collections::BTreeMap::from_iter([
             ("requestheader-allowed-names".to_string(), list(&args.requestheader_allowed_names)),
             ("requestheader-username-headers".to_string(), list(&args.requestheader_username_headers)),
             ("requestheader-group-headers".to_string(), list(&args.requestheader_group_headers)),
@@ -87,9 +87,9 @@ impl RequestHeader {
 
     /// What `kube-system/extension-apiserver-authentication` publishes of the proxy settings
     /// (the flags as given, each a JSON list, and the CA).
-    pub fn published(&self, ca_pem: &str) -> serde_json::Map<String, serde_json::Value> {
+    pub fn published(&self, ca_pem: &str) -> std::collections::BTreeMap<String, String> {
         let mut data = self.published.clone();
-        data.insert("requestheader-client-ca-file".into(), serde_json::Value::String(ca_pem.to_string()));
+        data.insert("requestheader-client-ca-file".into(), ca_pem.to_string());
         data
     }
 }

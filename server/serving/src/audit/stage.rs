@@ -12,7 +12,7 @@ use super::policy::Stage;
 use super::{Answer, Record, RequestFacts, AUDIT_ID_HEADER};
 use access::attributes::Attributes;
 use access::UserInfo;
-use crate::context::Ctx;
+use crate::context::Filters;
 use machinery::negotiate::BodyKind;
 use machinery::patch::PatchKind;
 
@@ -35,16 +35,16 @@ pub fn with_id(mut resp: Response, audit_id: &str) -> Response {
 
 /// Begins the record of a request the policy audits, and writes its RequestReceived event.
 /// `attrs` name the authenticated user (before impersonation).
-pub fn begin(ctx: &Ctx, audit_id: &str, attrs: &Attributes, parts: &http::request::Parts) -> Option<Record> {
-    let record = ctx.audit.as_ref()?.begin(audit_id, attrs, &facts(parts))?;
+pub fn begin(filters: &Filters, audit_id: &str, attrs: &Attributes, parts: &http::request::Parts) -> Option<Record> {
+    let record = filters.audit.as_ref()?.begin(audit_id, attrs, &facts(parts))?;
     record.emit(Stage::RequestReceived, None);
     Some(record)
 }
 
 /// Audits a request whose authentication failed, as kube-apiserver does: one event at
 /// ResponseStarted with the 401 (its user unknown), if the policy selects such requests.
-pub async fn failed_authentication(ctx: &Ctx, audit_id: &str, parts: &http::request::Parts, resp: Response) -> Response {
-    let Some(auditor) = &ctx.audit else { return resp };
+pub async fn failed_authentication(filters: &Filters, audit_id: &str, parts: &http::request::Parts, resp: Response) -> Response {
+    let Some(auditor) = &filters.audit else { return resp };
     let params = machinery::query::Params::parse(parts.uri.query()).unwrap_or_default();
     let attrs = Attributes::of_request(UserInfo::default(), &parts.method, parts.uri.path(), &params);
     let Some(record) = auditor.begin(audit_id, &attrs, &facts(parts)) else { return resp };

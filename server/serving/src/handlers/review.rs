@@ -26,7 +26,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<R
                 return Err(ApiError::bad_request("token is required for TokenReview in authentication"));
             }
             let audiences: Vec<String> = obj["spec"]["audiences"].as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from).collect();
-            match ctx.authn.token(token, &audiences).await {
+            match ctx.filters.authn.token(token, &audiences).await {
                 Ok(found) => json!({"authenticated": true, "user": user_info(&found.user), "audiences": found.audiences}),
                 Err(error) => json!({"user": {}, "error": error}),
             }
@@ -36,7 +36,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<R
             if namespace.is_empty() {
                 return Err(ApiError::bad_request("no namespace on request"));
             }
-            rules_status(ctx.auth.chain.rules_for(&req.user, namespace))
+            rules_status(ctx.filters.auth.chain.rules_for(&req.user, namespace))
         }
         kind => {
             let spec = &obj["spec"];
@@ -65,7 +65,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<R
                 return Err(invalid(causes));
             }
             let attrs = attributes(spec, user);
-            access_status(ctx.auth.chain.authorize(&attrs).await)
+            access_status(ctx.filters.auth.chain.authorize(&attrs).await)
         }
     };
     if let Some(meta) = req.namespace.as_ref().filter(|_| info.namespaced) {

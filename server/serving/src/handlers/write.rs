@@ -67,11 +67,11 @@ async fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>) -> Ap
     let Some(ns) = ns.filter(|_| info.namespaced) else { return Ok(()) };
     // Not here yet, it may have been made a moment ago through another replica: look again once
     // caught up with the leader.
-    let found = match ctx.namespaces.get(ns) {
+    let found = match ctx.writes.namespaces.get(ns) {
         Some(found) => Some(found),
         None => {
             ctx.store.linearizable_rev().await?;
-            ctx.namespaces.get(ns)
+            ctx.writes.namespaces.get(ns)
         }
     };
     match found {
@@ -146,13 +146,13 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
     let key = info.key(req.namespace.as_deref(), &name);
     check_namespace(ctx, info, req.namespace.as_deref()).await?;
     let named = ResourceRequest { name: Some(name.clone()), ..req.clone() };
-    warnings.extend(ctx.admission.admit(&named, Operation::Create, Some(&mut obj), None, dry_run).await?);
+    warnings.extend(ctx.writes.admission.admit(&named, Operation::Create, Some(&mut obj), None, dry_run).await?);
     if let Some(m) = manager {
         fieldmanager::update(None, &mut obj, m, &info.schema_definition(), &meta::now());
     }
     let wants_ip = info.resource == "services" && info.group.is_empty() && service_wants_ip(&obj);
     let requested_ip = obj["spec"]["clusterIP"].as_str().filter(|s| !s.is_empty() && *s != "None").map(str::to_string);
-    let ranges = if wants_ip { ctx.ips.ranges(&ctx.store) } else { Vec::new() };
+    let ranges = if wants_ip { ctx.writes.ips.ranges(&ctx.store) } else { Vec::new() };
     if let Some(ip) = &requested_ip {
         ServiceIps::check(&ranges, ip).map_err(|cause| ApiError::Invalid { group: String::new(), kind: "Service".into(), name: name.clone(), causes: vec![cause] })?;
     }
@@ -281,7 +281,7 @@ pub async fn update(
         if !causes.is_empty() {
             return Err(ApiError::Invalid { group: info.group.into(), kind: info.kind.into(), name: req.name().into(), causes });
         }
-        w.extend(ctx.admission.admit(req, Operation::Update, Some(&mut new), Some(&old), opts.dry_run).await?);
+        w.extend(ctx.writes.admission.admit(req, Operation::Update, Some(&mut new), Some(&old), opts.dry_run).await?);
         if meta::without_rv(&new) == meta::without_rv(&old) {
             warnings.extend(w);
             return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, current.data).await?));
@@ -348,7 +348,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
     for _ in 0..MAX_RETRIES {
         let current = current(ctx, req, &key, opts.resource_version).await?;
         let mut obj = parse(&current)?;
-        ctx.admission.admit(req, Operation::Delete, None, Some(&obj), opts.dry_run).await?;
+        ctx.writes.admission.admit(req, Operation::Delete, None, Some(&obj), opts.dry_run).await?;
         let uid = meta_str(&obj, "uid").map(str::to_string);
         if let Some(want) = &opts.uid {
             if uid.as_deref() != Some(want.as_str()) {
