@@ -13,7 +13,7 @@ use admission::policy::{MutatingPolicies, ValidatingPolicies};
 use admission::webhooks::{MutatingWebhooks, ValidatingWebhooks};
 use admission::service_account::ServiceAccounts;
 use admission::certificates::CertificateSigners;
-use admission::Admission;
+use admission::{Admission, Replicated};
 use access::authz::metrics::AuthorizationMetrics;
 use access::authz;
 use access::node::NodeGraph;
@@ -76,6 +76,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let rbac = RbacIndex::new();
     let nodes = Arc::new(NodeGraph::default());
     let namespaces = Arc::new(admission::namespaces::Namespaces::default());
+    let configuration = Arc::new(admission::configuration::Configuration::default());
     let flowcontrol =
         Arc::new(FlowControl::new(args.enable_priority_and_fairness, args.max_requests_inflight, args.max_mutating_requests_inflight));
     let peer_tls = pki.peer.clone().map(|(cert_pem, key_pem)| PeerTls { ca_pem: pki.ca_pem.clone(), cert_pem, key_pem });
@@ -91,7 +92,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             election_timeout: Duration::from_millis(args.election_timeout),
             peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
-            observers: Observers(vec![rbac.clone(), nodes.clone(), flowcontrol.clone(), namespaces.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())]),
+            observers: Observers(vec![rbac.clone(), nodes.clone(), flowcontrol.clone(), namespaces.clone(), configuration.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())]),
         },
     )
     .await
@@ -127,19 +128,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let authz_metrics: Arc<dyn AuthorizationMetrics> = metrics.clone();
     let chain = authz::build(&args.authorization, args.node_id, &rbac, &nodes, &authz_metrics)?;
     let auth = Auth { chain, rbac };
+    let replicated = Replicated { store: store.clone(), namespaces: namespaces.clone(), configuration };
     let mut mutating: Vec<Arc<dyn admission::Mutating>> = vec![Arc::new(ServiceAccounts { store: store.clone() })];
     if machinery::registry::gate_enabled("MutatingAdmissionPolicy") {
-        mutating.push(Arc::new(MutatingPolicies::new(store.clone(), auth.clone(), namespaces.clone())));
+        mutating.push(Arc::new(MutatingPolicies::new(replicated.clone(), auth.clone())));
     }
-    mutating.push(Arc::new(MutatingWebhooks { store: store.clone() }));
+    mutating.push(Arc::new(MutatingWebhooks(replicated.clone())));
     let admission = Admission::new(
         mutating,
         vec![
             Arc::new(NodeRestriction { store: store.clone() }),
             Arc::new(Escalation { auth: auth.clone() }),
             Arc::new(CertificateSigners { auth: auth.clone() }),
-            Arc::new(ValidatingPolicies::new(store.clone(), auth.clone(), namespaces.clone())),
-            Arc::new(ValidatingWebhooks { store: store.clone() }),
+            Arc::new(ValidatingPolicies::new(replicated.clone(), auth.clone())),
+            Arc::new(ValidatingWebhooks(replicated)),
         ],
     );
     // Auditing needs both a policy and a log, as in kube-apiserver.

@@ -9,6 +9,7 @@
 
 pub mod audit_annotations;
 pub mod certificates;
+pub mod configuration;
 pub mod matching;
 pub mod namespaces;
 pub mod node_restriction;
@@ -23,6 +24,15 @@ use serde_json::Value;
 
 use machinery::error::ApiResult;
 use access::request::ResourceRequest;
+
+/// What plugins read of the replicated state: the store, and what the apply path keeps decoded
+/// for them (namespaces, webhook configurations, policy bindings). Cheap to clone.
+#[derive(Clone)]
+pub struct Replicated {
+    pub store: raft_store::Store,
+    pub namespaces: Arc<namespaces::Namespaces>,
+    pub configuration: Arc<configuration::Configuration>,
+}
 
 /// What a write does to the object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

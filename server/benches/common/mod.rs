@@ -43,9 +43,14 @@ pub fn binary() -> std::path::PathBuf {
 impl Server {
     /// Starts the server with `flags` besides its data directory and port.
     pub fn start(flags: &[&str]) -> Server {
+        Server::start_binary(&binary(), flags)
+    }
+
+    /// Starts the server binary `binary` with `flags` besides its data directory and port.
+    pub fn start_binary(binary: &Path, flags: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = ports::free_port();
-        let child = Command::new(binary())
+        let child = Command::new(binary)
             .args(["--data-dir", dir.path().to_str().unwrap(), "--secure-port", &port.to_string()])
             .args(flags)
             .stdout(Stdio::null())

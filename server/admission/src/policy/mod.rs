@@ -20,7 +20,9 @@ pub use mutating::MutatingPolicies;
 pub use validating::ValidatingPolicies;
 
 use super::{matching, Operation, Request};
+use crate::configuration::Configuration;
 use crate::namespaces::Namespaces;
+use crate::Replicated;
 use access::authz::Outcome as AuthzOutcome;
 use access::Auth;
 use machinery::error::{ApiError, ApiResult};
@@ -39,6 +41,8 @@ struct Policies {
     auth: Auth,
     /// Namespaces as applied, for namespace selectors and the `namespaceObject` variable.
     namespaces: Arc<Namespaces>,
+    /// The bindings as applied.
+    configuration: Arc<Configuration>,
     policies: &'static str,
     bindings: &'static str,
     /// Compiled policies by name, with the revision they were compiled at.
@@ -48,14 +52,15 @@ struct Policies {
 /// A binding that selects a request, with its policy.
 struct Selected {
     policy: Arc<Policy>,
-    binding: Value,
+    binding: Arc<Value>,
     name: String,
 }
 
 impl Policies {
     /// `policies` and `bindings` are the storage key prefixes of the two kinds.
-    fn new(store: Store, auth: Auth, namespaces: Arc<Namespaces>, policies: &'static str, bindings: &'static str) -> Policies {
-        Policies { store, auth, namespaces, policies, bindings, compiled: Mutex::new(HashMap::new()) }
+    fn new(state: Replicated, auth: Auth, policies: &'static str, bindings: &'static str) -> Policies {
+        let Replicated { store, namespaces, configuration } = state;
+        Policies { store, auth, namespaces, configuration, policies, bindings, compiled: Mutex::new(HashMap::new()) }
     }
 
     fn policy(&self, name: &str) -> ApiResult<Option<Arc<Policy>>> {
@@ -93,10 +98,8 @@ impl Policies {
         if r.req.info.group == GROUP {
             return Ok(Vec::new());
         }
-        let bindings = self.store.cache().list(self.bindings, None, None, None, &|_| true)?;
         let mut out = Vec::new();
-        for item in bindings.items {
-            let binding: Value = serde_json::from_slice(&item.data).map_err(ApiError::internal)?;
+        for binding in self.configuration.under(self.bindings) {
             let spec = &binding["spec"];
             let Some(policy) = self.policy(spec["policyName"].as_str().unwrap_or_default())? else { continue };
             if !matching::matches(&policy.constraints, r, namespace) {

@@ -5,12 +5,10 @@
 //! list of `JSONPatch{...}` operations. Policies with `reinvocationPolicy: IfNeeded` run once
 //! more when a later policy changed the object after them.
 
-use raft_store::Store;
 use serde_json::Value;
 
-use std::sync::Arc;
 
-use crate::namespaces::Namespaces;
+use crate::Replicated;
 use super::compile::{Mutation, PatchType};
 use super::{bindings, conditions_and_variables, refs, Policies, Policy, Selected};
 use crate::{matching, Mutating, Request};
@@ -24,14 +22,13 @@ pub struct MutatingPolicies {
 }
 
 impl MutatingPolicies {
-    pub fn new(store: Store, auth: Auth, namespaces: Arc<Namespaces>) -> MutatingPolicies {
+    pub fn new(state: Replicated, auth: Auth) -> MutatingPolicies {
         MutatingPolicies {
             policies: Policies::new(
-                store,
+                state,
                 auth,
-                namespaces,
                 "/registry/admissionregistration.k8s.io/mutatingadmissionpolicies/",
-                "/registry/admissionregistration.k8s.io/mutatingadmissionpolicybindings/",
+                crate::configuration::MUTATING_POLICY_BINDINGS,
             ),
         }
     }

@@ -2,12 +2,10 @@
 //! policy's validations; a refusal is Kubernetes' error for it, with the validation's reason and
 //! message, and the binding's actions decide between refusing, warning and auditing.
 
-use raft_store::Store;
 use serde_json::{json, Value};
 
-use std::sync::Arc;
 
-use crate::namespaces::Namespaces;
+use crate::Replicated;
 use super::{bindings, conditions_and_variables, refs, Policies, Policy};
 use crate::{matching, Request, Validating};
 use access::Auth;
@@ -25,14 +23,13 @@ enum Outcome {
 }
 
 impl ValidatingPolicies {
-    pub fn new(store: Store, auth: Auth, namespaces: Arc<Namespaces>) -> ValidatingPolicies {
+    pub fn new(state: Replicated, auth: Auth) -> ValidatingPolicies {
         ValidatingPolicies {
             policies: Policies::new(
-                store,
+                state,
                 auth,
-                namespaces,
                 "/registry/admissionregistration.k8s.io/validatingadmissionpolicies/",
-                "/registry/admissionregistration.k8s.io/validatingadmissionpolicybindings/",
+                crate::configuration::VALIDATING_POLICY_BINDINGS,
             ),
         }
     }

@@ -8,39 +8,28 @@ mod call;
 
 use std::time::Duration;
 
-use raft_store::Store;
 use serde_json::{json, Value};
 
 use super::{matching, Mutating, Request, Validating};
+use crate::configuration::{MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS};
+use crate::Replicated;
 use machinery::error::{ApiError, ApiResult};
 use machinery::expr::Expression;
 
-const MUTATING: &str = "/registry/admissionregistration.k8s.io/mutatingwebhookconfigurations/";
-const VALIDATING: &str = "/registry/admissionregistration.k8s.io/validatingwebhookconfigurations/";
-
 /// The webhooks of every configuration under `prefix`, in order.
-fn webhooks(store: &Store, prefix: &str) -> ApiResult<Vec<Value>> {
-    let listed = store.cache().list(prefix, None, None, None, &|_| true)?;
-    let mut out = Vec::new();
-    for item in listed.items {
-        let config: Value = serde_json::from_slice(&item.data).map_err(ApiError::internal)?;
-        out.extend(config["webhooks"].as_array().cloned().unwrap_or_default());
-    }
-    Ok(out)
+fn webhooks(state: &Replicated, prefix: &str) -> Vec<Value> {
+    let configurations = state.configuration.under(prefix);
+    configurations.iter().flat_map(|c| c["webhooks"].as_array().cloned().unwrap_or_default()).collect()
 }
 
 /// Whether the webhook is asked about this write, or the error that stops the write.
-fn selects(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Value>) -> Result<bool, String> {
+fn selects(state: &Replicated, webhook: &Value, r: &Request<'_>, object: Option<&Value>) -> Result<bool, String> {
     // Admission configuration is never sent to webhooks.
     if r.req.info.group == "admissionregistration.k8s.io" {
         return Ok(false);
     }
     let namespace = match r.req.namespace.as_deref() {
-        Some(ns) if r.req.info.namespaced => store
-            .cache()
-            .get(&format!("/registry/namespaces/{ns}"), None)
-            .map_err(|e| e.to_string())?
-            .and_then(|o| serde_json::from_slice::<Value>(&o.data).ok()),
+        Some(ns) if r.req.info.namespaced => state.namespaces.get(ns),
         _ => None,
     };
     let constraints = json!({
@@ -49,7 +38,7 @@ fn selects(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Valu
         "objectSelector": webhook["objectSelector"],
     });
     let view = Request { req: r.req, operation: r.operation, object, old: r.old, dry_run: r.dry_run, warnings: r.warnings };
-    if !matching::matches(&constraints, &view, namespace.as_ref()) {
+    if !matching::matches(&constraints, &view, namespace.as_deref()) {
         return Ok(false);
     }
     let request = call::admission_request(r, object, "");
@@ -67,7 +56,7 @@ fn selects(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Valu
 }
 
 /// Asks one webhook; `Ok(None)` when it was not asked or its failure is ignored.
-async fn ask(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Value>) -> ApiResult<Option<call::Answer>> {
+async fn ask(state: &Replicated, webhook: &Value, r: &Request<'_>, object: Option<&Value>) -> ApiResult<Option<call::Answer>> {
     let name = webhook["name"].as_str().unwrap_or_default();
     let fail_closed = webhook["failurePolicy"].as_str() != Some("Ignore");
     let failed = |e: String| -> ApiResult<Option<call::Answer>> {
@@ -78,7 +67,7 @@ async fn ask(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Va
             Ok(None)
         }
     };
-    match selects(store, webhook, r, object) {
+    match selects(state, webhook, r, object) {
         Ok(true) => {}
         Ok(false) => return Ok(None),
         Err(e) => return failed(e),
@@ -86,7 +75,7 @@ async fn ask(store: &Store, webhook: &Value, r: &Request<'_>, object: Option<&Va
     if r.dry_run && !matches!(webhook["sideEffects"].as_str(), Some("None") | Some("NoneOnDryRun")) {
         return Err(ApiError::bad_request(format!("admission webhook \"{name}\" does not support dry run")));
     }
-    let endpoint = match machinery::webhook::client_config::endpoint(store, &webhook["clientConfig"]) {
+    let endpoint = match machinery::webhook::client_config::endpoint(&state.store, &webhook["clientConfig"]) {
         Ok(e) => e,
         Err(e) => return failed(e),
     };
@@ -123,9 +112,7 @@ fn refusal(name: &str, status: &Value) -> ApiError {
 }
 
 /// The mutating webhooks.
-pub struct MutatingWebhooks {
-    pub store: Store,
-}
+pub struct MutatingWebhooks(pub Replicated);
 
 #[async_trait::async_trait]
 impl Mutating for MutatingWebhooks {
@@ -134,11 +121,11 @@ impl Mutating for MutatingWebhooks {
     }
 
     async fn admit(&self, r: &Request<'_>, object: &mut Value) -> ApiResult<()> {
-        let all = webhooks(&self.store, MUTATING)?;
+        let all = webhooks(&self.0, MUTATING_WEBHOOKS);
         let mut reinvoke = Vec::new();
         let mut changed = false;
         for (i, webhook) in all.iter().enumerate() {
-            if let Some(answer) = ask(&self.store, webhook, r, Some(object)).await? {
+            if let Some(answer) = ask(&self.0, webhook, r, Some(object)).await? {
                 if let Some(patch) = answer.patch {
                     *object = machinery::patch::apply(machinery::patch::PatchKind::Json, object, &patch)?;
                     changed = true;
@@ -148,7 +135,7 @@ impl Mutating for MutatingWebhooks {
             }
         }
         for webhook in &reinvoke {
-            if let Some(patch) = ask(&self.store, webhook, r, Some(object)).await?.and_then(|a| a.patch) {
+            if let Some(patch) = ask(&self.0, webhook, r, Some(object)).await?.and_then(|a| a.patch) {
                 *object = machinery::patch::apply(machinery::patch::PatchKind::Json, object, &patch)?;
             }
         }
@@ -161,9 +148,7 @@ impl Mutating for MutatingWebhooks {
 }
 
 /// The validating webhooks.
-pub struct ValidatingWebhooks {
-    pub store: Store,
-}
+pub struct ValidatingWebhooks(pub Replicated);
 
 #[async_trait::async_trait]
 impl Validating for ValidatingWebhooks {
@@ -172,8 +157,8 @@ impl Validating for ValidatingWebhooks {
     }
 
     async fn validate(&self, r: &Request<'_>) -> ApiResult<()> {
-        for webhook in webhooks(&self.store, VALIDATING)? {
-            ask(&self.store, &webhook, r, r.object).await?;
+        for webhook in webhooks(&self.0, VALIDATING_WEBHOOKS) {
+            ask(&self.0, &webhook, r, r.object).await?;
         }
         Ok(())
     }

@@ -81,9 +81,95 @@ pub fn list_json(info: &ResourceInfo, list: &ListReply) -> Vec<u8> {
     out
 }
 
-/// Writes the stored object `item` without its top-level `apiVersion` and `kind`; the other
-/// fields' values are copied as they are, without being parsed into values.
+/// Writes the stored object `item` without its top-level `apiVersion` and `kind`. Stored
+/// objects are compact JSON the server wrote, so the members are found by one pass over the
+/// bytes ([`members`]) and copied as they are; anything else is parsed.
 fn without_type_meta(item: &[u8], out: &mut Vec<u8>) {
+    match members(item) {
+        Some(spans) => {
+            out.push(b'{');
+            let mut first = true;
+            for (key, member) in spans {
+                if key == b"apiVersion" || key == b"kind" {
+                    continue;
+                }
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                out.extend_from_slice(member);
+            }
+            out.push(b'}');
+        }
+        None => parsed_without_type_meta(item, out),
+    }
+}
+
+/// The top-level members of compact JSON object `item`, each as its key's bytes (still
+/// escaped) and the whole `"key":value` span; `None` when `item` is not a compact object.
+fn members(item: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
+    if item.first() != Some(&b'{') || item.last() != Some(&b'}') {
+        return None;
+    }
+    let mut spans = Vec::new();
+    let mut pos = 1;
+    let end = item.len() - 1;
+    while pos < end {
+        let start = pos;
+        if item[pos] != b'"' {
+            return None;
+        }
+        let key_end = string_end(item, pos)?;
+        if item.get(key_end) != Some(&b':') {
+            return None;
+        }
+        pos = value_end(item, key_end + 1)?;
+        spans.push((&item[start + 1..key_end - 1], &item[start..pos]));
+        match item.get(pos) {
+            Some(b',') if pos + 1 < end => pos += 1,
+            _ if pos == end => break,
+            _ => return None,
+        }
+    }
+    Some(spans)
+}
+
+/// The index just past the string that opens at `pos`.
+fn string_end(item: &[u8], mut pos: usize) -> Option<usize> {
+    pos += 1;
+    loop {
+        match *item.get(pos)? {
+            b'"' => return Some(pos + 1),
+            b'\\' => pos += 2,
+            _ => pos += 1,
+        }
+    }
+}
+
+/// The index just past the value that starts at `pos` (nested objects and arrays included).
+fn value_end(item: &[u8], mut pos: usize) -> Option<usize> {
+    let start = pos;
+    let mut depth = 0usize;
+    loop {
+        match *item.get(pos)? {
+            b'"' => pos = string_end(item, pos)?,
+            b',' | b'}' | b']' if depth == 0 => return (pos > start).then_some(pos),
+            b'{' | b'[' => {
+                depth += 1;
+                pos += 1;
+            }
+            b'}' | b']' => {
+                depth -= 1;
+                pos += 1;
+            }
+            _ => pos += 1,
+        }
+    }
+}
+
+/// [`without_type_meta`] for bytes the scan does not take: parsed, the other fields' values
+/// copied as they are.
+fn parsed_without_type_meta(item: &[u8], out: &mut Vec<u8>) {
     let Ok(fields) = serde_json::from_slice::<BTreeMap<String, &serde_json::value::RawValue>>(item) else {
         out.extend_from_slice(item);
         return;
@@ -100,4 +186,47 @@ fn without_type_meta(item: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(value.get().as_bytes());
     }
     out.push(b'}');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stripped(item: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        without_type_meta(item, &mut out);
+        out
+    }
+
+    #[test]
+    fn the_scan_strips_type_meta_as_parsing_does() {
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"k": "v,}]"}}, "data": {"x": "\"{[", "y": ""}}),
+            json!({"apiVersion": "apps/v1", "data": [1, 2.5, -3e4, [], {}], "kind": "K", "metadata": {}, "z": null, "t": true, "f": false}),
+            json!({"kind": "OnlyKind"}),
+            json!({}),
+            json!({"metadata": {"name": "é\\\"x"}, "apiVersion": "v1"}),
+        ];
+        for obj in objects {
+            let bytes = serde_json::to_vec(&obj).unwrap();
+            let mut parsed = Vec::new();
+            parsed_without_type_meta(&bytes, &mut parsed);
+            let fast = stripped(&bytes);
+            assert_eq!(fast, parsed, "{obj}");
+            let mut expected = obj.clone();
+            if let Some(map) = expected.as_object_mut() {
+                map.remove("apiVersion");
+                map.remove("kind");
+            }
+            assert_eq!(serde_json::from_slice::<Value>(&fast).unwrap(), expected);
+        }
+    }
+
+    #[test]
+    fn bytes_the_scan_does_not_take_are_parsed() {
+        let spaced = br#"{ "apiVersion": "v1", "kind": "ConfigMap", "data": {} }"#;
+        assert_eq!(stripped(spaced), br#"{"data":{}}"#);
+        assert_eq!(stripped(b"[1]"), b"[1]");
+        assert_eq!(stripped(br#"{"a":"#), br#"{"a":"#);
+    }
 }
