@@ -28,9 +28,10 @@ use crate::{audit, discovery, handlers, health};
 use machinery::{negotiate, openapi};
 
 pub fn router(ctx: Ctx) -> Router {
+    // Behind one pointer: the router hands every request its own copy of the state.
     Router::new()
         .fallback(dispatch)
-        .with_state(ctx)
+        .with_state(Arc::new(ctx))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
             ApiError::Internal("an internal error occurred while handling the request".into()).into_response()
         }))
@@ -38,7 +39,7 @@ pub fn router(ctx: Ctx) -> Router {
 
 /// Reads the body, then runs the chain: authentication, impersonation, authorization, and
 /// only then the handler.
-async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
+async fn dispatch(State(ctx): State<Arc<Ctx>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let audit_id = audit::stage::audit_id(&parts.headers);
     // The body is read before anything can refuse the request, so that an early answer never
@@ -126,7 +127,7 @@ async fn authorized(
     };
     // A group/version an extension server serves: handed to it.
     if let Some(apiservice) = crate::aggregator::remote_for(ctx, &path) {
-        let forward = crate::aggregator::proxy::forward(ctx, &apiservice, &parts, &attrs.user, body);
+        let forward = Box::pin(crate::aggregator::proxy::forward(ctx, &apiservice, &parts, &attrs.user, body));
         // Bounded until the answer starts (a watch's stream then goes on): the seat is held
         // only until then.
         let resp = within(deadline, forward).await;
@@ -147,9 +148,11 @@ async fn authorized(
     let started = std::time::Instant::now();
     let labels = request_labels(&parts.method, resource.as_ref());
     let resp = match resource {
+        // Handlers run in boxes of their own size (see `handlers::run`): the chain's future stays
+        // small, so that no request copies the largest handler's state on its way in.
         Some(req) if req.verb == request::Verb::Watch => handlers::serve(ctx, req, params, &parts.headers, body).await,
         Some(req) => within(deadline, handlers::serve(ctx, req, params, &parts.headers, body)).await,
-        None => within(deadline, route(ctx, &parts.method, &path, &params, &parts.headers, &body)).await,
+        None => within(deadline, Box::pin(route(ctx, &parts.method, &path, &params, &parts.headers, &body))).await,
     };
     let resp = with_flow(resp, flow.as_ref());
     let code = resp.status().as_u16();

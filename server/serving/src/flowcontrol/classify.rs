@@ -17,13 +17,14 @@ const SCHEMAS: &str = "/registry/flowcontrol.apiserver.k8s.io/flowschemas/";
 const LEVELS: &str = "/registry/flowcontrol.apiserver.k8s.io/prioritylevelconfigurations/";
 const PREFIXES: &[&str] = &[SCHEMAS, LEVELS];
 
-/// A request's flow schema and priority level, by name and UID.
+/// A request's flow schema and priority level, by name and UID (shared with the compiled
+/// schema: classifying a request copies no strings).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classification {
-    pub flow_schema: String,
-    pub flow_schema_uid: String,
-    pub priority_level: String,
-    pub priority_level_uid: String,
+    pub flow_schema: Arc<str>,
+    pub flow_schema_uid: Arc<str>,
+    pub priority_level: Arc<str>,
+    pub priority_level_uid: Arc<str>,
     /// The flow within the schema: the user's name or the namespace, as the schema's
     /// `distinguisherMethod` says; empty without one.
     pub distinguisher: String,
@@ -85,10 +86,10 @@ impl State {
             rules: Rule::of_schema(schema),
             distinguisher: schema["spec"]["distinguisherMethod"]["type"].as_str().unwrap_or_default().to_string(),
             classification: Classification {
-                flow_schema: name(schema).to_string(),
-                flow_schema_uid: schema["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
-                priority_level: level_name.to_string(),
-                priority_level_uid: level["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
+                flow_schema: name(schema).into(),
+                flow_schema_uid: schema["metadata"]["uid"].as_str().unwrap_or_default().into(),
+                priority_level: level_name.into(),
+                priority_level_uid: level["metadata"]["uid"].as_str().unwrap_or_default().into(),
                 distinguisher: String::new(),
                 level: *self.configs.get(level_name)?,
             },
@@ -237,17 +238,17 @@ mod tests {
         fc.reset(&mut objects.iter().map(|(k, o)| (k.as_str(), o)));
         let attrs = |user: UserInfo, path: &str| Attributes { user, verb: "get".into(), path: path.into(), ..Default::default() };
         let admin = UserInfo::authenticated("admin", vec!["system:masters".into()]);
-        assert_eq!(fc.classify(&attrs(admin, "/version")).unwrap().flow_schema, "exempt");
+        assert_eq!(fc.classify(&attrs(admin, "/version")).unwrap().flow_schema, "exempt".into());
         let alice = UserInfo::authenticated("alice", vec![]);
-        assert_eq!(fc.classify(&attrs(alice.clone(), "/healthz")).unwrap().flow_schema, "probes");
+        assert_eq!(fc.classify(&attrs(alice.clone(), "/healthz")).unwrap().flow_schema, "probes".into());
         let c = fc.classify(&attrs(alice, "/version")).unwrap();
-        assert_eq!((c.flow_schema.as_str(), c.priority_level.as_str(), c.priority_level_uid.as_str()), ("global-default", "global-default", "uid-global-default"));
+        assert_eq!((&*c.flow_schema, &*c.priority_level, &*c.priority_level_uid), ("global-default", "global-default", "uid-global-default"));
         // A schema of lower precedence for one user wins for that user only.
         let custom = json!({"metadata": {"name": "noxu", "uid": "u1"}, "spec": {"matchingPrecedence": 1000, "priorityLevelConfiguration": {"name": "workload-low"},
             "rules": [{"subjects": [{"kind": "User", "user": {"name": "noxu"}}], "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}});
         fc.applied(&format!("{SCHEMAS}noxu"), Some(&object(custom)));
         let noxu = UserInfo::authenticated("noxu", vec![]);
-        assert_eq!(fc.classify(&attrs(noxu, "/version")).unwrap().flow_schema_uid, "u1");
+        assert_eq!(fc.classify(&attrs(noxu, "/version")).unwrap().flow_schema_uid, "u1".into());
         let limits = fc.nominal_limits();
         assert!(limits.contains(&("catch-all".to_string(), 13)), "{limits:?}");
         assert!(fc.dangling().iter().all(|(_, _, d)| !d));

@@ -33,7 +33,7 @@ pub struct Queuing {
 /// What a waiting or executing request is, for the debug dumps.
 #[derive(Debug, Clone, Default)]
 pub struct RequestInfo {
-    pub flow_schema: String,
+    pub flow_schema: std::sync::Arc<str>,
     pub distinguisher: String,
     pub user: String,
     pub verb: String,
@@ -234,8 +234,8 @@ impl Dispatcher {
             let mut levels = self.levels.lock().unwrap_or_else(|e| e.into_inner());
             let level = levels.entry(level_name.to_string()).or_default();
             level.configure(config);
-            if !level.schemas.contains(&info.flow_schema) {
-                level.schemas.insert(info.flow_schema.clone());
+            if !level.schemas.contains(&*info.flow_schema) {
+                level.schemas.insert(info.flow_schema.to_string());
             }
             if level.has_room() && level.waiting() == 0 {
                 level.dispatched += 1;
@@ -285,10 +285,10 @@ impl Dispatcher {
                 out.insert((name.clone(), schema.clone()), (0, 0));
             }
             for w in level.queues.iter().flatten() {
-                out.entry((name.clone(), w.entry.info.flow_schema.clone())).or_default().0 += 1;
+                out.entry((name.clone(), w.entry.info.flow_schema.to_string())).or_default().0 += 1;
             }
             for (_, e) in level.executing.values() {
-                out.entry((name.clone(), e.info.flow_schema.clone())).or_default().1 += 1;
+                out.entry((name.clone(), e.info.flow_schema.to_string())).or_default().1 += 1;
             }
         }
         out
@@ -354,7 +354,7 @@ impl Dispatcher {
                 let i = &e.info;
                 let mut r = vec![
                     name.clone(),
-                    i.flow_schema.clone(),
+                    i.flow_schema.to_string(),
                     queue.to_string(),
                     index.to_string(),
                     i.distinguisher.clone(),

@@ -63,28 +63,30 @@ fn add_warning(resp: &mut Response, warning: &str) {
 async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &HeaderMap, body: Bytes) -> ApiResult<Response> {
     let output = negotiate::output(headers, req.verb == Verb::Watch, !req.info.is_review())?;
     let mut warnings = Vec::new();
+    // Each verb's handler runs in a box of its own size, so that a GET does not carry the
+    // state of the largest write handler.
     let reply = match req.verb {
         Verb::Get if req.info.resource == "componentstatuses" => component_status::get(ctx, req)?,
         Verb::List if req.info.resource == "componentstatuses" => component_status::list(ctx)?,
-        Verb::Get => read::get(ctx, req, params).await?,
-        Verb::List => read::list(ctx, req, params).await?,
-        Verb::Watch => return watch_response(ctx, req, params, output).await,
+        Verb::Get => Box::pin(read::get(ctx, req, params)).await?,
+        Verb::List => Box::pin(read::list(ctx, req, params)).await?,
+        Verb::Watch => return Box::pin(watch_response(ctx, req, params, output)).await,
         Verb::Create if req.info.resource == "bindings" || req.subresource.as_deref() == Some("binding") => {
             let obj = decode_object(headers, &body)?;
-            binding::create(ctx, req, obj, params.dry_run()?).await?
+            Box::pin(binding::create(ctx, req, obj, params.dry_run()?)).await?
         }
         Verb::Create if req.subresource.as_deref() == Some("eviction") => {
             let obj = decode_object(headers, &body)?;
-            eviction::create(ctx, req, obj, params.dry_run()?).await?
+            Box::pin(eviction::create(ctx, req, obj, params.dry_run()?)).await?
         }
         Verb::Create if req.subresource.as_deref() == Some("token") => {
             let obj = decode_object(headers, &body)?;
-            token_request::create(ctx, req, obj).await?
+            Box::pin(token_request::create(ctx, req, obj)).await?
         }
         Verb::Create if req.info.is_review() => {
             let mut obj = decode_object(headers, &body)?;
             machinery::prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;
-            review::create(ctx, req, obj).await?
+            Box::pin(review::create(ctx, req, obj)).await?
         }
         Verb::Create => {
             let mut obj = decode_object(headers, &body)?;
@@ -93,23 +95,23 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
             let manager = request_manager(req, params, headers, "CreateOptions", None)?;
             let duplicates = duplicate_fields(headers, &body);
             let opts = write::Create { validation, duplicates: &duplicates, dry_run: params.dry_run()?, manager: Some(&manager) };
-            write::create(ctx, req, obj, opts, &mut warnings).await?
+            Box::pin(write::create(ctx, req, obj, opts, &mut warnings)).await?
         }
         Verb::Update => {
             let obj = decode_object(headers, &body)?;
             let manager = request_manager(req, params, headers, "UpdateOptions", None)?;
-            mutate::update(ctx, req, params, obj, duplicate_fields(headers, &body), manager, &mut warnings).await?
+            Box::pin(mutate::update(ctx, req, params, obj, duplicate_fields(headers, &body), manager, &mut warnings)).await?
         }
         Verb::Patch => match negotiate::body_kind(headers)? {
             BodyKind::Patch(kind) => {
                 let manager = request_manager(req, params, headers, "PatchOptions", Some(kind))?;
-                mutate::patch(ctx, req, params, kind, &body, manager, &mut warnings).await?
+                Box::pin(mutate::patch(ctx, req, params, kind, &body, manager, &mut warnings)).await?
             }
             BodyKind::ApplyCbor => {
                 let manager = request_manager(req, params, headers, "PatchOptions", Some(PatchKind::Apply))?;
                 // JSON is YAML: the apply reads the configuration as it reads YAML.
                 let json = serde_json::to_vec(&machinery::cbor::decode(&body)?).map_err(ApiError::internal)?;
-                mutate::patch(ctx, req, params, PatchKind::Apply, &json, manager, &mut warnings).await?
+                Box::pin(mutate::patch(ctx, req, params, PatchKind::Apply, &json, manager, &mut warnings)).await?
             }
             _ => {
                 return Err(ApiError::UnsupportedMediaType(format!(
@@ -118,8 +120,8 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
                 )))
             }
         },
-        Verb::Delete => delete::delete(ctx, req, params, optional_object(headers, &body)?.as_ref()).await?,
-        Verb::DeleteCollection => delete::delete_collection(ctx, req, params, optional_object(headers, &body)?.as_ref()).await?,
+        Verb::Delete => Box::pin(delete::delete(ctx, req, params, optional_object(headers, &body)?.as_ref())).await?,
+        Verb::DeleteCollection => Box::pin(delete::delete_collection(ctx, req, params, optional_object(headers, &body)?.as_ref())).await?,
     };
     let mut resp = encode(req.info, req.subresource.is_some(), reply, output, params)?;
     for w in warnings {
@@ -185,28 +187,37 @@ fn optional_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Option<Value>>
     decode_object(headers, body).map(Some)
 }
 
+fn to_json(value: &impl serde::Serialize) -> ApiResult<Bytes> {
+    serde_json::to_vec(value).map(Bytes::from).map_err(ApiError::internal)
+}
+
 /// Encodes a reply in the negotiated form and encoding.
 fn encode(info: &'static ResourceInfo, subresource: bool, reply: Reply, output: Output, params: &Params) -> ApiResult<Response> {
-    let (code, json): (StatusCode, Vec<u8>) = match (&reply, output.form) {
+    let (code, json): (StatusCode, Bytes) = match (&reply, output.form) {
         (Reply::Object { code, data }, Form::Table) if !subresource => {
             let obj: Value = serde_json::from_slice(data).map_err(ApiError::internal)?;
-            (*code, serde_json::to_vec(&table_form::object_table(info, &obj, params)?).map_err(ApiError::internal)?)
+            (*code, to_json(&table_form::object_table(info, &obj, params)?)?)
         }
         (Reply::List(list), Form::Table) => {
             let items: Vec<Value> = list.items.iter().filter_map(|i| serde_json::from_slice(i).ok()).collect();
             let table = table_form::list_table(info, &items, list.rev, list.continue_token.as_deref(), list.remaining, params)?;
-            (StatusCode::OK, serde_json::to_vec(&table).map_err(ApiError::internal)?)
+            (StatusCode::OK, to_json(&table)?)
         }
         (Reply::Object { code, data }, Form::Metadata) => {
             let obj: Value = serde_json::from_slice(data).map_err(ApiError::internal)?;
-            (*code, serde_json::to_vec(&metadata_form::object(&obj)).map_err(ApiError::internal)?)
+            (*code, to_json(&metadata_form::object(&obj))?)
         }
-        (Reply::List(list), Form::Metadata) => (StatusCode::OK, serde_json::to_vec(&metadata_form::list(list)).map_err(ApiError::internal)?),
-        (Reply::Object { code, data }, _) => (*code, data.to_vec()),
-        (Reply::List(list), _) => (StatusCode::OK, list_json(info, list)),
-        (Reply::Document { code, value }, _) => (*code, serde_json::to_vec(value).map_err(ApiError::internal)?),
+        (Reply::List(list), Form::Metadata) => (StatusCode::OK, to_json(&metadata_form::list(list))?),
+        (Reply::Object { code, data }, _) => (*code, data.clone()),
+        (Reply::List(list), _) => (StatusCode::OK, Bytes::from(list_json(info, list))),
+        (Reply::Document { code, value }, _) => (*code, to_json(value)?),
     };
-    let mut resp = (code, output.encode_json(json)?).into_response();
+    // JSON goes out as it is (a stored object's bytes without a copy); other encodings are made from it.
+    let body = match output.encoding {
+        Encoding::Json => json,
+        _ => Bytes::from(output.encode_json(json.to_vec())?),
+    };
+    let mut resp = (code, body).into_response();
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(output.content_type(false)));
     Ok(resp)
 }
