@@ -8,7 +8,7 @@ use std::time::Duration;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use http::{header, HeaderValue, Method, StatusCode};
+use http::{header, HeaderName, HeaderValue, Method, StatusCode};
 use serde_json::{json, Value};
 
 use access::authz::{self, Outcome};
@@ -166,11 +166,9 @@ async fn authorized(
 fn with_flow(mut resp: Response, flow: Option<&crate::flowcontrol::Classification>) -> Response {
     if let Some(c) = flow {
         let headers = resp.headers_mut();
-        for (name, value) in [("x-kubernetes-pf-flowschema-uid", &c.flow_schema_uid), ("x-kubernetes-pf-prioritylevel-uid", &c.priority_level_uid)] {
-            if let Ok(v) = HeaderValue::from_str(value) {
-                headers.insert(name, v);
-            }
-        }
+        let [schema, level] = c.uid_headers.clone();
+        headers.insert(HeaderName::from_static("x-kubernetes-pf-flowschema-uid"), schema);
+        headers.insert(HeaderName::from_static("x-kubernetes-pf-prioritylevel-uid"), level);
     }
     resp
 }

@@ -1,7 +1,8 @@
 //! `/metrics` in the Prometheus text format: request counts and latency histograms by verb,
 //! resource and code (named as kube-apiserver names them), and this node's Raft state.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -15,7 +16,7 @@ const BUCKETS: &[f64] = &[0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25
 
 /// What one request is counted under: names from the registry of kinds, so that counting a
 /// request allocates nothing.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RequestLabels {
     /// `GET`, `LIST`, `WATCH`, `POST`, `PUT`, `PATCH`, `DELETE`, `DELETECOLLECTION`.
     pub verb: &'static str,
@@ -33,12 +34,21 @@ struct Latency {
     sum: f64,
 }
 
+/// Counting is a hash look-up (a fast, non-cryptographic hash: the keys are the server's own
+/// names); `/metrics` sorts when it renders.
+type Hashed<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 #[derive(Default)]
 struct Counters {
-    requests: BTreeMap<(RequestLabels, u16), u64>,
-    latency: BTreeMap<RequestLabels, Latency>,
+    requests: Hashed<(RequestLabels, u16), u64>,
+    latency: Hashed<RequestLabels, Latency>,
     /// Labelled series named in [`SERIES`], by name and rendered labels.
-    series: BTreeMap<&'static str, BTreeMap<String, f64>>,
+    series: BTreeMap<&'static str, Hashed<String, f64>>,
+}
+
+thread_local! {
+    /// Where a series' labels are rendered before the look-up (no allocation once warm).
+    static RENDERED: RefCell<String> = RefCell::new(String::with_capacity(96));
 }
 
 /// The labelled series: name, type and help, as kube-apiserver names and describes them.
@@ -91,26 +101,28 @@ impl Metrics {
     }
 
     fn add(&self, name: &'static str, labels: &[(&str, &str)], value: Option<f64>) {
-        let mut rendered = String::with_capacity(96);
-        for (i, (k, v)) in labels.iter().enumerate() {
-            if i > 0 {
-                rendered.push(',');
+        RENDERED.with_borrow_mut(|rendered| {
+            rendered.clear();
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    rendered.push(',');
+                }
+                rendered.push_str(k);
+                rendered.push_str("=\"");
+                push_escaped(rendered, v);
+                rendered.push('"');
             }
-            rendered.push_str(k);
-            rendered.push_str("=\"");
-            push_escaped(&mut rendered, v);
-            rendered.push('"');
-        }
-        let mut c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
-        let by_labels = c.series.entry(name).or_default();
-        let entry = match by_labels.get_mut(rendered.as_str()) {
-            Some(entry) => entry,
-            None => by_labels.entry(rendered).or_default(),
-        };
-        match value {
-            Some(v) => *entry = v,
-            None => *entry += 1.0,
-        }
+            let mut c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+            let by_labels = c.series.entry(name).or_default();
+            let entry = match by_labels.get_mut(rendered.as_str()) {
+                Some(entry) => entry,
+                None => by_labels.entry(rendered.clone()).or_default(),
+            };
+            match value {
+                Some(v) => *entry = v,
+                None => *entry += 1.0,
+            }
+        })
     }
 
     /// Counts a request given its seat at a priority level.
@@ -164,12 +176,12 @@ impl Metrics {
         let c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
         let _ = writeln!(out, "# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, group, version, resource, subresource and HTTP response code.");
         let _ = writeln!(out, "# TYPE apiserver_request_total counter");
-        for ((l, code), n) in &c.requests {
+        for ((l, code), n) in sorted(&c.requests) {
             let _ = writeln!(out, "apiserver_request_total{{{},code=\"{code}\"}} {n}", labels(l));
         }
         let _ = writeln!(out, "# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb, group, version, resource and subresource.");
         let _ = writeln!(out, "# TYPE apiserver_request_duration_seconds histogram");
-        for (l, lat) in &c.latency {
+        for (l, lat) in sorted(&c.latency) {
             let base = labels(l);
             for (bound, n) in BUCKETS.iter().zip(&lat.buckets) {
                 let _ = writeln!(out, "apiserver_request_duration_seconds_bucket{{{base},le=\"{bound}\"}} {n}");
@@ -181,12 +193,19 @@ impl Metrics {
         for (name, kind, help) in SERIES {
             let Some(series) = c.series.get(name).filter(|s| !s.is_empty()) else { continue };
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-            for (labels, value) in series {
+            for (labels, value) in sorted(series) {
                 let _ = writeln!(out, "{name}{{{labels}}} {value}");
             }
         }
         out
     }
+}
+
+/// A map's entries in key order.
+fn sorted<K: Ord, V>(map: &Hashed<K, V>) -> Vec<(&K, &V)> {
+    let mut entries: Vec<(&K, &V)> = map.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries
 }
 
 impl AuthorizationMetrics for Metrics {

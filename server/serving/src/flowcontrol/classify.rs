@@ -25,6 +25,8 @@ pub struct Classification {
     pub flow_schema_uid: Arc<str>,
     pub priority_level: Arc<str>,
     pub priority_level_uid: Arc<str>,
+    /// The two UIDs as the response headers that name them carry them.
+    pub uid_headers: [http::HeaderValue; 2],
     /// The flow within the schema: the user's name or the namespace, as the schema's
     /// `distinguisherMethod` says; empty without one.
     pub distinguisher: String,
@@ -90,6 +92,8 @@ impl State {
                 flow_schema_uid: schema["metadata"]["uid"].as_str().unwrap_or_default().into(),
                 priority_level: level_name.into(),
                 priority_level_uid: level["metadata"]["uid"].as_str().unwrap_or_default().into(),
+                uid_headers: [&schema["metadata"]["uid"], &level["metadata"]["uid"]]
+                    .map(|uid| http::HeaderValue::from_str(uid.as_str().unwrap_or_default()).unwrap_or(http::HeaderValue::from_static(""))),
                 distinguisher: String::new(),
                 level: *self.configs.get(level_name)?,
             },
