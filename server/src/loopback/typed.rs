@@ -1,6 +1,7 @@
 //! The loopback client for one kind, typed by k8s-openapi as kube-rs's `Api<K>` is: objects go
 //! out and come back as the kind's own struct, and the resource is found from the type (its
-//! group, version and plural), so a caller names neither URLs nor strings.
+//! group, version and plural), so a caller names neither URLs nor strings. It holds the verbs
+//! its callers use; the untyped [`Client`] has them all.
 
 use std::marker::PhantomData;
 
@@ -34,20 +35,10 @@ impl Client {
 }
 
 impl<K: Resource + Serialize + DeserializeOwned> Api<K> {
-    /// The object named `name`, read consistently.
-    pub async fn get(&self, name: &str) -> ApiResult<K> {
-        decode(self.client.get(&self.request(name, Verb::Get)).await?)
-    }
-
-    /// Creates `obj` (unknown fields refused).
-    pub async fn create(&self, obj: &K) -> ApiResult<()> {
-        self.client.create(&self.request("", Verb::Create), encode(obj)?).await
-    }
-
-    /// Creates `obj` unless an object of its name exists (what post-start hooks do with the
-    /// objects every cluster has).
+    /// Creates `obj` (unknown fields refused) unless an object of its name exists (what
+    /// post-start hooks do with the objects every cluster has).
     pub async fn ensure(&self, obj: &K) -> ApiResult<()> {
-        match self.create(obj).await {
+        match self.client.create(&self.request("", Verb::Create), encode(obj)?).await {
             Err(ApiError::AlreadyExists { .. }) => Ok(()),
             other => other,
         }
