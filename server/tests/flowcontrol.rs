@@ -83,6 +83,21 @@ async fn requests_are_classified_by_flow_schemas() {
     }
 }
 
+/// Waits (up to 2 s) until the `tiny` level's row of the APF dump shows `expected` active
+/// queues, waiting and executing requests.
+async fn tiny_level_reaches(s: &TestServer, expected: (&str, &str, &str)) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let levels = s.kubectl_ok(&["get", "--raw", "/debug/api_priority_and_fairness/dump_priority_levels"]);
+        let row: Vec<&str> = levels.lines().find(|l| l.starts_with("tiny,")).unwrap_or_default().split(',').map(str::trim).collect();
+        if row.len() > 5 && (row[1], row[4], row[5]) == expected {
+            return;
+        }
+        assert!(Instant::now() < deadline, "active queues, waiting, executing not {expected:?}:\n{levels}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A list that waits for a revision far ahead: it holds its seat for the server's wait (3 s),
 /// then answers 504.
 fn slow_list() -> http::Request<Vec<u8>> {
@@ -117,20 +132,18 @@ async fn a_full_level_queues_then_refuses_with_429() {
         .json();
     let flood = s.impersonating_client("flood", &["system:authenticated"]).await;
 
-    // One runs, one waits in the only queue, the third finds it full.
+    // One runs, one waits in the only queue, the third finds it full. Each step waits until the
+    // level shows the one before (the first holds its seat for the server's 3 s wait).
     let running = tokio::spawn({
         let flood = flood.clone();
         async move { send(&flood, slow_list()).await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tiny_level_reaches(&s, ("0", "0", "1")).await;
     let waiting = tokio::spawn({
         let flood = flood.clone();
         async move { send(&flood, slow_list()).await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let levels = s.kubectl_ok(&["get", "--raw", "/debug/api_priority_and_fairness/dump_priority_levels"]);
-    let row: Vec<&str> = levels.lines().find(|l| l.starts_with("tiny,")).unwrap_or_else(|| panic!("{levels}")).split(',').map(str::trim).collect();
-    assert_eq!((row[1], row[4], row[5]), ("1", "1", "1"), "active queues, waiting, executing:\n{levels}");
+    tiny_level_reaches(&s, ("1", "1", "1")).await;
     let requests = s.kubectl_ok(&["get", "--raw", "/debug/api_priority_and_fairness/dump_requests?includeRequestDetails=1"]);
     assert_eq!(requests.lines().filter(|l| l.starts_with("tiny,") && l.contains("flood")).count(), 2, "{requests}");
 
