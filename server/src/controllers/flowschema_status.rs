@@ -5,12 +5,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::flowcontrol::v1::{FlowSchema, FlowSchemaCondition, FlowSchemaStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use k8s_openapi::Resource;
 
 use crate::context::Context;
 use crate::loopback::Client;
 use machinery::error::{ApiError, ApiResult};
-use machinery::registry;
 use serving::flowcontrol::FlowControl;
 
 /// The field manager of the condition, as kube-apiserver's priority-and-fairness controller
@@ -36,7 +34,7 @@ fn condition(level: &str, dangling: bool) -> FlowSchemaCondition {
 /// One pass: every schema whose condition is missing or stale gets the right one.
 async fn sync(ctx: &Context, client: &Client, fc: &FlowControl) -> ApiResult<()> {
     let schemas = client.api::<FlowSchema>(None)?;
-    let info = registry::lookup(FlowSchema::GROUP, FlowSchema::VERSION, FlowSchema::URL_PATH_SEGMENT).ok_or_else(|| ApiError::internal("flowschemas are not served"))?;
+    let info = schemas.info();
     for (name, level, dangling) in fc.dangling() {
         let want = if dangling { "True" } else { "False" };
         let Some(current) = ctx.informers.get_parsed(&info.key_prefix(), &info.key(None, &name)).await else { continue };

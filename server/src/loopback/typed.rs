@@ -57,6 +57,11 @@ impl<K: Resource + Serialize + DeserializeOwned> Api<K> {
         decode(self.client.apply(&req, manager, true, encode(obj)?).await?)
     }
 
+    /// The resource `K` is served as.
+    pub fn info(&self) -> &'static ResourceInfo {
+        self.info
+    }
+
     fn request(&self, name: &str, verb: Verb) -> ResourceRequest {
         request(self.info, self.namespace.as_deref(), name, verb)
     }

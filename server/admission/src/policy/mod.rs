@@ -99,7 +99,7 @@ impl Policies {
             return Ok(Vec::new());
         }
         let mut out = Vec::new();
-        for binding in self.configuration.under(self.bindings) {
+        for binding in self.configuration.under(self.bindings)? {
             let spec = &binding["spec"];
             let Some(policy) = self.policy(spec["policyName"].as_str().unwrap_or_default())? else { continue };
             if !matching::matches(&policy.constraints, r, namespace) {

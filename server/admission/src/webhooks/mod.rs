@@ -17,9 +17,9 @@ use machinery::error::{ApiError, ApiResult};
 use machinery::expr::Expression;
 
 /// The webhooks of every configuration under `prefix`, in order.
-fn webhooks(state: &Replicated, prefix: &str) -> Vec<Value> {
-    let configurations = state.configuration.under(prefix);
-    configurations.iter().flat_map(|c| c["webhooks"].as_array().cloned().unwrap_or_default()).collect()
+fn webhooks(state: &Replicated, prefix: &str) -> ApiResult<Vec<Value>> {
+    let configurations = state.configuration.under(prefix)?;
+    Ok(configurations.iter().flat_map(|c| c["webhooks"].as_array().cloned().unwrap_or_default()).collect())
 }
 
 /// Whether the webhook is asked about this write, or the error that stops the write.
@@ -121,7 +121,7 @@ impl Mutating for MutatingWebhooks {
     }
 
     async fn admit(&self, r: &Request<'_>, object: &mut Value) -> ApiResult<()> {
-        let all = webhooks(&self.0, MUTATING_WEBHOOKS);
+        let all = webhooks(&self.0, MUTATING_WEBHOOKS)?;
         let mut reinvoke = Vec::new();
         let mut changed = false;
         for (i, webhook) in all.iter().enumerate() {
@@ -157,7 +157,7 @@ impl Validating for ValidatingWebhooks {
     }
 
     async fn validate(&self, r: &Request<'_>) -> ApiResult<()> {
-        for webhook in webhooks(&self.0, VALIDATING_WEBHOOKS) {
+        for webhook in webhooks(&self.0, VALIDATING_WEBHOOKS)? {
             ask(&self.0, &webhook, r, r.object).await?;
         }
         Ok(())

@@ -22,10 +22,8 @@ const PREFIXES: &[&str] = &[SCHEMAS, LEVELS];
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classification {
     pub flow_schema: Arc<str>,
-    pub flow_schema_uid: Arc<str>,
     pub priority_level: Arc<str>,
-    pub priority_level_uid: Arc<str>,
-    /// The two UIDs as the response headers that name them carry them.
+    /// The schema's and the level's UIDs, as the response headers that name them carry them.
     pub uid_headers: [http::HeaderValue; 2],
     /// The flow within the schema: the user's name or the namespace, as the schema's
     /// `distinguisherMethod` says; empty without one.
@@ -89,9 +87,7 @@ impl State {
             distinguisher: schema["spec"]["distinguisherMethod"]["type"].as_str().unwrap_or_default().to_string(),
             classification: Classification {
                 flow_schema: name(schema).into(),
-                flow_schema_uid: schema["metadata"]["uid"].as_str().unwrap_or_default().into(),
                 priority_level: level_name.into(),
-                priority_level_uid: level["metadata"]["uid"].as_str().unwrap_or_default().into(),
                 uid_headers: [&schema["metadata"]["uid"], &level["metadata"]["uid"]]
                     .map(|uid| http::HeaderValue::from_str(uid.as_str().unwrap_or_default()).unwrap_or(http::HeaderValue::from_static(""))),
                 distinguisher: String::new(),
@@ -246,13 +242,13 @@ mod tests {
         let alice = UserInfo::authenticated("alice", vec![]);
         assert_eq!(fc.classify(&attrs(alice.clone(), "/healthz")).unwrap().flow_schema, "probes".into());
         let c = fc.classify(&attrs(alice, "/version")).unwrap();
-        assert_eq!((&*c.flow_schema, &*c.priority_level, &*c.priority_level_uid), ("global-default", "global-default", "uid-global-default"));
+        assert_eq!((&*c.flow_schema, &*c.priority_level, c.uid_headers[1].to_str().unwrap()), ("global-default", "global-default", "uid-global-default"));
         // A schema of lower precedence for one user wins for that user only.
         let custom = json!({"metadata": {"name": "noxu", "uid": "u1"}, "spec": {"matchingPrecedence": 1000, "priorityLevelConfiguration": {"name": "workload-low"},
             "rules": [{"subjects": [{"kind": "User", "user": {"name": "noxu"}}], "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}});
         fc.applied(&format!("{SCHEMAS}noxu"), Some(&object(custom)));
         let noxu = UserInfo::authenticated("noxu", vec![]);
-        assert_eq!(fc.classify(&attrs(noxu, "/version")).unwrap().flow_schema_uid, "u1".into());
+        assert_eq!(fc.classify(&attrs(noxu, "/version")).unwrap().uid_headers[0], "u1");
         let limits = fc.nominal_limits();
         assert!(limits.contains(&("catch-all".to_string(), 13)), "{limits:?}");
         assert!(fc.dangling().iter().all(|(_, _, d)| !d));
