@@ -6,6 +6,7 @@
 //! handler function.
 
 use axum::body::Body;
+use axum::response::Response;
 use axum::Router;
 use http::{header, Method, Request};
 use serde_json::{json, Value};
@@ -20,6 +21,7 @@ use machinery::prepare::FieldValidation;
 use machinery::registry::ResourceInfo;
 
 mod typed;
+mod watch;
 pub use typed::Api;
 
 /// The field manager the server's own writes are recorded under.
@@ -128,6 +130,14 @@ impl Client {
 
     /// One request through the router; a refusal comes back as the error its `Status` names.
     async fn send(&self, method: Method, uri: &str, body: Option<Value>, content_type: &str) -> ApiResult<Value> {
+        let response = self.respond(method, uri, body, content_type).await?;
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.map_err(ApiError::internal)?;
+        Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    /// One request through the router, answered with a success; a refusal comes back as the
+    /// error its `Status` names.
+    async fn respond(&self, method: Method, uri: &str, body: Option<Value>, content_type: &str) -> ApiResult<Response> {
         let body = match &body {
             Some(v) => Body::from(serde_json::to_vec(v).map_err(ApiError::internal)?),
             None => Body::empty(),
@@ -143,11 +153,11 @@ impl Client {
         request.extensions_mut().insert(self.identity.clone());
         let response = self.router.clone().oneshot(request).await.unwrap_or_else(|e| match e {});
         let code = response.status();
+        if code.is_success() {
+            return Ok(response);
+        }
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.map_err(ApiError::internal)?;
         let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        if code.is_success() {
-            return Ok(value);
-        }
         Err(ApiError::from_status(code.as_u16(), &value))
     }
 }

@@ -81,6 +81,21 @@ async fn requests_are_classified_by_flow_schemas() {
         assert!(Instant::now() < deadline, "not dangling: {got}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // Once the level exists, the schema no longer dangles (the controller follows levels too).
+    s.request(post(
+        "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
+        json!({"metadata": {"name": "nowhere"}, "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "limitResponse": {"type": "Reject"}}}}),
+    ))
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = s.get("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/lost").await.json();
+        if got["status"]["conditions"].as_array().is_some_and(|c| c.iter().any(|c| c["type"] == "Dangling" && c["status"] == "False" && c["reason"] == "Found")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still dangling: {got}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Waits (up to 2 s) until the `tiny` level's row of the APF dump shows `expected` active

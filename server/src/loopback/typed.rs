@@ -5,6 +5,8 @@
 
 use std::marker::PhantomData;
 
+use futures::Stream;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::WatchEvent;
 use k8s_openapi::Resource;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -34,7 +36,7 @@ impl Client {
     }
 }
 
-impl<K: Resource + Serialize + DeserializeOwned> Api<K> {
+impl<K: Resource + Serialize + DeserializeOwned + Send + 'static> Api<K> {
     /// Creates `obj` (unknown fields refused) unless an object of its name exists (what
     /// post-start hooks do with the objects every cluster has).
     pub async fn ensure(&self, obj: &K) -> ApiResult<()> {
@@ -55,6 +57,12 @@ impl<K: Resource + Serialize + DeserializeOwned> Api<K> {
     pub async fn apply_status(&self, name: &str, manager: &str, obj: &K) -> ApiResult<K> {
         let req = ResourceRequest { subresource: Some("status".into()), ..self.request(name, Verb::Patch) };
         decode(self.client.apply(&req, manager, true, encode(obj)?).await?)
+    }
+
+    /// The kind's objects (in the namespace, or in all) as ADDED events, then every change to
+    /// them: [`Client::watch`], typed.
+    pub async fn watch(&self) -> ApiResult<impl Stream<Item = ApiResult<WatchEvent<K>>> + Send + use<K>> {
+        self.client.watch(&self.request("", Verb::Watch)).await
     }
 
     /// The resource `K` is served as.

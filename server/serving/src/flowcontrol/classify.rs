@@ -165,20 +165,6 @@ impl FlowControl {
         out.sort();
         out
     }
-
-    /// Every FlowSchema with whether the priority level it names exists.
-    pub fn dangling(&self) -> Vec<(String, String, bool)> {
-        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
-        state
-            .schemas
-            .values()
-            .map(|s| {
-                let level = s["spec"]["priorityLevelConfiguration"]["name"].as_str().unwrap_or_default().to_string();
-                let exists = state.levels.contains_key(&format!("{LEVELS}{level}"));
-                (name(s).to_string(), level, !exists)
-            })
-            .collect()
-    }
 }
 
 impl ApplyObserver for FlowControl {
@@ -251,6 +237,5 @@ mod tests {
         assert_eq!(fc.classify(&attrs(noxu, "/version")).unwrap().uid_headers[0], "u1");
         let limits = fc.nominal_limits();
         assert!(limits.contains(&("catch-all".to_string(), 13)), "{limits:?}");
-        assert!(fc.dangling().iter().all(|(_, _, d)| !d));
     }
 }
