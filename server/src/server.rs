@@ -29,6 +29,9 @@ use serving::ipalloc::ServiceIps;
 use crate::controllers;
 use serving::{app, tls};
 
+/// How long a stopping node lets the peer service's connections end on their own.
+const PEER_GRACE: Duration = Duration::from_secs(2);
+
 pub async fn run(args: Args) -> anyhow::Result<()> {
     machinery::registry::set_feature_gates(&args.feature_gates).map_err(|e| anyhow::anyhow!("--feature-gates: {e}"))?;
     let range = args
@@ -175,8 +178,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     tls::serve(listener, tls_config, router, shutdown).await?;
     controllers.abort();
     let _ = stop_peers.send(());
-    if let Some(peers) = peers {
-        let _ = peers.await;
+    if let Some(mut peers) = peers {
+        // The other replicas' standing streams (appends, forwarded writes) keep the peer
+        // service's connections open for as long as those replicas run: after a grace period
+        // they are cut, as the API connections are.
+        if tokio::time::timeout(PEER_GRACE, &mut peers).await.is_err() {
+            tracing::info!("closing the other replicas' connections");
+            peers.abort();
+        }
     }
     store.shutdown().await;
     Ok(())

@@ -544,6 +544,24 @@ async fn controllers_run_on_the_leader_and_move_with_it() {
     configmaps(&nodes[other]).create(&PostParams::default(), &serde_json::from_value(dependent).unwrap()).await.unwrap();
     nodes[other].kubectl_ok(&["delete", "configmap", "owner"]);
     eventually("the new leader's garbage collector left the dependent", || !nodes[other].kubectl(&["get", "configmap", "dependent"]).status.success()).await;
+    // The FlowSchema status controller (which watches through the loopback client) moved too.
+    let schema = serde_json::json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": "moved"},
+        "spec": {"matchingPrecedence": 900, "priorityLevelConfiguration": {"name": "nowhere"}}});
+    let file = nodes[other].dir().join("flowschema.json");
+    std::fs::write(&file, schema.to_string()).unwrap();
+    nodes[other].kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+    let dangling = || nodes[other].kubectl_ok(&["get", "flowschema", "moved", "-o", "jsonpath={.status.conditions[?(@.type==\"Dangling\")].status}"]);
+    eventually("the new leader did not mark the schema dangling", || dangling() == "True").await;
+}
+
+#[tokio::test]
+async fn a_node_stopped_with_sigterm_exits_while_the_others_run() {
+    let mut nodes = cluster().await;
+    let leader = leader_index(&nodes).await;
+    let follower = (leader + 1) % 3;
+    // The other replicas' standing streams do not hold a stopping node up.
+    assert!(nodes[follower].sigterm(Duration::from_secs(10)).is_some(), "a follower still runs 10 s after SIGTERM:\n{}", nodes[follower].log());
+    assert!(nodes[leader].sigterm(Duration::from_secs(10)).is_some(), "the leader still runs 10 s after SIGTERM:\n{}", nodes[leader].log());
 }
 
 #[tokio::test]
