@@ -11,7 +11,6 @@ use raft_store::Store;
 use access::authn::Authenticator;
 use access::serviceaccount::Tokens;
 use serving::context::{Ctx, Settings};
-use serving::flowcontrol::FlowControl;
 use serving::ipalloc::ServiceIps;
 
 use crate::controllers::informer::Informers;
@@ -26,8 +25,6 @@ pub struct Context {
     pub authn: Arc<Authenticator>,
     /// Signs the legacy service-account token Secrets.
     pub tokens: Arc<Tokens>,
-    /// The FlowSchemas' state, reported in their status.
-    pub flowcontrol: Arc<FlowControl>,
     /// The Service IP ranges, and the allocations the repair controller mends.
     pub ips: Arc<ServiceIps>,
 }
@@ -41,7 +38,6 @@ impl Context {
             settings: ctx.settings.clone(),
             authn: ctx.filters.authn.clone(),
             tokens: ctx.tokens.clone(),
-            flowcontrol: ctx.filters.flowcontrol.clone(),
             ips: ctx.writes.ips.clone(),
         }
     }
