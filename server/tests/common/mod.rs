@@ -69,7 +69,7 @@ impl Reply {
     }
 }
 
-async fn client_from(kubeconfig: &Path, anonymous: bool) -> Result<Client, Box<dyn std::error::Error>> {
+pub async fn client_from(kubeconfig: &Path, anonymous: bool) -> Result<Client, Box<dyn std::error::Error>> {
     let kc = Kubeconfig::read_from(kubeconfig)?;
     let mut cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
     // The tests look at the server's answers as they are (504, 429...), never at client retries.
