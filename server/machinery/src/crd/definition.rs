@@ -12,6 +12,10 @@ use super::jsonpath::JsonPath;
 use super::schema::Structural;
 use crate::error::Cause;
 use crate::meta::{is_dns_label, DNS1035_LABEL as DNS1035};
+use crate::registry::kinds::Strategy;
+
+/// How definitions are defaulted and validated.
+pub const STRATEGY: Strategy = Strategy { default: defaults, validate, ..Strategy::NONE };
 
 /// Kubernetes' defaults: singular and listKind from the kind, the `None` conversion (a
 /// webhook Service's port 443); schema flags that are false left out, as Kubernetes' JSON

@@ -202,6 +202,7 @@ static CUSTOM: KindOps = KindOps {
     update: super::kinds::no_update_rules,
     columns: &[],
     cells: super::kinds::no_cells,
+    returns_deleted: false,
     schema: custom_schema,
     definition: "",
 };

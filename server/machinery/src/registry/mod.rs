@@ -55,6 +55,8 @@ pub struct KindOps {
     /// (without the name cell).
     pub columns: &'static [Column],
     pub cells: fn(&Value) -> Vec<Value>,
+    /// A DELETE that removes the object answers with it instead of a `Status`.
+    pub returns_deleted: bool,
     /// JSON schema of the kind, for `/openapi/v2` and `/openapi/v3`.
     pub schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
     /// Fully qualified definition name as Kubernetes spells it,

@@ -399,15 +399,25 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
             }
         }
         if opts.dry_run {
-            return Ok(Reply::deleted(info, req.name(), uid.as_deref()));
+            return removed(ctx, req, uid.as_deref(), obj).await;
         }
         let mut ops = vec![Op { key: key.clone(), cond: Cond::Rev(current.rev), action: Action::Delete }];
         ops.extend(release_ops(info, &obj));
         match ctx.store.write(Txn::new(ops)).await? {
-            TxnResult::Ok { .. } => return Ok(Reply::deleted(info, req.name(), uid.as_deref())),
+            TxnResult::Ok { .. } => return removed(ctx, req, uid.as_deref(), obj).await,
             TxnResult::Failed { current, .. } if opts.resource_version.is_some() => return Err(lost(req, current)),
             _ => continue,
         }
     }
     Err(conflict(req, MODIFIED))
+}
+
+/// The answer to a DELETE that removed `obj`: the object itself for the kinds whose registry
+/// returns it (pods, services, ...), otherwise the success `Status`.
+async fn removed(ctx: &Ctx, req: &ResourceRequest, uid: Option<&str>, obj: Value) -> ApiResult<Reply> {
+    let info = req.info;
+    if info.ops.returns_deleted {
+        return Ok(Reply::value(StatusCode::OK, &convert::in_version(&ctx.store, info, obj).await?));
+    }
+    Ok(Reply::deleted(info, req.name(), uid))
 }

@@ -1,22 +1,25 @@
-//! Per-kind behaviour built once from the `k8s-openapi` types: typed decoding with unknown-field
-//! detection, and the defaults, validation and table columns kubectl users notice.
+//! Per-kind behaviour: typed decoding through the `k8s-openapi` types with unknown-field
+//! detection, and each built-in kind's [`Strategy`] (its defaults, validation, update rules and
+//! table columns) in a file of its own, one module per API group.
 
-mod columns;
-mod config_columns;
-pub mod apiservice;
-pub mod defaults;
-pub mod hpa;
-pub mod immutable;
-pub mod mutating_policy;
-pub mod validate;
-
-pub use columns::*;
-pub use config_columns::*;
+pub mod admissionregistration;
+pub mod apiregistration;
+pub mod apps;
+pub mod autoscaling;
+pub mod batch;
+pub mod certificates;
+pub mod core;
+mod fields;
+pub mod flowcontrol;
+pub mod networking;
+pub mod node;
+pub mod rbac;
+pub mod scheduling;
 
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
 
-use super::Decoded;
+use super::{Column, Decoded};
 use crate::error::Cause;
 
 /// Decodes through the typed schema `T`; fields the input has and the typed round trip lost
@@ -59,12 +62,28 @@ fn diff(path: &str, input: &Value, out: &Value, unknown: &mut Vec<String>) {
     }
 }
 
-/// A kind without defaults.
-pub fn no_defaults(_: &mut Value) {}
+/// What a built-in kind does beyond its type: how it is defaulted, validated, updated and
+/// printed. Each kind's file holds its `STRATEGY`; a kind without one uses [`Strategy::NONE`].
+pub struct Strategy {
+    /// Fills the server-side defaults (pod restartPolicy, deployment strategy, ...).
+    pub default: fn(&mut Value),
+    /// Validation beyond types: required fields, formats, enumerations. Empty means valid.
+    pub validate: fn(&Value) -> Vec<Cause>,
+    /// The rules of an update, given the stored object and the new one: fields kept when the
+    /// new object leaves them out, and fields that may not change. Empty means allowed.
+    pub update: fn(&Value, &mut Value) -> Vec<Cause>,
+    /// Table columns after `Name`, and the cells of one object (without the name's).
+    pub columns: &'static [Column],
+    pub cells: fn(&Value) -> Vec<Value>,
+    /// A DELETE that removes the object answers with it, as the kind's registry in
+    /// kube-apiserver does (`ReturnDeletedObject`), instead of a `Status`.
+    pub returns_deleted: bool,
+}
 
-/// A kind without checks beyond its types and metadata.
-pub fn no_validation(_: &Value) -> Vec<Cause> {
-    Vec::new()
+impl Strategy {
+    /// No defaults, no checks beyond types and metadata, every field mutable, the default table
+    /// (Name, Created At).
+    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false };
 }
 
 /// A kind whose fields may all change on update.

@@ -5,8 +5,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::config_columns::hpa_cells;
 use crate::registry::convert::StoredAs;
+use crate::registry::kinds::fields::{age, col, items, AGE};
+use crate::registry::kinds::Strategy;
+use crate::registry::Column;
 
 /// Where a v1 object keeps what only v2 has.
 const METRICS: &str = "autoscaling.alpha.kubernetes.io/metrics";
@@ -16,6 +18,12 @@ const BEHAVIOR: &str = "autoscaling.alpha.kubernetes.io/behavior";
 
 /// The CPU utilization Kubernetes targets when an autoscaler names no metric.
 const DEFAULT_CPU_UTILIZATION: i64 = 80;
+
+/// autoscaling/v2: defaults and kubectl's columns.
+pub const STRATEGY: Strategy = Strategy { default: defaults, columns: COLUMNS, cells, ..Strategy::NONE };
+
+/// autoscaling/v1: its own defaults, printed from its v2 form.
+pub const V1_STRATEGY: Strategy = Strategy { default: v1_defaults, columns: COLUMNS, cells: v1_cells, ..Strategy::NONE };
 
 /// v1 objects are stored as v2.
 pub static V1_STORED_AS_V2: StoredAs = StoredAs { api_version: "autoscaling/v2", from_storage: v2_to_v1, to_storage: v1_to_v2 };
@@ -54,7 +62,7 @@ pub fn v1_defaults(obj: &mut Value) {
 
 /// A v1 object's table row: the same columns as v2's, from its v2 form.
 pub fn v1_cells(obj: &Value) -> Vec<Value> {
-    hpa_cells(&v1_to_v2(obj.clone()))
+    cells(&v1_to_v2(obj.clone()))
 }
 
 fn cpu_target(utilization: i64) -> Value {
@@ -301,6 +309,30 @@ fn status_from_v1(m: &Value) -> Value {
         _ => return m.clone(),
     };
     json!({"type": m["type"], field: source})
+}
+
+pub const COLUMNS: &[Column] = &[
+    col("Reference", "string", 0),
+    col("Targets", "string", 0),
+    col("MinPods", "string", 0),
+    col("MaxPods", "integer", 0),
+    col("Replicas", "integer", 0),
+    AGE,
+];
+
+pub fn cells(obj: &Value) -> Vec<Value> {
+    let spec = &obj["spec"];
+    let target = &spec["scaleTargetRef"];
+    let metrics = items(&spec["metrics"]);
+    let targets = if metrics == 0 { "<none>".to_string() } else { format!("{metrics} metric(s)") };
+    vec![
+        json!(format!("{}/{}", target["kind"].as_str().unwrap_or_default(), target["name"].as_str().unwrap_or_default())),
+        json!(targets),
+        json!(spec["minReplicas"].as_i64().map_or("<unset>".to_string(), |n| n.to_string())),
+        json!(spec["maxReplicas"].as_i64().unwrap_or(0)),
+        json!(obj["status"]["currentReplicas"].as_i64().unwrap_or(0)),
+        age(obj),
+    ]
 }
 
 #[cfg(test)]

@@ -7,7 +7,13 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use crate::error::Cause;
+use crate::registry::kinds::fields::{age, col, AGE};
+use crate::registry::kinds::Strategy;
+use crate::registry::Column;
 use crate::meta::{is_dns_label, is_dns_subdomain, DNS1035_LABEL, DNS1123_SUBDOMAIN};
+
+/// How APIServices are defaulted, validated and printed.
+pub const STRATEGY: Strategy = Strategy { default: defaults, validate, columns: COLUMNS, cells, ..Strategy::NONE };
 
 /// `spec.service.port` is 443 unless given.
 pub fn defaults(obj: &mut Value) {
@@ -64,6 +70,22 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
         out.push(Cause::invalid("spec.insecureSkipTLSVerify", true, "may not be true if caBundle is present"));
     }
     out
+}
+
+pub const COLUMNS: &[Column] = &[col("Service", "string", 0), col("Available", "string", 0), AGE];
+
+pub fn cells(obj: &Value) -> Vec<Value> {
+    let service = match obj["spec"]["service"]["name"].as_str() {
+        Some(n) => format!("{}/{n}", obj["spec"]["service"]["namespace"].as_str().unwrap_or_default()),
+        None => "Local".into(),
+    };
+    let available = obj["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Available");
+    let available = match available {
+        Some(c) if c["status"] == "True" => "True".to_string(),
+        Some(c) => format!("{} ({})", c["status"].as_str().unwrap_or("Unknown"), c["reason"].as_str().unwrap_or_default()),
+        None => "Unknown".into(),
+    };
+    vec![json!(service), json!(available), age(obj)]
 }
 
 #[cfg(test)]

@@ -9,12 +9,19 @@ use std::borrow::Cow;
 use k8s_openapi::api::admissionregistration::v1beta1;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{de::Error as _, ser::Error as _, Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use super::validating_policy;
 use crate::registry::convert::StoredAs;
+use crate::registry::kinds::fields::{col, items, AGE};
+use crate::registry::kinds::Strategy;
+use crate::registry::Column;
 
 const V1: &str = "admissionregistration.k8s.io/v1";
 const V1BETA1: &str = "admissionregistration.k8s.io/v1beta1";
+
+/// MutatingAdmissionPolicies (v1beta1 and v1): kubectl's columns.
+pub const STRATEGY: Strategy = Strategy { columns: COLUMNS, cells, ..Strategy::NONE };
 
 /// Both kinds' `v1` objects are stored as `v1beta1`.
 pub static STORED_AS_V1BETA1: StoredAs = StoredAs { api_version: V1BETA1, from_storage: as_v1, to_storage: as_v1beta1 };
@@ -76,6 +83,14 @@ macro_rules! in_v1 {
 
 in_v1!(MutatingAdmissionPolicy, "mutatingadmissionpolicies");
 in_v1!(MutatingAdmissionPolicyBinding, "mutatingadmissionpolicybindings");
+
+pub const COLUMNS: &[Column] = &[col("Mutations", "integer", 0), col("ParamKind", "string", 0), AGE];
+
+pub fn cells(obj: &Value) -> Vec<Value> {
+    let mut cells = validating_policy::cells(obj);
+    cells[0] = json!(items(&obj["spec"]["mutations"]));
+    cells
+}
 
 #[cfg(test)]
 mod tests {

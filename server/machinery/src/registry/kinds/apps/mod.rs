@@ -1,0 +1,7 @@
+//! `apps/v1`: one file per kind (and one for what several of its kinds share).
+
+pub mod daemonset;
+pub mod deployment;
+pub mod replicaset;
+pub mod statefulset;
+pub mod workload;

@@ -1,0 +1,64 @@
+//! Jobs: defaults, validation (restart policy), the fields fixed at creation and kubectl's
+//! columns.
+
+use serde_json::{json, Value};
+
+use crate::error::Cause;
+use crate::registry::kinds::core::pod_spec;
+use crate::registry::kinds::fields::{age, col, int, set, unchanged, AGE};
+use crate::registry::kinds::Strategy;
+use crate::registry::Column;
+
+/// How the kind is defaulted, validated, updated and printed.
+pub const STRATEGY: Strategy = Strategy {
+    default: defaults,
+    validate,
+    update,
+    columns: COLUMNS,
+    cells,
+    ..Strategy::NONE
+};
+
+pub fn defaults(obj: &mut Value) {
+    pod_spec::template_defaults(obj);
+    if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
+        set(spec, "backoffLimit", json!(6));
+        set(spec, "completions", json!(1));
+        set(spec, "parallelism", json!(1));
+        set(spec, "completionMode", json!("NonIndexed"));
+        set(spec, "suspend", json!(false));
+    }
+}
+
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let spec = &obj["spec"]["template"]["spec"];
+    pod_spec::validate(spec, "spec.template.spec", &mut out);
+    match spec["restartPolicy"].as_str() {
+        Some("OnFailure") | Some("Never") => {}
+        other => out.push(Cause::new(
+            "FieldValueNotSupported",
+            "spec.template.spec.restartPolicy",
+            format!("Unsupported value: \"{}\": supported values: \"OnFailure\", \"Never\"", other.unwrap_or_default()),
+        )),
+    }
+    out
+}
+
+/// Jobs: the selector, the pod template and the completion count are fixed.
+pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    for pointer in ["/spec/selector", "/spec/template", "/spec/completions"] {
+        unchanged(old, new, pointer, &mut out);
+    }
+    out
+}
+
+pub const COLUMNS: &[Column] = &[col("Status", "string", 0), col("Completions", "string", 0), AGE];
+
+pub fn cells(obj: &Value) -> Vec<Value> {
+    let done = int(&obj["status"]["succeeded"]);
+    let want = obj["spec"]["completions"].as_i64().unwrap_or(1);
+    let status = if done >= want { "Complete" } else { "Running" };
+    vec![json!(status), json!(format!("{done}/{want}")), age(obj)]
+}

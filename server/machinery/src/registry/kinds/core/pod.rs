@@ -1,0 +1,134 @@
+//! Pods: defaults (the pod spec's, service links, priority, phase), validation, the spec fields an
+//! update may change, and kubectl's columns.
+
+use serde_json::{json, Value};
+
+use super::pod_spec;
+use crate::error::Cause;
+use crate::registry::kinds::fields::{age, col, int, set, AGE};
+use crate::registry::kinds::Strategy;
+use crate::registry::Column;
+
+/// How the kind is defaulted, validated, updated and printed.
+pub const STRATEGY: Strategy = Strategy {
+    default: defaults,
+    validate,
+    update,
+    columns: COLUMNS,
+    cells,
+    ..Strategy::NONE
+};
+
+/// Pods get the pod spec defaults and, unlike templates, service links and a priority.
+pub fn defaults(obj: &mut Value) {
+    if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
+        pod_spec::defaults(spec);
+        set(spec, "enableServiceLinks", json!(true));
+        set(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+        set(spec, "priority", json!(0));
+    }
+    if obj["status"]["phase"].is_null() {
+        obj["status"]["phase"] = json!("Pending");
+    }
+}
+
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    pod_spec::validate(&obj["spec"], "spec", &mut out);
+    out
+}
+
+/// Pods: only images, `activeDeadlineSeconds` and tolerations may change in the spec.
+pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let mut expected = old["spec"].clone();
+    for list in ["containers", "initContainers"] {
+        let images = new["spec"][list].as_array().map(|cs| cs.iter().map(|c| c["image"].clone()).collect::<Vec<_>>());
+        if let (Some(containers), Some(images)) = (expected.get_mut(list).and_then(Value::as_array_mut), images) {
+            for (c, image) in containers.iter_mut().zip(images) {
+                c["image"] = image;
+            }
+        }
+    }
+    for field in ["activeDeadlineSeconds", "tolerations"] {
+        match new["spec"].get(field) {
+            Some(v) if expected.is_object() => expected[field] = v.clone(),
+            Some(_) => {}
+            None => {
+                expected.as_object_mut().map(|s| s.remove(field));
+            }
+        }
+    }
+    if expected != new["spec"] {
+        return vec![Cause::new(
+            "FieldValueForbidden",
+            "spec",
+            "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+        )];
+    }
+    Vec::new()
+}
+
+pub const COLUMNS: &[Column] = &[
+    col("Ready", "string", 0),
+    col("Status", "string", 0),
+    col("Restarts", "string", 0),
+    AGE,
+    col("IP", "string", 1),
+    col("Node", "string", 1),
+];
+
+pub fn cells(obj: &Value) -> Vec<Value> {
+    let total = obj["spec"]["containers"].as_array().map_or(0, Vec::len);
+    let statuses = obj["status"]["containerStatuses"].as_array();
+    let ready = statuses.map_or(0, |s| s.iter().filter(|c| c["ready"] == true).count());
+    let restarts: i64 = statuses.map_or(0, |s| s.iter().map(|c| int(&c["restartCount"])).sum());
+    let reason = obj["status"]["reason"].as_str();
+    let phase = obj["status"]["phase"].as_str().unwrap_or("Pending");
+    let status = if obj["metadata"].get("deletionTimestamp").is_some() { "Terminating" } else { reason.unwrap_or(phase) };
+    vec![
+        json!(format!("{ready}/{total}")),
+        json!(status),
+        json!(restarts.to_string()),
+        age(obj),
+        json!(obj["status"]["podIP"].as_str().unwrap_or("<none>")),
+        json!(obj["spec"]["nodeName"].as_str().unwrap_or("<none>")),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_of_pods_only() {
+        let mut p = json!({"spec": {"containers": [{"name": "a", "image": "nginx"}]}});
+        defaults(&mut p);
+        assert_eq!(p["spec"]["restartPolicy"], "Always");
+        assert_eq!(p["spec"]["dnsPolicy"], "ClusterFirst");
+        assert_eq!(p["spec"]["terminationGracePeriodSeconds"], 30);
+        assert_eq!(p["spec"]["containers"][0]["imagePullPolicy"], "Always");
+        assert_eq!(p["spec"]["priority"], 0);
+    }
+
+    #[test]
+    fn containers_are_required() {
+        assert_eq!(validate(&json!({"spec": {}}))[0].field, "spec.containers");
+        assert!(validate(&json!({"spec": {"containers": [{"name": "a", "image": "x"}]}})).is_empty());
+    }
+
+    #[test]
+    fn enumerations_and_ports() {
+        let p = json!({"spec": {"restartPolicy": "Sometimes", "containers": [{"name": "a", "image": "x", "imagePullPolicy": "Sometimes", "ports": [{"containerPort": 0}]}]}});
+        let fields: Vec<String> = validate(&p).into_iter().map(|c| c.field).collect();
+        assert_eq!(fields, ["spec.containers[0].imagePullPolicy", "spec.containers[0].ports[0].containerPort", "spec.restartPolicy"]);
+    }
+
+    #[test]
+    fn updates_change_images_only() {
+        let old = json!({"spec": {"containers": [{"name": "a", "image": "x:1"}], "restartPolicy": "Always"}});
+        let mut image = json!({"spec": {"containers": [{"name": "a", "image": "x:2"}], "restartPolicy": "Always"}});
+        assert!(update(&old, &mut image).is_empty());
+        let mut policy = json!({"spec": {"containers": [{"name": "a", "image": "x:1"}], "restartPolicy": "Never"}});
+        assert_eq!(update(&old, &mut policy)[0].field, "spec");
+    }
+}

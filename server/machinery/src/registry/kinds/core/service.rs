@@ -1,0 +1,141 @@
+//! Services: defaults (type, session affinity, IP families, target ports), validation, the
+//! cluster IPs an update keeps, and kubectl's columns.
+
+use serde_json::{json, Value};
+
+use crate::error::Cause;
+use crate::registry::kinds::fields::{age, col, int, set, unchanged, AGE};
+use crate::registry::kinds::Strategy;
+use crate::registry::Column;
+
+/// How the kind is defaulted, validated, updated and printed.
+pub const STRATEGY: Strategy = Strategy {
+    default: defaults,
+    validate,
+    update,
+    columns: COLUMNS,
+    cells,
+    ..Strategy::NONE
+};
+
+pub fn defaults(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else { return };
+    set(spec, "type", json!("ClusterIP"));
+    set(spec, "sessionAffinity", json!("None"));
+    if spec["clusterIP"] == "None" {
+        set(spec, "clusterIPs", json!(["None"]));
+    }
+    if spec["type"] != "ExternalName" {
+        set(spec, "ipFamilyPolicy", json!("SingleStack"));
+        set(spec, "ipFamilies", json!(["IPv4"]));
+        set(spec, "internalTrafficPolicy", json!("Cluster"));
+    }
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports {
+            set(p, "protocol", json!("TCP"));
+            // A zero node port is an unset one.
+            if p["nodePort"] == 0 {
+                p.as_object_mut().map(|o| o.remove("nodePort"));
+            }
+            // An unset, zero or empty target port (Protobuf clients send a zero) is the port.
+            if matches!(&p["targetPort"], Value::Null) || p["targetPort"] == 0 || p["targetPort"] == "" {
+                p["targetPort"] = p["port"].clone();
+            }
+        }
+    }
+}
+
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let spec = &obj["spec"];
+    let ty = spec["type"].as_str().unwrap_or("ClusterIP");
+    if !matches!(ty, "ClusterIP" | "NodePort" | "LoadBalancer" | "ExternalName") {
+        out.push(Cause::new("FieldValueNotSupported", "spec.type", format!("Unsupported value: \"{ty}\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\"")));
+    }
+    let headless = spec["clusterIP"].as_str() == Some("None");
+    let ports = spec["ports"].as_array();
+    if ty != "ExternalName" && !headless && ports.is_none_or(|p| p.is_empty()) {
+        out.push(Cause::required("spec.ports"));
+    }
+    for (i, p) in ports.into_iter().flatten().enumerate() {
+        let port = p["port"].as_i64().unwrap_or(0);
+        if !(1..=65535).contains(&port) {
+            out.push(Cause::invalid(format!("spec.ports[{i}].port"), port, "must be between 1 and 65535, inclusive"));
+        }
+    }
+    out
+}
+
+/// A service keeps its cluster IPs: an update that leaves them out keeps the allocated ones,
+/// and one that changes them is refused.
+pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    if new["spec"]["type"] == "ExternalName" || !new["spec"].is_object() {
+        return out;
+    }
+    for field in ["clusterIP", "clusterIPs"] {
+        let now = &new["spec"][field];
+        let unset = now.is_null() || now == "" || now.as_array().is_some_and(Vec::is_empty);
+        if unset {
+            if !old["spec"][field].is_null() {
+                new["spec"][field] = old["spec"][field].clone();
+            }
+        } else if !old["spec"][field].is_null() {
+            unchanged(old, new, &format!("/spec/{field}"), &mut out);
+        }
+    }
+    out
+}
+
+pub const COLUMNS: &[Column] = &[
+    col("Type", "string", 0),
+    col("Cluster-IP", "string", 0),
+    col("External-IP", "string", 0),
+    col("Port(s)", "string", 0),
+    AGE,
+    col("Selector", "string", 1),
+];
+
+pub fn cells(obj: &Value) -> Vec<Value> {
+    let spec = &obj["spec"];
+    let ports: Vec<String> = spec["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| match p["nodePort"].as_i64() {
+            Some(n) => format!("{}:{n}/{}", int(&p["port"]), p["protocol"].as_str().unwrap_or("TCP")),
+            None => format!("{}/{}", int(&p["port"]), p["protocol"].as_str().unwrap_or("TCP")),
+        })
+        .collect();
+    let selector = spec["selector"]
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect::<Vec<_>>().join(","))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "<none>".into());
+    vec![
+        json!(spec["type"].as_str().unwrap_or("ClusterIP")),
+        json!(spec["clusterIP"].as_str().unwrap_or("<none>")),
+        json!("<none>"),
+        json!(if ports.is_empty() { "<none>".to_string() } else { ports.join(",") }),
+        age(obj),
+        json!(selector),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_of_services() {
+        let mut s = json!({"spec": {"ports": [{"port": 80}]}});
+        defaults(&mut s);
+        assert_eq!(s["spec"]["type"], "ClusterIP");
+        assert_eq!(s["spec"]["sessionAffinity"], "None");
+        assert_eq!(s["spec"]["ports"][0]["targetPort"], 80);
+        let mut s = json!({"spec": {"ports": [{"port": 80, "targetPort": 0}, {"port": 81, "targetPort": "web"}]}});
+        defaults(&mut s);
+        assert_eq!(s["spec"]["ports"][0]["targetPort"], 80);
+        assert_eq!(s["spec"]["ports"][1]["targetPort"], "web");
+    }
+}

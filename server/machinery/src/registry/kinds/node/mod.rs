@@ -1,0 +1,3 @@
+//! `node.k8s.io/v1`: one file per kind (and one for what several of its kinds share).
+
+pub mod runtimeclass;

@@ -1,0 +1,92 @@
+//! RoleBindings and ClusterRoleBindings: role reference and subject validation, and the role
+//! reference fixed at creation.
+
+use serde_json::Value;
+
+use crate::error::Cause;
+use crate::registry::kinds::fields::unsupported;
+use crate::registry::kinds::Strategy;
+
+/// How the kind is defaulted, validated, updated and printed.
+pub const STRATEGY: Strategy = Strategy {
+    validate,
+    update,
+    ..Strategy::NONE
+};
+
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// RoleBindings and ClusterRoleBindings: a role reference of the RBAC group (a ClusterRoleBinding
+/// only to a ClusterRole) and well-formed subjects.
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let cluster = obj["kind"] == "ClusterRoleBinding";
+    let mut out = Vec::new();
+    let str_at = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+    let role_ref = &obj["roleRef"];
+    let group = str_at(role_ref, "apiGroup");
+    if group != RBAC_GROUP {
+        out.push(unsupported("roleRef.apiGroup".into(), &group, &[RBAC_GROUP]));
+    }
+    let kind = str_at(role_ref, "kind");
+    let kinds: &[&str] = if cluster { &["ClusterRole"] } else { &["Role", "ClusterRole"] };
+    if !kinds.contains(&kind.as_str()) {
+        out.push(unsupported("roleRef.kind".into(), &kind, kinds));
+    }
+    let name = str_at(role_ref, "name");
+    if name.is_empty() {
+        out.push(Cause::required("roleRef.name"));
+    } else if name.contains('/') || name.contains('%') || name == "." || name == ".." {
+        out.push(Cause::invalid("roleRef.name", &name, "may not contain '/' or '%', and may not be '.' or '..'"));
+    }
+    for (i, s) in obj["subjects"].as_array().into_iter().flatten().enumerate() {
+        let at = |f: &str| format!("subjects[{i}].{f}");
+        if str_at(s, "name").is_empty() {
+            out.push(Cause::required(at("name")));
+        }
+        let group = str_at(s, "apiGroup");
+        match str_at(s, "kind").as_str() {
+            "ServiceAccount" => {
+                if !group.is_empty() {
+                    out.push(unsupported(at("apiGroup"), &group, &[""]));
+                }
+                if cluster && str_at(s, "namespace").is_empty() {
+                    out.push(Cause::required(at("namespace")));
+                }
+            }
+            "User" | "Group" => {
+                if group != RBAC_GROUP {
+                    out.push(unsupported(at("apiGroup"), &group, &[RBAC_GROUP]));
+                }
+            }
+            other => out.push(unsupported(at("kind"), other, &["ServiceAccount", "User", "Group"])),
+        }
+    }
+    out
+}
+
+/// Bindings: the role they refer to is fixed at creation (delete and recreate to change it).
+pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let (was, now) = (&old["roleRef"], &new["roleRef"]);
+    if was == now {
+        return Vec::new();
+    }
+    let s = |k: &str| now[k].as_str().unwrap_or_default().to_string();
+    let shown = format!("rbac.RoleRef{{APIGroup:{:?}, Kind:{:?}, Name:{:?}}}", s("apiGroup"), s("kind"), s("name"));
+    vec![Cause::new("FieldValueInvalid", "roleRef", format!("Invalid value: {shown}: cannot change roleRef"))]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn references_and_subjects() {
+        let b = json!({"kind": "ClusterRoleBinding", "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+            "subjects": [{"kind": "ServiceAccount", "name": "sa"}, {"kind": "User", "name": "u"}, {"kind": "Robot", "name": "r"}]});
+        let causes = validate(&b);
+        let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, ["roleRef.kind", "subjects[0].namespace", "subjects[1].apiGroup", "subjects[2].kind"]);
+        assert_eq!(causes[0].message, "Unsupported value: \"Role\": supported values: \"ClusterRole\"");
+    }
+}

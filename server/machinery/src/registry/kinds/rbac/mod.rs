@@ -1,0 +1,4 @@
+//! `rbac.authorization.k8s.io/v1`: one file per kind (and one for what several of its kinds share).
+
+pub mod binding;
+pub mod role;
