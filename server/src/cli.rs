@@ -44,6 +44,10 @@ pub struct Args {
     #[arg(long, default_value = "10.96.0.0/12")]
     pub service_cluster_ip_range: String,
 
+    /// Ports reserved for Services of type NodePort and LoadBalancer, `low-high` inclusive.
+    #[arg(long, default_value = "30000-32767")]
+    pub service_node_port_range: String,
+
     /// Feature gates, `Name=true,Other=false`.
     #[arg(long, default_value = "")]
     pub feature_gates: String,

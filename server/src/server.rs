@@ -26,6 +26,7 @@ use serving::metrics::Metrics;
 use serving::context::{Ctx, Filters, Settings, Writes};
 use access::serviceaccount::Tokens;
 use serving::ipalloc::ServiceIps;
+use serving::nodeports::NodePorts;
 use crate::controllers;
 use serving::{app, tls};
 
@@ -38,6 +39,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .service_cluster_ip_range
         .parse()
         .with_context(|| format!("--service-cluster-ip-range {:?} is not an IPv4 CIDR", args.service_cluster_ip_range))?;
+    let node_ports = NodePorts::parse(&args.service_node_port_range).map_err(|e| anyhow::anyhow!("--service-node-port-range: {e}"))?;
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
     let peer_addr = match args.initial_cluster.get(&args.node_id) {
         Some(addr) => Some(addr.clone()),
@@ -156,7 +158,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         store: store.clone(),
         settings: Arc::new(settings),
         filters: Arc::new(Filters { authn, audit, auth, flowcontrol, metrics }),
-        writes: Arc::new(Writes { admission, namespaces, ips: Arc::new(ServiceIps::new(range)) }),
+        writes: Arc::new(Writes { admission, namespaces, ips: Arc::new(ServiceIps::new(range)), node_ports: NodePorts::new(node_ports) }),
         tokens,
     };
 

@@ -106,6 +106,16 @@ fn normalize(v: &mut Value) {
                     meta.remove(k);
                 }
             }
+            // Who asked for a certificate: each server's own admin.
+            if m.get("kind").is_some_and(|k| k == "CertificateSigningRequest") {
+                if let Some(Value::Object(spec)) = m.get_mut("spec") {
+                    for k in ["username", "uid", "groups", "extra"] {
+                        if spec.contains_key(k) {
+                            spec.insert(k.into(), json!("<requestor>"));
+                        }
+                    }
+                }
+            }
             for (k, val) in m.iter_mut() {
                 match (k.as_str(), &*val) {
                     ("clusterIP" | "nodePort", Value::String(_) | Value::Number(_)) if val != "None" => *val = json!("<allocated>"),
@@ -138,6 +148,13 @@ fn table(mut t: Value) -> Value {
                 .zip(&names)
                 .map(|(c, name)| match (name.as_str(), c) {
                     ("Age" | "Duration" | "Last Schedule" | "Last Seen" | "First Seen", Value::String(s)) if s.chars().next().is_some_and(|c| c.is_ascii_digit()) => json!("<age>"),
+                    ("Requestor", Value::String(_)) => json!("<requestor>"),
+                    // A Service's allocated IP and node ports.
+                    ("Cluster-IP", Value::String(s)) if s.parse::<std::net::IpAddr>().is_ok() => json!("<allocated>"),
+                    ("Port(s)", Value::String(s)) => json!(s.split(',').map(|p| match p.split_once(':') {
+                        Some((port, rest)) => format!("{port}:<allocated>/{}", rest.split_once('/').map_or("", |r| r.1)),
+                        None => p.to_string(),
+                    }).collect::<Vec<_>>().join(",")),
                     _ => c.clone(),
                 })
                 .collect();

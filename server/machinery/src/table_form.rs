@@ -10,6 +10,8 @@
 //! Kinds without columns of their own get the default `Name`, `Created At` table.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
@@ -55,6 +57,14 @@ fn columns(info: &ResourceInfo) -> Cow<'static, [Column]> {
     }
 }
 
+/// What kube-apiserver's printers say each built-in kind's columns hold, by
+/// `group/version/resource` and column name (facts, kept as data).
+fn descriptions(info: &ResourceInfo) -> Option<&'static HashMap<String, String>> {
+    static DESCRIPTIONS: LazyLock<HashMap<String, HashMap<String, String>>> =
+        LazyLock::new(|| serde_json::from_str(include_str!("registry/kinds/column_descriptions.json")).unwrap_or_default());
+    DESCRIPTIONS.get(&format!("{}/{}", info.api_version(), info.resource))
+}
+
 /// Columns shown as the time since their timestamp cell (`5m`), as kubectl prints them (every
 /// `date` column of a custom resource, as Kubernetes' custom resource table does).
 fn is_age(info: &ResourceInfo, c: &Column) -> bool {
@@ -69,9 +79,11 @@ fn name_first(info: &ResourceInfo) -> bool {
 fn column_definitions(info: &ResourceInfo) -> Vec<Value> {
     let name = json!({"name": "Name", "type": "string", "format": "name", "description": NAME_DESCRIPTION, "priority": 0});
     let cols = columns(info);
+    let described = descriptions(info);
     let rest = cols.iter().map(|c| {
         let type_ = if is_age(info, c) { "string" } else { c.type_ };
-        json!({"name": c.name, "type": type_, "format": c.format, "description": c.description, "priority": c.priority})
+        let description = described.and_then(|d| d.get(c.name)).map_or(c.description, String::as_str);
+        json!({"name": c.name, "type": type_, "format": c.format, "description": description, "priority": c.priority})
     });
     name_first(info).then_some(name).into_iter().chain(rest).collect()
 }
@@ -202,6 +214,12 @@ pub fn human_duration(d: chrono::TimeDelta) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printer_descriptions_are_read() {
+        let pods = crate::registry::lookup("", "v1", "pods").unwrap();
+        assert!(descriptions(pods).is_some_and(|d| d["Ready"].contains("readiness")));
+    }
     use crate::registry::KindOps;
     use chrono::TimeDelta;
 
@@ -224,6 +242,9 @@ mod tests {
             validate: |_, _, _| Vec::new(),
             columns,
             cells,
+            returns_deleted: false,
+            initial_status: None,
+            deprecation: None,
             schema: |g| g.subschema_for::<String>(),
             definition: "io.k8s.api.core.v1.ConfigMap",
         }))

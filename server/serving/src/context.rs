@@ -7,6 +7,7 @@ use std::time::Duration;
 use raft_store::Store;
 
 use crate::ipalloc::ServiceIps;
+use crate::nodeports::NodePorts;
 
 /// Shared by all requests; cheap to clone. Each stage of a request reaches only its part: the
 /// filter chain [`Filters`], the write handlers [`Writes`], every handler the store and settings.
@@ -41,6 +42,8 @@ pub struct Writes {
     pub namespaces: Arc<admission::namespaces::Namespaces>,
     /// The Service IP ranges new Services are given addresses from.
     pub ips: Arc<ServiceIps>,
+    /// The range Services' node ports are given from.
+    pub node_ports: NodePorts,
 }
 
 /// Server behaviour fixed at startup.

@@ -23,5 +23,6 @@ pub mod health;
 pub mod hooks;
 pub mod ipalloc;
 pub mod metrics;
+pub mod nodeports;
 pub mod status_response;
 pub mod tls;

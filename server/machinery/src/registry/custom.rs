@@ -203,6 +203,8 @@ static CUSTOM: KindOps = KindOps {
     columns: &[],
     cells: super::kinds::no_cells,
     returns_deleted: false,
+    initial_status: None,
+    deprecation: None,
     schema: custom_schema,
     definition: "",
 };

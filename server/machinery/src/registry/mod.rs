@@ -57,6 +57,10 @@ pub struct KindOps {
     pub cells: fn(&Value) -> Vec<Value>,
     /// A DELETE that removes the object answers with it instead of a `Status`.
     pub returns_deleted: bool,
+    /// The status a new object starts with, when the kind has one of its own.
+    pub initial_status: Option<fn() -> Value>,
+    /// The warning every answer carries when the kind's version is deprecated.
+    pub deprecation: Option<&'static str>,
     /// JSON schema of the kind, for `/openapi/v2` and `/openapi/v3`.
     pub schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
     /// Fully qualified definition name as Kubernetes spells it,

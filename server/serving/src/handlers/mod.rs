@@ -46,8 +46,10 @@ pub async fn serve(ctx: &Ctx, req: ResourceRequest, params: Params, headers: &He
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     };
-    // A deprecated version of a custom resource says so on every answer.
-    if let Some(w) = machinery::registry::custom::version(req.info).and_then(|v| v.deprecation.clone()) {
+    // A deprecated version (of a built-in kind or a custom resource) says so on every answer.
+    if let Some(w) = req.info.ops.deprecation {
+        add_warning(&mut resp, w);
+    } else if let Some(w) = machinery::registry::custom::version(req.info).and_then(|v| v.deprecation.clone()) {
         add_warning(&mut resp, &w);
     }
     resp

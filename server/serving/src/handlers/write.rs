@@ -17,6 +17,7 @@ use crate::context::Ctx;
 use machinery::fieldmanager::{self, Manager};
 use machinery::error::{ApiError, ApiResult};
 use crate::ipalloc::ServiceIps;
+use crate::nodeports;
 use machinery::meta::{self, meta_mut, meta_str};
 use machinery::registry::{convert, custom, ResourceInfo};
 use access::request::ResourceRequest;
@@ -133,9 +134,11 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
         }
     }
     if info.has_subresource("status") {
-        if let Some(o) = obj.as_object_mut() {
-            o.remove("status");
-        }
+        match (info.ops.initial_status, obj.as_object_mut()) {
+            (Some(initial), Some(o)) => o.insert("status".into(), initial()),
+            (None, Some(o)) => o.remove("status"),
+            _ => None,
+        };
     }
     let mut obj = admit(info, obj, None, validation, duplicates, warnings)?;
     meta::stamp_create(info, &mut obj);
@@ -150,12 +153,18 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
     if let Some(m) = manager {
         fieldmanager::update(None, &mut obj, m, &info.schema_definition(), &meta::now());
     }
-    let wants_ip = info.resource == "services" && info.group.is_empty() && service_wants_ip(&obj);
+    let wants_ip = is_service(info) && service_wants_ip(&obj);
     let requested_ip = obj["spec"]["clusterIP"].as_str().filter(|s| !s.is_empty() && *s != "None").map(str::to_string);
     let ranges = if wants_ip { ctx.writes.ips.ranges(&ctx.store) } else { Vec::new() };
     if let Some(ip) = &requested_ip {
         ServiceIps::check(&ranges, ip).map_err(|cause| ApiError::Invalid { group: String::new(), kind: "Service".into(), name: name.clone(), causes: vec![cause] })?;
     }
+    let service = is_service(info);
+    // Ports given a node port by an earlier try, which lost it to another Service, choose again.
+    let unset_node_ports: Vec<usize> = match service {
+        true => obj["spec"]["ports"].as_array().into_iter().flatten().enumerate().filter(|(_, p)| p["nodePort"].is_null()).map(|(i, _)| i).collect(),
+        false => Vec::new(),
+    };
     for _ in 0..MAX_RETRIES {
         let mut ops = Vec::new();
         if wants_ip {
@@ -170,6 +179,13 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
             obj["spec"]["clusterIPs"] = json!([ip]);
             let reservation = ServiceIps::reservation(&ip, req.namespace.as_deref().unwrap_or_default(), &name);
             ops.push(Op { key: ServiceIps::key(&ip), cond: Cond::Absent, action: Action::Put(to_bytes(&reservation)?) });
+        }
+        if service {
+            for i in &unset_node_ports {
+                obj["spec"]["ports"][*i].as_object_mut().map(|p| p.remove("nodePort"));
+            }
+            let namespace = req.namespace.as_deref().unwrap_or_default();
+            ops.extend(ctx.writes.node_ports.plan(ctx.store.cache(), None, &mut obj, namespace, &name)?.take);
         }
         if dry_run {
             return Ok(Reply::value(StatusCode::CREATED, &obj));
@@ -201,7 +217,8 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
                     name: named.name().into(),
                 })
             }
-            TxnResult::Failed { .. } if requested_ip.is_some() => {
+            // The requested IP's reservation (op 1) is held by another Service.
+            TxnResult::Failed { op: 1, .. } if requested_ip.is_some() => {
                 return Err(ApiError::Invalid {
                     group: String::new(),
                     kind: "Service".into(),
@@ -218,6 +235,11 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
         }
     }
     Err(ApiError::Unavailable("could not allocate a service IP".into()))
+}
+
+/// Whether `info` is the core group's Services, whose writes allocate IPs and node ports.
+fn is_service(info: &ResourceInfo) -> bool {
+    info.resource == "services" && info.group.is_empty()
 }
 
 fn service_wants_ip(obj: &Value) -> bool {
@@ -281,6 +303,10 @@ pub async fn update(
         if !causes.is_empty() {
             return Err(ApiError::Invalid { group: info.group.into(), kind: info.kind.into(), name: req.name().into(), causes });
         }
+        let node_ports = match is_service(info) && req.subresource.is_none() {
+            true => ctx.writes.node_ports.plan(ctx.store.cache(), Some(&old), &mut new, req.namespace.as_deref().unwrap_or_default(), req.name())?,
+            false => nodeports::Plan::default(),
+        };
         w.extend(ctx.writes.admission.admit(req, Operation::Update, Some(&mut new), Some(&old), opts.dry_run).await?);
         if meta::without_rv(&new) == meta::without_rv(&old) {
             warnings.extend(w);
@@ -304,6 +330,8 @@ pub async fn update(
         let mut ops = vec![op];
         if finalized {
             ops.extend(release_ops(info, &new));
+        } else {
+            ops.extend(node_ports.take.into_iter().chain(node_ports.give_back));
         }
         match ctx.store.write(Txn::new(ops)).await? {
             TxnResult::Ok { objects, .. } => {
@@ -311,7 +339,8 @@ pub async fn update(
                 let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
                 return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, stored.data).await?));
             }
-            TxnResult::Failed { current, .. } if opts.precondition.is_some() => return Err(lost(req, current)),
+            // A node port taken meanwhile by another Service (a later op) is chosen again.
+            TxnResult::Failed { op: 0, current } if opts.precondition.is_some() => return Err(lost(req, current)),
             TxnResult::Failed { .. } => continue,
             TxnResult::None => return Err(ApiError::internal("unexpected entry result")),
         }
@@ -319,19 +348,14 @@ pub async fn update(
     Err(conflict(req, MODIFIED))
 }
 
-/// Keys released together with an object: a Service's cluster IP reservations.
+/// Keys released together with an object: a Service's cluster IP and node port reservations.
 fn release_ops(info: &ResourceInfo, obj: &Value) -> Vec<Op> {
-    if info.resource != "services" || !info.group.is_empty() {
+    if !is_service(info) {
         return Vec::new();
     }
-    obj["spec"]["clusterIPs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .filter(|ip| *ip != "None")
-        .map(|ip| Op { key: ServiceIps::key(ip), cond: Cond::Any, action: Action::Delete })
-        .collect()
+    let ips = obj["spec"]["clusterIPs"].as_array().into_iter().flatten().filter_map(Value::as_str).filter(|ip| *ip != "None");
+    let ips = ips.map(|ip| Op { key: ServiceIps::key(ip), cond: Cond::Any, action: Action::Delete });
+    ips.chain(nodeports::ports_of(obj).into_iter().map(nodeports::release)).collect()
 }
 
 /// Namespaces the server needs and never deletes.

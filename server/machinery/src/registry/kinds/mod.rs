@@ -9,12 +9,16 @@ pub mod autoscaling;
 pub mod batch;
 pub mod certificates;
 pub mod core;
+pub mod discovery;
 mod fields;
 pub mod flowcontrol;
 pub mod networking;
 pub mod node;
+pub mod policy;
 pub mod rbac;
+pub mod resource;
 pub mod scheduling;
+pub mod storage;
 
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
@@ -78,12 +82,17 @@ pub struct Strategy {
     /// A DELETE that removes the object answers with it, as the kind's registry in
     /// kube-apiserver does (`ReturnDeletedObject`), instead of a `Status`.
     pub returns_deleted: bool,
+    /// The status a new object starts with (what a client sent is dropped): the zero value of
+    /// the kind's status as Kubernetes writes it (`{"replicas": 0}`, `{"phase": "Pending"}`).
+    pub initial_status: Option<fn() -> Value>,
+    /// The warning every answer about the kind carries when its version is deprecated.
+    pub deprecation: Option<&'static str>,
 }
 
 impl Strategy {
     /// No defaults, no checks beyond types and metadata, every field mutable, the default table
     /// (Name, Created At).
-    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false };
+    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None };
 }
 
 /// A kind whose fields may all change on update.

@@ -10,6 +10,7 @@ use crate::registry::Column;
 pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
+    default: defaults,
     ..Strategy::NONE
 };
 
@@ -25,4 +26,11 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         None => "<unset>".into(),
     };
     vec![json!(obj["spec"]["policyName"].as_str().unwrap_or_default()), json!(param), age(obj)]
+}
+
+/// A binding's `matchResources`, when given, defaults as a policy's constraints do.
+pub fn defaults(obj: &mut Value) {
+    if obj["spec"]["matchResources"].is_object() {
+        super::validating_policy::match_resources(&mut obj["spec"]["matchResources"]);
+    }
 }

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::registry::kinds::fields::{age, col, items, AGE};
+use crate::registry::kinds::fields::{age, col, items, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -10,6 +10,8 @@ use crate::registry::Column;
 pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
+    default: defaults,
+    initial_status: Some(|| json!({})),
     ..Strategy::NONE
 };
 
@@ -22,4 +24,27 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         None => "<unset>".into(),
     };
     vec![json!(items(&obj["spec"]["validations"])), json!(param), age(obj)]
+}
+
+/// A policy fails closed, and matches as Kubernetes' defaults say.
+pub fn defaults(obj: &mut Value) {
+    let spec = &mut obj["spec"];
+    if !spec.is_object() {
+        return;
+    }
+    set(spec, "failurePolicy", json!("Fail"));
+    if spec["matchConstraints"].is_object() {
+        match_resources(&mut spec["matchConstraints"]);
+    }
+}
+
+/// The defaults of a `matchConstraints` or `matchResources`: equivalent versions match, empty
+/// selectors, rules for any scope.
+pub(super) fn match_resources(m: &mut Value) {
+    set(m, "matchPolicy", json!("Equivalent"));
+    set(m, "namespaceSelector", json!({}));
+    set(m, "objectSelector", json!({}));
+    for rule in m["resourceRules"].as_array_mut().into_iter().flatten() {
+        set(rule, "scope", json!("*"));
+    }
 }

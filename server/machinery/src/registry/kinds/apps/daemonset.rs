@@ -12,6 +12,7 @@ pub const STRATEGY: Strategy = Strategy {
     default: defaults,
     validate: workload::validate,
     update: workload::update,
+    initial_status: Some(|| json!({"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0})),
     ..Strategy::NONE
 };
 

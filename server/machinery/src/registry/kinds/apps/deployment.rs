@@ -15,6 +15,7 @@ pub const STRATEGY: Strategy = Strategy {
     update: workload::update,
     columns: COLUMNS,
     cells,
+    initial_status: Some(|| json!({})),
     ..Strategy::NONE
 };
 

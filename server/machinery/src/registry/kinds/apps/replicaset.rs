@@ -14,6 +14,7 @@ pub const STRATEGY: Strategy = Strategy {
     update: workload::update,
     columns: COLUMNS,
     cells,
+    initial_status: Some(|| json!({"replicas": 0})),
     ..Strategy::NONE
 };
 

@@ -15,6 +15,7 @@ pub const STRATEGY: Strategy = Strategy {
     update,
     columns: COLUMNS,
     cells,
+    initial_status: Some(|| json!({"availableReplicas": 0, "replicas": 0})),
     ..Strategy::NONE
 };
 

@@ -20,10 +20,17 @@ const BEHAVIOR: &str = "autoscaling.alpha.kubernetes.io/behavior";
 const DEFAULT_CPU_UTILIZATION: i64 = 80;
 
 /// autoscaling/v2: defaults and kubectl's columns.
-pub const STRATEGY: Strategy = Strategy { default: defaults, columns: COLUMNS, cells, ..Strategy::NONE };
+pub const STRATEGY: Strategy =
+    Strategy { default: defaults, columns: COLUMNS, cells, initial_status: Some(|| json!({"desiredReplicas": 0})), ..Strategy::NONE };
 
 /// autoscaling/v1: its own defaults, printed from its v2 form.
-pub const V1_STRATEGY: Strategy = Strategy { default: v1_defaults, columns: COLUMNS, cells: v1_cells, ..Strategy::NONE };
+pub const V1_STRATEGY: Strategy = Strategy {
+    default: v1_defaults,
+    columns: COLUMNS,
+    cells: v1_cells,
+    initial_status: Some(|| json!({"currentReplicas": 0, "desiredReplicas": 0})),
+    ..Strategy::NONE
+};
 
 /// v1 objects are stored as v2.
 pub static V1_STORED_AS_V2: StoredAs = StoredAs { api_version: "autoscaling/v2", from_storage: v2_to_v1, to_storage: v1_to_v2 };

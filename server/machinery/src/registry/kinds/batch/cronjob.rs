@@ -14,6 +14,7 @@ pub const STRATEGY: Strategy = Strategy {
     validate,
     columns: COLUMNS,
     cells,
+    initial_status: Some(|| json!({})),
     ..Strategy::NONE
 };
 

@@ -16,6 +16,7 @@ pub const STRATEGY: Strategy = Strategy {
     update,
     columns: COLUMNS,
     cells,
+    initial_status: Some(|| json!({})),
     ..Strategy::NONE
 };
 
@@ -27,6 +28,18 @@ pub fn defaults(obj: &mut Value) {
         set(spec, "parallelism", json!(1));
         set(spec, "completionMode", json!("NonIndexed"));
         set(spec, "suspend", json!(false));
+        if spec["podFailurePolicy"].is_null() {
+            set(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+        }
+    }
+    labels_from_template(obj, "/spec/template/metadata/labels");
+}
+
+/// An object without labels takes its pod template's (Jobs, ReplicationControllers).
+pub fn labels_from_template(obj: &mut Value, pointer: &str) {
+    let Some(labels) = obj.pointer(pointer).filter(|l| l.as_object().is_some_and(|m| !m.is_empty())).cloned() else { return };
+    if obj["metadata"]["labels"].as_object().is_none_or(|m| m.is_empty()) {
+        obj["metadata"]["labels"] = labels;
     }
 }
 

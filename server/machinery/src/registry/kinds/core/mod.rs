@@ -2,13 +2,18 @@
 
 pub mod componentstatus;
 pub mod configmap;
+pub mod endpoints;
 pub mod event;
+pub mod limitrange;
 pub mod namespace;
 pub mod node;
+pub mod persistentvolume;
 pub mod persistentvolumeclaim;
 pub mod pod;
 pub mod pod_spec;
+pub mod podtemplate;
 pub mod replicationcontroller;
+pub mod resourcequota;
 pub mod secret;
 pub mod service;
 pub mod serviceaccount;

@@ -8,6 +8,8 @@ use crate::registry::kinds::Strategy;
 /// How the kind is defaulted, validated, updated and printed.
 pub const STRATEGY: Strategy = Strategy {
     default: defaults,
+    returns_deleted: true,
+    initial_status: Some(|| json!({"phase": "Pending"})),
     ..Strategy::NONE
 };
 

@@ -16,6 +16,7 @@ pub const STRATEGY: Strategy = Strategy {
     update,
     columns: COLUMNS,
     cells,
+    returns_deleted: true,
     ..Strategy::NONE
 };
 

@@ -1,5 +1,5 @@
-//! Services: defaults (type, session affinity, IP families, target ports), validation, the
-//! cluster IPs an update keeps, and kubectl's columns.
+//! Services: defaults (type, session affinity, IP families, traffic policies, target ports),
+//! validation, the cluster IPs and node ports an update keeps, and kubectl's columns.
 
 use serde_json::{json, Value};
 
@@ -15,6 +15,8 @@ pub const STRATEGY: Strategy = Strategy {
     update,
     columns: COLUMNS,
     cells,
+    returns_deleted: true,
+    initial_status: Some(|| json!({"loadBalancer": {}})),
     ..Strategy::NONE
 };
 
@@ -29,6 +31,12 @@ pub fn defaults(obj: &mut Value) {
         set(spec, "ipFamilyPolicy", json!("SingleStack"));
         set(spec, "ipFamilies", json!(["IPv4"]));
         set(spec, "internalTrafficPolicy", json!("Cluster"));
+    }
+    if external(spec) {
+        set(spec, "externalTrafficPolicy", json!("Cluster"));
+    }
+    if spec["type"] == "LoadBalancer" {
+        set(spec, "allocateLoadBalancerNodePorts", json!(true));
     }
     if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
         for p in ports {
@@ -66,11 +74,22 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     out
 }
 
-/// A service keeps its cluster IPs: an update that leaves them out keeps the allocated ones,
-/// and one that changes them is refused.
+/// Whether a Service's type takes traffic from outside the cluster (node ports, load balancers).
+fn external(spec: &Value) -> bool {
+    matches!(spec["type"].as_str(), Some("NodePort" | "LoadBalancer"))
+}
+
+/// A service keeps its cluster IPs (an update that leaves them out keeps the allocated ones,
+/// and one that changes them is refused) and its node ports (a port that leaves its node port
+/// out keeps the one it had). A Service whose type no longer uses them loses its node ports,
+/// external traffic policy and load balancer settings, unless the update changed them itself.
 pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     let mut out = Vec::new();
-    if new["spec"]["type"] == "ExternalName" || !new["spec"].is_object() {
+    if !new["spec"].is_object() {
+        return out;
+    }
+    type_dependent(old, new);
+    if new["spec"]["type"] == "ExternalName" {
         return out;
     }
     for field in ["clusterIP", "clusterIPs"] {
@@ -85,6 +104,36 @@ pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
         }
     }
     out
+}
+
+/// Node ports kept from `old`, or dropped with the type that used them.
+fn type_dependent(old: &Value, new: &mut Value) {
+    let (was, spec) = (&old["spec"], &mut new["spec"]);
+    let same_port = |a: &Value, b: &Value| a["port"] == b["port"] && a["protocol"] == b["protocol"];
+    let old_ports = was["ports"].as_array().cloned().unwrap_or_default();
+    let uses_node_ports = external(spec);
+    for p in spec["ports"].as_array_mut().into_iter().flatten() {
+        let before = old_ports.iter().find(|o| same_port(o, p)).map(|o| o["nodePort"].clone()).unwrap_or(Value::Null);
+        if uses_node_ports && p["nodePort"].is_null() && !before.is_null() {
+            p["nodePort"] = before;
+        } else if !uses_node_ports && external(was) && p["nodePort"] == before {
+            p.as_object_mut().map(|o| o.remove("nodePort"));
+        }
+    }
+    if !uses_node_ports && external(was) {
+        for field in ["externalTrafficPolicy", "healthCheckNodePort"] {
+            if spec[field] == was[field] {
+                spec.as_object_mut().map(|o| o.remove(field));
+            }
+        }
+    }
+    if spec["type"] != "LoadBalancer" && was["type"] == "LoadBalancer" {
+        for field in ["allocateLoadBalancerNodePorts", "loadBalancerClass"] {
+            if spec[field] == was[field] {
+                spec.as_object_mut().map(|o| o.remove(field));
+            }
+        }
+    }
 }
 
 pub const COLUMNS: &[Column] = &[
@@ -125,6 +174,17 @@ pub fn cells(obj: &Value) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_ports_stay_with_their_type() {
+        let old = json!({"spec": {"type": "NodePort", "externalTrafficPolicy": "Cluster", "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30080}]}});
+        let mut kept = json!({"spec": {"type": "NodePort", "externalTrafficPolicy": "Cluster", "ports": [{"port": 80, "protocol": "TCP"}]}});
+        assert!(update(&old, &mut kept).is_empty());
+        assert_eq!(kept["spec"]["ports"][0]["nodePort"], 30080);
+        let mut cluster = json!({"spec": {"type": "ClusterIP", "externalTrafficPolicy": "Cluster", "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30080}]}});
+        update(&old, &mut cluster);
+        assert_eq!(cluster["spec"], json!({"type": "ClusterIP", "ports": [{"port": 80, "protocol": "TCP"}]}));
+    }
 
     #[test]
     fn defaults_of_services() {

@@ -10,6 +10,7 @@ use crate::registry::Column;
 pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
+    returns_deleted: true,
     ..Strategy::NONE
 };
 

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::registry::kinds::fields::{age, col, text_or_none, AGE};
+use crate::registry::kinds::fields::{age, col, set, text_or_none, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -10,6 +10,8 @@ use crate::registry::Column;
 pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
+    default: defaults,
+    initial_status: Some(|| json!({})),
     ..Strategy::NONE
 };
 
@@ -37,6 +39,13 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         age(obj),
         json!(missing),
     ]
+}
+
+/// Kubernetes' default precedence.
+pub fn defaults(obj: &mut Value) {
+    if obj["spec"].is_object() {
+        set(&mut obj["spec"], "matchingPrecedence", json!(1000));
+    }
 }
 
 #[cfg(test)]

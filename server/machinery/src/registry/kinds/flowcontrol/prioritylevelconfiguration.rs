@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::registry::kinds::fields::{age, col, AGE};
+use crate::registry::kinds::fields::{age, col, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -10,6 +10,8 @@ use crate::registry::Column;
 pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
+    default: defaults,
+    initial_status: Some(|| json!({})),
     ..Strategy::NONE
 };
 
@@ -35,6 +37,23 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         _ => (json!(spec["exempt"]["nominalConcurrencyShares"].as_i64().unwrap_or(0).to_string()), none(), none(), none()),
     };
     vec![json!(spec["type"].as_str().unwrap_or_default()), shares, queues, hand, limit, age(obj)]
+}
+
+/// A limited level's shares and lending, and its queuing parameters when it queues.
+pub fn defaults(obj: &mut Value) {
+    let limited = &mut obj["spec"]["limited"];
+    if !limited.is_object() {
+        return;
+    }
+    set(limited, "nominalConcurrencyShares", json!(30));
+    set(limited, "lendablePercent", json!(0));
+    let response = &mut limited["limitResponse"];
+    if response["type"] == "Queue" {
+        set(response, "queuing", json!({}));
+        for (k, v) in [("queues", 64), ("handSize", 8), ("queueLengthLimit", 50)] {
+            set(&mut response["queuing"], k, json!(v));
+        }
+    }
 }
 
 #[cfg(test)]

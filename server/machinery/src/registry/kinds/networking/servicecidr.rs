@@ -13,6 +13,7 @@ pub const STRATEGY: Strategy = Strategy {
     update,
     columns: COLUMNS,
     cells,
+    initial_status: Some(|| json!({})),
     ..Strategy::NONE
 };
 

@@ -1,0 +1,9 @@
+//! ResourceQuotas: an empty status until the quota controller fills it, and a DELETE answered
+//! with the quota.
+
+use serde_json::json;
+
+use crate::registry::kinds::Strategy;
+
+/// How the kind is created and deleted.
+pub const STRATEGY: Strategy = Strategy { returns_deleted: true, initial_status: Some(|| json!({})), ..Strategy::NONE };

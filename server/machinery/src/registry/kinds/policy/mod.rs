@@ -1,0 +1,3 @@
+//! `policy/v1`: one file per kind.
+
+pub mod poddisruptionbudget;

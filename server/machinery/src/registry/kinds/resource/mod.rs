@@ -1,0 +1,3 @@
+//! `resource.k8s.io/v1`: one file per kind with behaviour of its own.
+
+pub mod resourceclaim;

@@ -1,0 +1,68 @@
+//! Services' node ports against the real binary: a NodePort or LoadBalancer Service gets one
+//! from `--service-node-port-range` for each port that names none; a port it names must lie in
+//! the range and be free; an update keeps them, a change to ClusterIP and a delete give them
+//! back.
+
+mod common;
+
+use common::TestServer;
+use serde_json::{json, Value};
+
+fn service(name: &str, ty: &str, node_port: Option<u16>) -> Value {
+    let mut port = json!({"port": 80});
+    if let Some(n) = node_port {
+        port["nodePort"] = json!(n);
+    }
+    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": {"type": ty, "selector": {"app": name}, "ports": [port]}})
+}
+
+fn post(body: &Value) -> http::Request<Vec<u8>> {
+    http::Request::post("/api/v1/namespaces/default/services").header("content-type", "application/json").body(body.to_string().into_bytes()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn node_ports_are_allocated_checked_kept_and_released() {
+    let s = TestServer::start_with(&["--service-node-port-range", "30000-30002"]).await;
+    let created = s.request(post(&service("a", "NodePort", None))).await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    let a = created.json();
+    let port = a["spec"]["ports"][0]["nodePort"].as_u64().expect("a node port");
+    assert!((30000..=30002).contains(&port), "{a}");
+    assert_eq!(a["spec"]["externalTrafficPolicy"], "Cluster");
+
+    // The port is taken; one outside the range is refused; a load balancer gets one too.
+    let taken = s.request(post(&service("b", "NodePort", Some(port as u16)))).await;
+    let status = taken.expect_status(422, "Invalid");
+    assert_eq!(status["details"]["causes"][0]["message"], format!("Invalid value: {port}: provided port is already allocated"), "{status}");
+    let outside = s.request(post(&service("c", "NodePort", Some(31000)))).await.expect_status(422, "Invalid");
+    assert_eq!(
+        outside["details"]["causes"][0]["message"],
+        "Invalid value: 31000: provided port is not in the valid range. The range of valid ports is 30000-30002"
+    );
+    let lb = s.request(post(&service("lb", "LoadBalancer", None))).await.json();
+    assert_eq!(lb["spec"]["allocateLoadBalancerNodePorts"], true);
+    let lb_port = lb["spec"]["ports"][0]["nodePort"].as_u64().expect("a node port");
+    assert_ne!(lb_port, port);
+
+    // kubectl shows the mapping; an update that leaves the node port out keeps it.
+    let listed = s.kubectl_ok(&["get", "service", "a"]);
+    assert!(listed.contains(&format!("80:{port}/TCP")), "{listed}");
+    s.kubectl_ok(&["patch", "service", "a", "--type=json", "-p", r#"[{"op": "remove", "path": "/spec/ports/0/nodePort"}]"#]);
+    assert_eq!(s.kubectl_ok(&["get", "service", "a", "-o", "jsonpath={.spec.ports[0].nodePort}"]), port.to_string());
+
+    // Becoming a ClusterIP Service gives the port back: another Service can take it.
+    s.kubectl_ok(&["patch", "service", "a", "-p", r#"{"spec": {"type": "ClusterIP"}}"#]);
+    let a = s.get("/api/v1/namespaces/default/services/a").await.json();
+    assert!(a["spec"]["ports"][0].get("nodePort").is_none() && a["spec"].get("externalTrafficPolicy").is_none(), "{a}");
+    let b = s.request(post(&service("b", "NodePort", Some(port as u16)))).await;
+    assert_eq!(b.status, 201, "{}", b.text());
+    // A delete gives it back too; the last free port goes to a new Service, then none is left.
+    s.kubectl_ok(&["delete", "service", "b"]);
+    let c = s.request(post(&service("c", "NodePort", Some(port as u16)))).await;
+    assert_eq!(c.status, 201, "{}", c.text());
+    let d = s.request(post(&service("d", "NodePort", None))).await;
+    assert_eq!(d.status, 201, "{}", d.text());
+    let full = s.request(post(&service("e", "NodePort", None))).await;
+    assert_eq!(full.status, 500, "{}", full.text());
+    assert!(full.text().contains("range is full"), "{}", full.text());
+}
