@@ -117,7 +117,7 @@ pub static ALL: &[ResourceInfo] = &[
         ops!(apps::v1::DaemonSet, "io.k8s.api.apps.v1.DaemonSet", workloads::daemonset::STRATEGY)),
     res!(apps::v1::ReplicaSet, NS, "replicaset", ["rs"], ["all"], ["status", "scale"], true,
         ops!(apps::v1::ReplicaSet, "io.k8s.api.apps.v1.ReplicaSet", workloads::replicaset::STRATEGY)),
-    res!(apps::v1::ControllerRevision, NS, "controllerrevision", [], [], [], false, ops!(apps::v1::ControllerRevision, "io.k8s.api.apps.v1.ControllerRevision")),
+    res!(apps::v1::ControllerRevision, NS, "controllerrevision", [], [], [], false, ops!(apps::v1::ControllerRevision, "io.k8s.api.apps.v1.ControllerRevision", workloads::controllerrevision::STRATEGY)),
     // batch/v1
     res!(batch::v1::Job, NS, "job", [], ["all"], ["status"], true,
         ops!(batch::v1::Job, "io.k8s.api.batch.v1.Job", jobs::job::STRATEGY)),
@@ -137,7 +137,7 @@ pub static ALL: &[ResourceInfo] = &[
     res!(authorization::v1::SubjectAccessReview, CLUSTER, "subjectaccessreview", [], [], [], false,
         ops!(authorization::v1::SubjectAccessReview, "io.k8s.api.authorization.v1.SubjectAccessReview"), verbs = CREATE_ONLY),
     // other groups
-    res!(coordination::v1::Lease, NS, "lease", [], [], [], false, ops!(coordination::v1::Lease, "io.k8s.api.coordination.v1.Lease")),
+    res!(coordination::v1::Lease, NS, "lease", [], [], [], false, ops!(coordination::v1::Lease, "io.k8s.api.coordination.v1.Lease", kinds::coordination::lease::STRATEGY)),
     res!(discovery::v1::EndpointSlice, NS, "endpointslice", [], [], [], true, ops!(discovery::v1::EndpointSlice, "io.k8s.api.discovery.v1.EndpointSlice", kinds::discovery::endpointslice::STRATEGY)),
     res!(events::v1::Event, NS, "event", [], [], [], false,
         ops!(events::v1::Event, "io.k8s.api.events.v1.Event", corekinds::event::STRATEGY)),
@@ -150,7 +150,7 @@ pub static ALL: &[ResourceInfo] = &[
     res!(rbac::v1::ClusterRole, CLUSTER, "clusterrole", [], [], [], false, ops!(rbac::v1::ClusterRole, "io.k8s.api.rbac.v1.ClusterRole", rbackinds::role::STRATEGY)),
     res!(rbac::v1::ClusterRoleBinding, CLUSTER, "clusterrolebinding", [], [], [], false, ops!(rbac::v1::ClusterRoleBinding, "io.k8s.api.rbac.v1.ClusterRoleBinding", rbackinds::binding::STRATEGY)),
     res!(scheduling::v1::PriorityClass, CLUSTER, "priorityclass", ["pc"], [], [], true, ops!(scheduling::v1::PriorityClass, "io.k8s.api.scheduling.v1.PriorityClass", sched::priorityclass::STRATEGY)),
-    res!(storage::v1::StorageClass, CLUSTER, "storageclass", ["sc"], [], [], false, ops!(storage::v1::StorageClass, "io.k8s.api.storage.v1.StorageClass", RETURNS_DELETED)),
+    res!(storage::v1::StorageClass, CLUSTER, "storageclass", ["sc"], [], [], false, ops!(storage::v1::StorageClass, "io.k8s.api.storage.v1.StorageClass", kinds::storage::storageclass::STRATEGY)),
     res!(storage::v1::CSIDriver, CLUSTER, "csidriver", [], [], [], false, ops!(storage::v1::CSIDriver, "io.k8s.api.storage.v1.CSIDriver", RETURNS_DELETED)),
     res!(storage::v1::CSINode, CLUSTER, "csinode", [], [], [], false, ops!(storage::v1::CSINode, "io.k8s.api.storage.v1.CSINode", RETURNS_DELETED)),
     res!(storage::v1::VolumeAttachment, CLUSTER, "volumeattachment", [], [], ["status"], false, ops!(storage::v1::VolumeAttachment, "io.k8s.api.storage.v1.VolumeAttachment", kinds::storage::volumeattachment::STRATEGY)),

@@ -69,3 +69,41 @@ pub(crate) fn items(v: &Value) -> usize {
 pub(crate) fn text_or_none(v: &Value) -> Value {
     json!(v.as_str().filter(|s| !s.is_empty()).unwrap_or("<none>"))
 }
+
+/// A label selector as kubectl prints it: `k=v` for each label, `k in (a,b)` and the like for
+/// each expression, comma-separated; `<none>` when empty.
+pub(crate) fn selector(sel: &Value) -> String {
+    let mut parts: Vec<String> = sel["matchLabels"].as_object().into_iter().flatten().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect();
+    for e in sel["matchExpressions"].as_array().into_iter().flatten() {
+        let key = e["key"].as_str().unwrap_or_default();
+        let values: Vec<&str> = e["values"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        parts.push(match e["operator"].as_str().unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            other => format!("{key} {other} ({})", values.join(",")),
+        });
+    }
+    if parts.is_empty() {
+        "<none>".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+/// A map of labels as kubectl prints it (`k=v,...`), `<none>` when empty.
+pub(crate) fn labels(map: &Value) -> String {
+    let parts: Vec<String> = map.as_object().into_iter().flatten().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect();
+    if parts.is_empty() {
+        "<none>".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+/// The names (or images) of a pod spec's containers, comma-separated.
+pub(crate) fn containers(spec: &Value, field: &str) -> Value {
+    let names: Vec<&str> = spec["containers"].as_array().into_iter().flatten().filter_map(|c| c[field].as_str()).collect();
+    json!(names.join(","))
+}

@@ -8,6 +8,7 @@ pub mod apps;
 pub mod autoscaling;
 pub mod batch;
 pub mod certificates;
+pub mod coordination;
 pub mod core;
 pub mod discovery;
 mod fields;

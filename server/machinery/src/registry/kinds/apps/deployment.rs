@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::workload::{self, update_strategy};
 use crate::registry::kinds::core::pod_spec;
-use crate::registry::kinds::fields::{age, col, int, set, AGE};
+use crate::registry::kinds::fields::{age, col, int, selector, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -31,11 +31,12 @@ pub fn defaults(obj: &mut Value) {
 
 pub const COLUMNS: &[Column] = &[
     col("Ready", "string", 0),
-    col("Up-to-date", "integer", 0),
-    col("Available", "integer", 0),
+    col("Up-to-date", "string", 0),
+    col("Available", "string", 0),
     AGE,
     col("Containers", "string", 1),
     col("Images", "string", 1),
+    col("Selector", "string", 1),
 ];
 
 pub(super) fn template_list(obj: &Value, field: &str) -> Value {
@@ -57,6 +58,7 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         age(obj),
         template_list(obj, "name"),
         template_list(obj, "image"),
+        json!(selector(&obj["spec"]["selector"])),
     ]
 }
 

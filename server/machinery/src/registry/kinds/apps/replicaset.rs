@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::workload;
-use crate::registry::kinds::fields::{age, col, int, AGE};
+use crate::registry::kinds::fields::{age, col, containers, int, selector, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -18,9 +18,32 @@ pub const STRATEGY: Strategy = Strategy {
     ..Strategy::NONE
 };
 
-pub const COLUMNS: &[Column] = &[col("Desired", "integer", 0), col("Current", "integer", 0), col("Ready", "integer", 0), AGE];
+pub const COLUMNS: &[Column] = &[
+    col("Desired", "integer", 0),
+    col("Current", "integer", 0),
+    col("Ready", "integer", 0),
+    AGE,
+    col("Containers", "string", 1),
+    col("Images", "string", 1),
+    col("Selector", "string", 1),
+];
 
 pub fn cells(obj: &Value) -> Vec<Value> {
+    replicated_cells(obj, selector(&obj["spec"]["selector"]))
+}
+
+/// A replicated workload's row, given its selector as printed (ReplicationControllers select
+/// by a plain map).
+pub fn replicated_cells(obj: &Value, selector: String) -> Vec<Value> {
     let s = &obj["status"];
-    vec![json!(obj["spec"]["replicas"].as_i64().unwrap_or(1)), json!(int(&s["replicas"])), json!(int(&s["readyReplicas"])), age(obj)]
+    let template = &obj["spec"]["template"]["spec"];
+    vec![
+        json!(obj["spec"]["replicas"].as_i64().unwrap_or(1)),
+        json!(int(&s["replicas"])),
+        json!(int(&s["readyReplicas"])),
+        age(obj),
+        containers(template, "name"),
+        containers(template, "image"),
+        json!(selector),
+    ]
 }

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::workload::{self, update_strategy};
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, int, set, AGE};
+use crate::registry::kinds::fields::{age, col, containers, int, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -50,8 +50,14 @@ pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     Vec::new()
 }
 
-pub const COLUMNS: &[Column] = &[col("Ready", "string", 0), AGE];
+pub const COLUMNS: &[Column] = &[col("Ready", "string", 0), AGE, col("Containers", "string", 1), col("Images", "string", 1)];
 
 pub fn cells(obj: &Value) -> Vec<Value> {
-    vec![json!(format!("{}/{}", int(&obj["status"]["readyReplicas"]), obj["spec"]["replicas"].as_i64().unwrap_or(1))), age(obj)]
+    let template = &obj["spec"]["template"]["spec"];
+    vec![
+        json!(format!("{}/{}", int(&obj["status"]["readyReplicas"]), obj["spec"]["replicas"].as_i64().unwrap_or(1))),
+        age(obj),
+        containers(template, "name"),
+        containers(template, "image"),
+    ]
 }

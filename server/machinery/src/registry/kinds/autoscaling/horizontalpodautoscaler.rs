@@ -6,7 +6,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::registry::convert::StoredAs;
-use crate::registry::kinds::fields::{age, col, items, AGE};
+use crate::registry::kinds::fields::{age, col, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -322,16 +322,15 @@ pub const COLUMNS: &[Column] = &[
     col("Reference", "string", 0),
     col("Targets", "string", 0),
     col("MinPods", "string", 0),
-    col("MaxPods", "integer", 0),
-    col("Replicas", "integer", 0),
+    col("MaxPods", "string", 0),
+    col("Replicas", "string", 0),
     AGE,
 ];
 
 pub fn cells(obj: &Value) -> Vec<Value> {
     let spec = &obj["spec"];
     let target = &spec["scaleTargetRef"];
-    let metrics = items(&spec["metrics"]);
-    let targets = if metrics == 0 { "<none>".to_string() } else { format!("{metrics} metric(s)") };
+    let targets = targets(spec, &obj["status"]["currentMetrics"]);
     vec![
         json!(format!("{}/{}", target["kind"].as_str().unwrap_or_default(), target["name"].as_str().unwrap_or_default())),
         json!(targets),
@@ -340,6 +339,37 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         json!(obj["status"]["currentReplicas"].as_i64().unwrap_or(0)),
         age(obj),
     ]
+}
+
+/// Each metric as `name: current/target` (`<unknown>` until measured), as kubectl prints
+/// resource metrics; other kinds of metric are counted.
+fn targets(spec: &Value, current: &Value) -> String {
+    let metrics = spec["metrics"].as_array().cloned().unwrap_or_default();
+    if metrics.is_empty() {
+        return "<none>".into();
+    }
+    let shown: Vec<String> = metrics
+        .iter()
+        .map(|m| {
+            let resource = &m["resource"];
+            let name = resource["name"].as_str().unwrap_or_default();
+            let target = &resource["target"];
+            let measured = current.as_array().into_iter().flatten().find(|c| c["resource"]["name"] == name).map(|c| &c["resource"]["current"]);
+            match (m["type"].as_str(), target["averageUtilization"].as_i64()) {
+                (Some("Resource"), Some(want)) => {
+                    let now = measured.and_then(|c| c["averageUtilization"].as_i64()).map_or("<unknown>".to_string(), |n| format!("{n}%"));
+                    format!("{name}: {now}/{want}%")
+                }
+                (Some("Resource"), None) => {
+                    let want = target["averageValue"].as_str().or(target["value"].as_str()).unwrap_or_default();
+                    let now = measured.and_then(|c| c["averageValue"].as_str()).unwrap_or("<unknown>");
+                    format!("{name}: {now}/{want}")
+                }
+                _ => format!("{}: <unknown>", m["type"].as_str().unwrap_or_default().to_lowercase()),
+            }
+        })
+        .collect();
+    shown.join(", ")
 }
 
 #[cfg(test)]

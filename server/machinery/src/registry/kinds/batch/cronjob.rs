@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use crate::error::Cause;
 use crate::registry::kinds::core::pod_spec;
-use crate::registry::kinds::fields::{age, col, set, AGE};
+use crate::registry::kinds::fields::{age, col, containers, selector, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -39,13 +39,34 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     out
 }
 
-pub const COLUMNS: &[Column] = &[col("Schedule", "string", 0), col("Suspend", "boolean", 0), col("Active", "integer", 0), AGE];
+pub const COLUMNS: &[Column] = &[
+    col("Schedule", "string", 0),
+    col("Timezone", "string", 0),
+    col("Suspend", "boolean", 0),
+    col("Active", "integer", 0),
+    col("Last Schedule", "string", 0),
+    AGE,
+    col("Containers", "string", 1),
+    col("Images", "string", 1),
+    col("Selector", "string", 1),
+];
 
 pub fn cells(obj: &Value) -> Vec<Value> {
+    let spec = &obj["spec"];
+    let job = &spec["jobTemplate"]["spec"];
+    let last = match obj["status"]["lastScheduleTime"].as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()) {
+        Some(t) => crate::table_form::human_duration(chrono::Utc::now().signed_duration_since(t)),
+        None => "<none>".into(),
+    };
     vec![
-        obj["spec"]["schedule"].clone(),
-        json!(obj["spec"]["suspend"].as_bool().unwrap_or(false)),
+        spec["schedule"].clone(),
+        json!(spec["timeZone"].as_str().unwrap_or("<none>")),
+        json!(if spec["suspend"] == true { "True" } else { "False" }),
         json!(obj["status"]["active"].as_array().map_or(0, Vec::len)),
+        json!(last),
         age(obj),
+        containers(&job["template"]["spec"], "name"),
+        containers(&job["template"]["spec"], "image"),
+        json!(selector(&job["selector"])),
     ]
 }

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::error::Cause;
 use crate::registry::kinds::core::pod_spec;
-use crate::registry::kinds::fields::{age, col, int, set, unchanged, AGE};
+use crate::registry::kinds::fields::{age, col, containers, int, selector, set, unchanged, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -67,11 +67,36 @@ pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     out
 }
 
-pub const COLUMNS: &[Column] = &[col("Status", "string", 0), col("Completions", "string", 0), AGE];
+pub const COLUMNS: &[Column] = &[
+    col("Status", "string", 0),
+    col("Completions", "string", 0),
+    col("Duration", "string", 0),
+    AGE,
+    col("Containers", "string", 1),
+    col("Images", "string", 1),
+    col("Selector", "string", 1),
+];
 
 pub fn cells(obj: &Value) -> Vec<Value> {
     let done = int(&obj["status"]["succeeded"]);
     let want = obj["spec"]["completions"].as_i64().unwrap_or(1);
     let status = if done >= want { "Complete" } else { "Running" };
-    vec![json!(status), json!(format!("{done}/{want}")), age(obj)]
+    let template = &obj["spec"]["template"]["spec"];
+    vec![
+        json!(status),
+        json!(format!("{done}/{want}")),
+        json!(duration(&obj["status"])),
+        age(obj),
+        containers(template, "name"),
+        containers(template, "image"),
+        json!(selector(&obj["spec"]["selector"])),
+    ]
+}
+
+/// How long a job ran (or has run): empty before it starts.
+fn duration(status: &Value) -> String {
+    let parse = |v: &Value| v.as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+    let Some(start) = parse(&status["startTime"]) else { return String::new() };
+    let end = parse(&status["completionTime"]).map_or_else(chrono::Utc::now, |t| t.with_timezone(&chrono::Utc));
+    crate::table_form::human_duration(end.signed_duration_since(start))
 }

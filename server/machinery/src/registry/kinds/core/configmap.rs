@@ -51,7 +51,7 @@ pub(super) fn immutable_data(old: &Value, new: &mut Value) -> Vec<Cause> {
     out
 }
 
-pub const COLUMNS: &[Column] = &[col("Data", "integer", 0), AGE];
+pub const COLUMNS: &[Column] = &[col("Data", "string", 0), AGE];
 
 pub fn cells(obj: &Value) -> Vec<Value> {
     vec![json!(keys(&obj["data"]) + keys(&obj["binaryData"])), age(obj)]

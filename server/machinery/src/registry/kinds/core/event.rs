@@ -23,7 +23,7 @@ pub const COLUMNS: &[Column] = &[
     col("Message", "string", 0),
     col("First Seen", "date", 1),
     col("Count", "string", 1),
-    col("Name", "string", 1),
+    Column { name: "Name", type_: "string", format: "name", description: "", priority: 1 },
 ];
 
 /// Events of both `v1` (`involvedObject`, `message`, `lastTimestamp`) and `events.k8s.io/v1`
@@ -35,7 +35,15 @@ pub fn cells(obj: &Value) -> Vec<Value> {
     let first_seen = first(&["/firstTimestamp", "/deprecatedFirstTimestamp", "/eventTime"]);
     let target = if obj["regarding"].is_object() { &obj["regarding"] } else { &obj["involvedObject"] };
     let kind = target["kind"].as_str().unwrap_or_default().to_ascii_lowercase();
-    let source = first(&["/source/component", "/reportingController", "/deprecatedSource/component"]);
+    let source = [("/source/component", "/source/host"), ("/reportingController", "/reportingInstance"), ("/deprecatedSource/component", "/deprecatedSource/host")]
+        .iter()
+        .find_map(|(component, host)| {
+            let component = obj.pointer(component)?.as_str().filter(|c| !c.is_empty())?;
+            Some(match obj.pointer(host).and_then(Value::as_str).filter(|h| !h.is_empty()) {
+                Some(host) => json!(format!("{component}, {host}")),
+                None => json!(component),
+            })
+        });
     let count = obj.pointer("/series/count").or(obj.get("count")).or(obj.get("deprecatedCount")).and_then(Value::as_i64).unwrap_or(1);
     vec![
         last_seen.unwrap_or(Value::Null),
@@ -46,7 +54,7 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         source.unwrap_or(Value::Null),
         first(&["/message", "/note"]).unwrap_or(Value::Null),
         first_seen.unwrap_or(Value::Null),
-        json!(count.to_string()),
+        json!(count),
         obj["metadata"]["name"].clone(),
     ]
 }

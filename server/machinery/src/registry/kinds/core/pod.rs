@@ -76,6 +76,8 @@ pub const COLUMNS: &[Column] = &[
     AGE,
     col("IP", "string", 1),
     col("Node", "string", 1),
+    col("Nominated Node", "string", 1),
+    col("Readiness Gates", "string", 1),
 ];
 
 pub fn cells(obj: &Value) -> Vec<Value> {
@@ -93,7 +95,20 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         age(obj),
         json!(obj["status"]["podIP"].as_str().unwrap_or("<none>")),
         json!(obj["spec"]["nodeName"].as_str().unwrap_or("<none>")),
+        json!(obj["status"]["nominatedNodeName"].as_str().unwrap_or("<none>")),
+        json!(readiness_gates(obj)),
     ]
+}
+
+/// How many of the pod's readiness gates hold, `<none>` without any.
+fn readiness_gates(obj: &Value) -> String {
+    let gates = obj["spec"]["readinessGates"].as_array().cloned().unwrap_or_default();
+    if gates.is_empty() {
+        return "<none>".into();
+    }
+    let conditions = obj["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let met = gates.iter().filter(|g| conditions.iter().any(|c| c["type"] == g["conditionType"] && c["status"] == "True")).count();
+    format!("{met}/{}", gates.len())
 }
 
 #[cfg(test)]

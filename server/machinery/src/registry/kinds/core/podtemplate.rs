@@ -1,16 +1,25 @@
 //! PodTemplates: the pod spec's defaults in the template, and a DELETE answered with the
 //! template.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::pod_spec;
+use crate::registry::kinds::fields::{col, containers, labels};
 use crate::registry::kinds::Strategy;
+use crate::registry::Column;
 
 /// How the kind is defaulted and deleted.
-pub const STRATEGY: Strategy = Strategy { default: defaults, returns_deleted: true, ..Strategy::NONE };
+pub const STRATEGY: Strategy = Strategy { default: defaults, returns_deleted: true, columns: COLUMNS, cells, ..Strategy::NONE };
 
 pub fn defaults(obj: &mut Value) {
     if let Some(spec) = obj.pointer_mut("/template/spec") {
         pod_spec::defaults(spec);
     }
+}
+
+pub const COLUMNS: &[Column] = &[col("Containers", "string", 0), col("Images", "string", 0), col("Pod Labels", "string", 0)];
+
+pub fn cells(obj: &Value) -> Vec<Value> {
+    let template = &obj["template"];
+    vec![containers(&template["spec"], "name"), containers(&template["spec"], "image"), json!(labels(&template["metadata"]["labels"]))]
 }

@@ -5,13 +5,14 @@ use serde_json::{json, Value};
 
 use crate::registry::kinds::apps::{replicaset, workload};
 use crate::registry::kinds::batch::job::labels_from_template;
+use crate::registry::kinds::fields::labels;
 use crate::registry::kinds::Strategy;
 
 /// How the kind is defaulted and printed.
 pub const STRATEGY: Strategy = Strategy {
     default: defaults,
     columns: replicaset::COLUMNS,
-    cells: replicaset::cells,
+    cells,
     initial_status: Some(|| json!({"replicas": 0})),
     ..Strategy::NONE
 };
@@ -23,4 +24,9 @@ pub fn defaults(obj: &mut Value) {
         obj["spec"]["selector"] = labels;
     }
     labels_from_template(obj, "/spec/template/metadata/labels");
+}
+
+/// Printed as a ReplicaSet, its selector a plain map.
+pub fn cells(obj: &Value) -> Vec<Value> {
+    replicaset::replicated_cells(obj, labels(&obj["spec"]["selector"]))
 }

@@ -35,7 +35,7 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     data_keys(obj, &["data", "stringData"])
 }
 
-pub const COLUMNS: &[Column] = &[col("Type", "string", 0), col("Data", "integer", 0), AGE];
+pub const COLUMNS: &[Column] = &[col("Type", "string", 0), col("Data", "string", 0), AGE];
 
 pub fn cells(obj: &Value) -> Vec<Value> {
     vec![json!(obj["type"].as_str().unwrap_or("Opaque")), json!(keys(&obj["data"])), age(obj)]

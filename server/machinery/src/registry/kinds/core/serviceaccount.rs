@@ -1,8 +1,8 @@
 //! ServiceAccounts: kubectl's columns.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::registry::kinds::fields::{age, col, AGE};
+use crate::registry::kinds::fields::{age, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -14,8 +14,8 @@ pub const STRATEGY: Strategy = Strategy {
     ..Strategy::NONE
 };
 
-pub const COLUMNS: &[Column] = &[col("Secrets", "integer", 0), AGE];
+pub const COLUMNS: &[Column] = &[AGE];
 
 pub fn cells(obj: &Value) -> Vec<Value> {
-    vec![json!(obj["secrets"].as_array().map_or(0, Vec::len)), age(obj)]
+    vec![age(obj)]
 }

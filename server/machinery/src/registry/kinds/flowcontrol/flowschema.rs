@@ -34,7 +34,7 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         .unwrap_or("?");
     vec![
         json!(spec["priorityLevelConfiguration"]["name"].as_str().unwrap_or_default()),
-        json!(spec["matchingPrecedence"].as_i64().unwrap_or(1000).to_string()),
+        json!(spec["matchingPrecedence"].as_i64().unwrap_or(1000)),
         text_or_none(&spec["distinguisherMethod"]["type"]),
         age(obj),
         json!(missing),
@@ -56,6 +56,6 @@ mod tests {
     fn row() {
         let fs = json!({"metadata": {"creationTimestamp": "t"}, "spec": {"priorityLevelConfiguration": {"name": "global-default"}, "matchingPrecedence": 9900,
             "distinguisherMethod": {"type": "ByUser"}}, "status": {"conditions": [{"type": "Dangling", "status": "False"}]}});
-        assert_eq!(cells(&fs), vec![json!("global-default"), json!("9900"), json!("ByUser"), json!("t"), json!("False")]);
+        assert_eq!(cells(&fs), vec![json!("global-default"), json!(9900), json!("ByUser"), json!("t"), json!("False")]);
     }
 }

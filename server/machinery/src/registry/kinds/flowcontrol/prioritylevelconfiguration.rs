@@ -31,10 +31,10 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         Some("Limited") => {
             let limited = &spec["limited"];
             let queuing = &limited["limitResponse"]["queuing"];
-            let num = |v: &Value| v.as_i64().map_or_else(none, |n| json!(n.to_string()));
-            (json!(limited["nominalConcurrencyShares"].as_i64().unwrap_or(30).to_string()), num(&queuing["queues"]), num(&queuing["handSize"]), num(&queuing["queueLengthLimit"]))
+            let num = |v: &Value| v.as_i64().map_or_else(none, |n| json!(n));
+            (json!(limited["nominalConcurrencyShares"].as_i64().unwrap_or(30)), num(&queuing["queues"]), num(&queuing["handSize"]), num(&queuing["queueLengthLimit"]))
         }
-        _ => (json!(spec["exempt"]["nominalConcurrencyShares"].as_i64().unwrap_or(0).to_string()), none(), none(), none()),
+        _ => (json!(spec["exempt"]["nominalConcurrencyShares"].as_i64().unwrap_or(0)), none(), none(), none()),
     };
     vec![json!(spec["type"].as_str().unwrap_or_default()), shares, queues, hand, limit, age(obj)]
 }
@@ -63,8 +63,8 @@ mod tests {
     #[test]
     fn rows() {
         let exempt = json!({"spec": {"type": "Exempt", "exempt": {"nominalConcurrencyShares": 0}}});
-        assert_eq!(cells(&exempt)[..4], [json!("Exempt"), json!("0"), json!("<none>"), json!("<none>")]);
+        assert_eq!(cells(&exempt)[..4], [json!("Exempt"), json!(0), json!("<none>"), json!("<none>")]);
         let limited = json!({"spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 30, "limitResponse": {"type": "Queue", "queuing": {"queues": 64, "handSize": 6, "queueLengthLimit": 50}}}}});
-        assert_eq!(cells(&limited)[..5], [json!("Limited"), json!("30"), json!("64"), json!("6"), json!("50")]);
+        assert_eq!(cells(&limited)[..5], [json!("Limited"), json!(30), json!(64), json!(6), json!(50)]);
     }
 }

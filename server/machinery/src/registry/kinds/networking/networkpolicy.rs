@@ -2,11 +2,12 @@
 
 use serde_json::{json, Value};
 
-use crate::registry::kinds::fields::set;
+use crate::registry::kinds::fields::{age, col, selector, set, AGE};
 use crate::registry::kinds::Strategy;
+use crate::registry::Column;
 
 /// How the kind is defaulted.
-pub const STRATEGY: Strategy = Strategy { default: defaults, ..Strategy::NONE };
+pub const STRATEGY: Strategy = Strategy { default: defaults, columns: COLUMNS, cells, ..Strategy::NONE };
 
 /// Every port's protocol is TCP unless given; without `policyTypes`, a policy is `Ingress`, and
 /// `Egress` too when it has egress rules.
@@ -29,4 +30,10 @@ pub fn defaults(obj: &mut Value) {
         }
         spec["policyTypes"] = json!(types);
     }
+}
+
+pub const COLUMNS: &[Column] = &[col("Pod-Selector", "string", 0), AGE];
+
+pub fn cells(obj: &Value) -> Vec<Value> {
+    vec![json!(selector(&obj["spec"]["podSelector"])), age(obj)]
 }

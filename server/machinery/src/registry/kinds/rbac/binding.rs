@@ -1,16 +1,19 @@
 //! RoleBindings and ClusterRoleBindings: role reference and subject validation, and the role
 //! reference fixed at creation.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::unsupported;
+use crate::registry::kinds::fields::{age, col, unsupported, AGE};
 use crate::registry::kinds::Strategy;
+use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated and printed.
 pub const STRATEGY: Strategy = Strategy {
     validate,
     update,
+    columns: COLUMNS,
+    cells,
     ..Strategy::NONE
 };
 
@@ -73,6 +76,32 @@ pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     let s = |k: &str| now[k].as_str().unwrap_or_default().to_string();
     let shown = format!("rbac.RoleRef{{APIGroup:{:?}, Kind:{:?}, Name:{:?}}}", s("apiGroup"), s("kind"), s("name"));
     vec![Cause::new("FieldValueInvalid", "roleRef", format!("Invalid value: {shown}: cannot change roleRef"))]
+}
+
+pub const COLUMNS: &[Column] = &[col("Role", "string", 0), AGE, col("Users", "string", 1), col("Groups", "string", 1), col("ServiceAccounts", "string", 1)];
+
+/// The role as `Kind/name`, then the subjects by kind (service accounts as `namespace/name`).
+pub fn cells(obj: &Value) -> Vec<Value> {
+    let subjects = obj["subjects"].as_array().cloned().unwrap_or_default();
+    let of = |kind: &str| {
+        let names: Vec<String> = subjects
+            .iter()
+            .filter(|s| s["kind"] == kind)
+            .map(|s| match kind {
+                "ServiceAccount" => format!("{}/{}", s["namespace"].as_str().unwrap_or_default(), s["name"].as_str().unwrap_or_default()),
+                _ => s["name"].as_str().unwrap_or_default().to_string(),
+            })
+            .collect();
+        json!(names.join(", "))
+    };
+    let role = &obj["roleRef"];
+    vec![
+        json!(format!("{}/{}", role["kind"].as_str().unwrap_or_default(), role["name"].as_str().unwrap_or_default())),
+        age(obj),
+        of("User"),
+        of("Group"),
+        of("ServiceAccount"),
+    ]
 }
 
 #[cfg(test)]

@@ -1,0 +1,3 @@
+//! `coordination.k8s.io/v1`: one file per kind.
+
+pub mod lease;
