@@ -104,6 +104,7 @@ pub fn admit(
     (info.ops.default)(info, &mut obj);
     let mut causes = meta::validate(info, &obj);
     causes.extend((info.ops.validate)(info, &obj, old));
+    causes.extend(crate::registry::kinds::enums::check(info, &obj));
     if !causes.is_empty() {
         return Err(ApiError::Invalid {
             group: info.group.to_string(),

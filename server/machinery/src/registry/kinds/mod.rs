@@ -11,6 +11,7 @@ pub mod certificates;
 pub mod coordination;
 pub mod core;
 pub mod discovery;
+pub mod enums;
 mod fields;
 pub mod flowcontrol;
 pub mod networking;
