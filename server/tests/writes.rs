@@ -652,3 +652,25 @@ async fn the_ip_repair_restores_a_deleted_ipaddress_and_releases_a_leaked_one() 
     assert!(addresses.get_opt("10.96.7.9").await.unwrap().is_some(), "an IPAddress the allocator did not make was released");
     assert!(addresses.get_opt(&ip).await.unwrap().is_some());
 }
+
+/// A Node keeps the status it is created with (a kubelet registers with its own), unlike the
+/// other kinds with a status subresource; its pod CIDRs start with its pod CIDR.
+#[tokio::test]
+async fn a_node_keeps_the_status_it_registers_with() {
+    let s = TestServer::start().await;
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"}, "spec": {"podCIDR": "10.244.1.0/24"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"kubeletVersion": "v1.36.2"}}});
+    let created = s.request(http::Request::post("/api/v1/nodes").header("content-type", "application/json").body(node.to_string().into_bytes()).unwrap()).await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    let created = created.json();
+    assert_eq!(created["status"]["nodeInfo"]["kubeletVersion"], "v1.36.2", "{created}");
+    assert_eq!(created["spec"]["podCIDRs"], json!(["10.244.1.0/24"]));
+    let listed = s.kubectl_ok(&["get", "nodes"]);
+    assert!(listed.lines().any(|l| l.starts_with("worker-1") && l.contains("Ready") && l.contains("v1.36.2")), "{listed}");
+    // A Deployment's status written on create is still reset.
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}},
+        "status": {"readyReplicas": 5}});
+    let created = s.request(http::Request::post("/apis/apps/v1/namespaces/default/deployments").header("content-type", "application/json").body(deployment.to_string().into_bytes()).unwrap()).await.json();
+    assert_eq!(created["status"], json!({}), "{created}");
+}

@@ -51,7 +51,7 @@ fn columns(info: &ResourceInfo) -> Cow<'static, [Column]> {
     if let Some(v) = custom::version(info) {
         return Cow::Owned(v.columns.iter().map(|c| c.column).collect());
     }
-    match info.ops.columns {
+    match info.ops.strategy.columns {
         [] => Cow::Borrowed(DEFAULT_COLUMNS),
         own => Cow::Borrowed(own),
     }
@@ -93,10 +93,10 @@ fn row(info: &ResourceInfo, obj: &Value, include: Include, now: DateTime<Utc>) -
     let name = meta.and_then(|m| m.get("name")).cloned().unwrap_or_else(|| json!(""));
     let cells: Vec<Value> = if let Some(v) = custom::version(info) {
         v.cells(obj)
-    } else if info.ops.columns.is_empty() {
+    } else if info.ops.strategy.columns.is_empty() {
         vec![meta.and_then(|m| m.get("creationTimestamp")).cloned().unwrap_or(Value::Null)]
     } else {
-        (info.ops.cells)(obj)
+        (info.ops.strategy.cells)(obj)
     };
     let name = name_first(info).then_some(name);
     let cols = columns(info);
@@ -220,6 +220,7 @@ mod tests {
         let pods = crate::registry::lookup("", "v1", "pods").unwrap();
         assert!(descriptions(pods).is_some_and(|d| d["Ready"].contains("readiness")));
     }
+    use crate::registry::kinds::Strategy;
     use crate::registry::KindOps;
     use chrono::TimeDelta;
 
@@ -238,13 +239,8 @@ mod tests {
         Box::leak(Box::new(KindOps {
             decode: |_, _| Err(String::new()),
             default: |_, _| {},
-            update: |_, _| Vec::new(),
             validate: |_, _, _| Vec::new(),
-            columns,
-            cells,
-            returns_deleted: false,
-            initial_status: None,
-            deprecation: None,
+            strategy: Strategy { columns, cells, ..Strategy::NONE },
             schema: |g| g.subschema_for::<String>(),
             definition: "io.k8s.api.core.v1.ConfigMap",
         }))

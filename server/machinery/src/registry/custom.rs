@@ -199,12 +199,7 @@ static CUSTOM: KindOps = KindOps {
     decode: custom_decode,
     default: custom_default,
     validate: custom_validate,
-    update: super::kinds::no_update_rules,
-    columns: &[],
-    cells: super::kinds::no_cells,
-    returns_deleted: false,
-    initial_status: None,
-    deprecation: None,
+    strategy: super::kinds::Strategy::NONE,
     schema: custom_schema,
     definition: "",
 };

@@ -48,19 +48,10 @@ pub struct KindOps {
     /// Field validation beyond types: required fields, formats. Empty means valid. An update
     /// gives the stored object too (custom resources ratchet: what did not change stays valid).
     pub validate: fn(&ResourceInfo, &Value, Option<&Value>) -> Vec<Cause>,
-    /// Rules of an update, given the stored object and the new one: fields kept when the new
-    /// object leaves them out, and fields that may not change. Empty means allowed.
-    pub update: fn(&Value, &mut Value) -> Vec<Cause>,
-    /// Table columns after `Name` (kubectl's columns for the kind), and the cells for one object
-    /// (without the name cell).
-    pub columns: &'static [Column],
-    pub cells: fn(&Value) -> Vec<Value>,
-    /// A DELETE that removes the object answers with it instead of a `Status`.
-    pub returns_deleted: bool,
-    /// The status a new object starts with, when the kind has one of its own.
-    pub initial_status: Option<fn() -> Value>,
-    /// The warning every answer carries when the kind's version is deprecated.
-    pub deprecation: Option<&'static str>,
+    /// Everything else the kind does (update rules, table, DELETE answer, initial status,
+    /// deprecation): the built-in kind's strategy, [`kinds::Strategy::NONE`] for custom
+    /// resources (whose tables come from their definition).
+    pub strategy: kinds::Strategy,
     /// JSON schema of the kind, for `/openapi/v2` and `/openapi/v3`.
     pub schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
     /// Fully qualified definition name as Kubernetes spells it,

@@ -25,12 +25,7 @@ macro_rules! ops {
             decode: |_, v| kinds::decode::<$t>(v),
             default: |_, v| ($strategy.default)(v),
             validate: |_, v, _| ($strategy.validate)(v),
-            update: $strategy.update,
-            columns: $strategy.columns,
-            cells: $strategy.cells,
-            returns_deleted: $strategy.returns_deleted,
-            initial_status: $strategy.initial_status,
-            deprecation: $strategy.deprecation,
+            strategy: $strategy,
             schema: <$t as schemars::JsonSchema>::json_schema,
             definition: $def,
         }

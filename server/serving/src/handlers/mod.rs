@@ -47,7 +47,7 @@ pub async fn serve(ctx: &Ctx, req: ResourceRequest, params: Params, headers: &He
         Err(e) => e.into_response(),
     };
     // A deprecated version (of a built-in kind or a custom resource) says so on every answer.
-    if let Some(w) = req.info.ops.deprecation {
+    if let Some(w) = req.info.ops.strategy.deprecation {
         add_warning(&mut resp, w);
     } else if let Some(w) = machinery::registry::custom::version(req.info).and_then(|v| v.deprecation.clone()) {
         add_warning(&mut resp, &w);

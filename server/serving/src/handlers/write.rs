@@ -133,8 +133,8 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
             m.insert("name".into(), json!(format!("{base}{}", meta::name_suffix())));
         }
     }
-    if info.has_subresource("status") {
-        match (info.ops.initial_status, obj.as_object_mut()) {
+    if info.has_subresource("status") && !info.ops.strategy.keeps_status {
+        match (info.ops.strategy.initial_status, obj.as_object_mut()) {
             (Some(initial), Some(o)) => o.insert("status".into(), initial()),
             (None, Some(o)) => o.remove("status"),
             _ => None,
@@ -299,7 +299,7 @@ pub async fn update(
         new = admit(info, new, Some(&old), opts.validation, &opts.duplicates, &mut w)?;
         meta::carry_over(info, &old, &mut new);
         // A subresource with its own rules (a pod's binding) changes what a plain update may not.
-        let causes = if req.subresource.as_deref() == Some("binding") { Vec::new() } else { (info.ops.update)(&old, &mut new) };
+        let causes = if req.subresource.as_deref() == Some("binding") { Vec::new() } else { (info.ops.strategy.update)(&old, &mut new) };
         if !causes.is_empty() {
             return Err(ApiError::Invalid { group: info.group.into(), kind: info.kind.into(), name: req.name().into(), causes });
         }
@@ -440,7 +440,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
 /// returns it (pods, services, ...), otherwise the success `Status`.
 async fn removed(ctx: &Ctx, req: &ResourceRequest, uid: Option<&str>, obj: Value) -> ApiResult<Reply> {
     let info = req.info;
-    if info.ops.returns_deleted {
+    if info.ops.strategy.returns_deleted {
         return Ok(Reply::value(StatusCode::OK, &convert::in_version(&ctx.store, info, obj).await?));
     }
     Ok(Reply::deleted(info, req.name(), uid))

@@ -89,12 +89,15 @@ pub struct Strategy {
     pub initial_status: Option<fn() -> Value>,
     /// The warning every answer about the kind carries when its version is deprecated.
     pub deprecation: Option<&'static str>,
+    /// A new object keeps the status its creator wrote (Nodes, which kubelets register with
+    /// theirs), though the kind has a status subresource.
+    pub keeps_status: bool,
 }
 
 impl Strategy {
     /// No defaults, no checks beyond types and metadata, every field mutable, the default table
     /// (Name, Created At).
-    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None };
+    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false };
 }
 
 /// A kind whose fields may all change on update.

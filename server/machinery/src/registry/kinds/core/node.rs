@@ -1,4 +1,5 @@
-//! Nodes: kubectl's columns.
+//! Nodes: the pod CIDRs' default, the status a kubelet registers with kept, and kubectl's
+//! columns.
 
 use serde_json::{json, Value};
 
@@ -7,11 +8,15 @@ use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated and printed.
-pub const STRATEGY: Strategy = Strategy {
-    columns: COLUMNS,
-    cells,
-    ..Strategy::NONE
-};
+pub const STRATEGY: Strategy = Strategy { default: defaults, columns: COLUMNS, cells, keeps_status: true, ..Strategy::NONE };
+
+/// The pod CIDRs start with the pod CIDR.
+pub fn defaults(obj: &mut Value) {
+    let spec = &mut obj["spec"];
+    if spec["podCIDR"].is_string() && spec["podCIDRs"].as_array().is_none_or(Vec::is_empty) {
+        spec["podCIDRs"] = json!([spec["podCIDR"].clone()]);
+    }
+}
 
 pub const COLUMNS: &[Column] = &[
     col("Status", "string", 0),
