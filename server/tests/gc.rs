@@ -163,3 +163,37 @@ async fn delete_options_are_validated() {
     api.delete("target", &dp).await.unwrap();
     gone(&api, "target").await;
 }
+
+/// ReplicationControllers and Jobs orphan their dependents when a delete names no policy, as in
+/// Kubernetes (a Job's delete also warns that its pods stay); the garbage collector then lets
+/// the owner go and the dependent stays without its reference.
+#[tokio::test]
+async fn replication_controllers_and_jobs_orphan_by_default() {
+    let s = TestServer::start().await;
+    let post = |path: &str, body: serde_json::Value| http::Request::post(path).header("content-type", "application/json").body(body.to_string().into_bytes()).unwrap();
+    let template = json!({"metadata": {"labels": {"app": "rc"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}});
+    let rc = s.request(post("/api/v1/namespaces/default/replicationcontrollers", json!({"apiVersion": "v1", "kind": "ReplicationController",
+        "metadata": {"name": "rc"}, "spec": {"replicas": 0, "template": template}}))).await.json();
+    let uid = rc["metadata"]["uid"].as_str().unwrap().to_string();
+    let dependent = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dependent",
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ReplicationController", "name": "rc", "uid": uid}]}});
+    assert_eq!(s.request(post("/api/v1/namespaces/default/configmaps", dependent)).await.status, 201);
+
+    let deleted = s.request(http::Request::delete("/api/v1/namespaces/default/replicationcontrollers/rc").body(vec![]).unwrap()).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    assert_eq!(deleted.json()["metadata"]["finalizers"], json!(["orphan"]), "{}", deleted.text());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while s.get("/api/v1/namespaces/default/replicationcontrollers/rc").await.status != 404 {
+        assert!(Instant::now() < deadline, "the controller was not let go");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let kept = s.get("/api/v1/namespaces/default/configmaps/dependent").await.json();
+    assert!(kept["metadata"].get("ownerReferences").is_none(), "{kept}");
+
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "job"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}});
+    assert_eq!(s.request(post("/apis/batch/v1/namespaces/default/jobs", job)).await.status, 201);
+    let deleted = s.request(http::Request::delete("/apis/batch/v1/namespaces/default/jobs/job").body(vec![]).unwrap()).await;
+    let warning = deleted.headers.get("warning").map(|w| w.to_str().unwrap().to_string()).unwrap_or_default();
+    assert!(warning.contains("child pods are preserved by default when jobs are deleted"), "{warning:?}");
+}

@@ -94,10 +94,13 @@ fn delete_options_invalid(causes: Vec<Cause>) -> ApiError {
     ApiError::Invalid { group: "meta.k8s.io".into(), kind: "DeleteOptions".into(), name: String::new(), causes }
 }
 
-pub async fn delete(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: Option<&Value>) -> ApiResult<Reply> {
+pub async fn delete(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: Option<&Value>, warnings: &mut Vec<String>) -> ApiResult<Reply> {
     let opts = options(params, body)?;
     if opts.unsafe_delete {
         return unsafe_delete(ctx, req).await;
+    }
+    if let (None, Some(Some(warning))) = (opts.propagation, req.info.ops.strategy.orphans_by_default) {
+        warnings.push(warning.to_string());
     }
     write::delete(ctx, req, &opts).await
 }

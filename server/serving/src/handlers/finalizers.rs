@@ -56,6 +56,9 @@ pub(super) fn finalizers_empty(obj: &Value) -> bool {
 /// definition's first delete the one that holds it until its custom resources are gone.
 /// Returns whether its finalizers changed.
 pub(super) fn on_delete(info: &ResourceInfo, propagation: Option<Propagation>, obj: &mut Value) -> bool {
+    // Kinds that orphan by default do so on their first delete without a policy.
+    let first = obj["metadata"].get("deletionTimestamp").is_none();
+    let propagation = propagation.or_else(|| (first && info.ops.strategy.orphans_by_default.is_some()).then_some(Propagation::Orphan));
     let mut changed = propagation.is_some_and(|p| apply_finalizers(p, obj));
     let definition = info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions";
     if definition && obj["metadata"].get("deletionTimestamp").is_none() {

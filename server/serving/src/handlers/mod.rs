@@ -122,7 +122,7 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
                 )))
             }
         },
-        Verb::Delete => Box::pin(delete::delete(ctx, req, params, optional_object(headers, &body)?.as_ref())).await?,
+        Verb::Delete => Box::pin(delete::delete(ctx, req, params, optional_object(headers, &body)?.as_ref(), &mut warnings)).await?,
         Verb::DeleteCollection => Box::pin(delete::delete_collection(ctx, req, params, optional_object(headers, &body)?.as_ref())).await?,
     };
     let mut resp = encode(req.info, req.subresource.is_some(), reply, output, params)?;

@@ -92,12 +92,15 @@ pub struct Strategy {
     /// A new object keeps the status its creator wrote (Nodes, which kubelets register with
     /// theirs), though the kind has a status subresource.
     pub keeps_status: bool,
+    /// A delete that names no propagation policy orphans the object's dependents (Kubernetes'
+    /// default for ReplicationControllers and Jobs), with this warning when there is one.
+    pub orphans_by_default: Option<Option<&'static str>>,
 }
 
 impl Strategy {
     /// No defaults, no checks beyond types and metadata, every field mutable, the default table
     /// (Name, Created At).
-    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false };
+    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false, orphans_by_default: None };
 }
 
 /// A kind whose fields may all change on update.

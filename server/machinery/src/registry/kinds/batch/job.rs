@@ -10,6 +10,10 @@ use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated and printed.
+/// What a delete that relies on the Job's default propagation is told.
+const ORPHANS_PODS: &str =
+    "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning";
+
 pub const STRATEGY: Strategy = Strategy {
     default: defaults,
     validate,
@@ -17,6 +21,7 @@ pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
     initial_status: Some(|| json!({})),
+    orphans_by_default: Some(Some(ORPHANS_PODS)),
     ..Strategy::NONE
 };
 

@@ -14,6 +14,7 @@ pub const STRATEGY: Strategy = Strategy {
     columns: replicaset::COLUMNS,
     cells,
     initial_status: Some(|| json!({"replicas": 0})),
+    orphans_by_default: Some(None),
     ..Strategy::NONE
 };
 
