@@ -19,11 +19,13 @@ struct Enumerated {
     reported: Option<String>,
 }
 
-/// The enumerated fields by `group/version/resource`.
-static ENUMS: LazyLock<HashMap<String, Vec<Enumerated>>> = LazyLock::new(|| {
+/// The enumerated fields by built-in kind (`group/version/resource` in the data), keyed by the
+/// kind's table entry so that a write looks them up without building a string.
+static ENUMS: LazyLock<HashMap<usize, Vec<Enumerated>>> = LazyLock::new(|| {
     let data: serde_json::Map<String, Value> = serde_json::from_str(include_str!("enums.json")).unwrap_or_default();
+    let entry = |kind: &str| crate::registry::ALL.iter().find(|r| format!("{}/{}", r.api_version(), r.resource) == kind).map(key);
     data.into_iter()
-        .filter(|(kind, _)| kind != "_")
+        .filter_map(|(kind, fields)| Some((entry(&kind)?, fields)))
         .map(|(kind, fields)| {
             let fields = fields
                 .as_array()
@@ -46,7 +48,7 @@ static ENUMS: LazyLock<HashMap<String, Vec<Enumerated>>> = LazyLock::new(|| {
 /// The causes of every enumerated field of `obj` holding a value outside its set.
 pub fn check(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
-    for field in ENUMS.get(&format!("{}/{}", info.api_version(), info.resource)).into_iter().flatten() {
+    for field in ENUMS.get(&key(info)).into_iter().flatten() {
         let allowed: Vec<&str> = field.values.iter().map(String::as_str).collect();
         walk(obj, &field.path, String::new(), None, &mut |value, at, index| {
             let name = match &field.reported {
@@ -57,6 +59,11 @@ pub fn check(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
         });
     }
     out
+}
+
+/// A table entry's identity (custom resources have none in the data).
+fn key(info: &ResourceInfo) -> usize {
+    info as *const ResourceInfo as usize
 }
 
 /// Calls `found` with each value at `path` under `v`, its field path, and the index of the
@@ -96,6 +103,7 @@ mod tests {
                 ("webhooks[1].rules[0].operations[1]".to_string(), "Unsupported value: \"PATCH\": supported values: \"*\", \"CONNECT\", \"CREATE\", \"DELETE\", \"UPDATE\"".to_string()),
             ]
         );
+        assert_eq!(ENUMS.len(), serde_json::from_str::<serde_json::Map<String, Value>>(include_str!("enums.json")).unwrap().len() - 1, "every kind of the data is served");
         let pvcs = crate::registry::lookup("", "v1", "persistentvolumeclaims").unwrap();
         let causes = check(pvcs, &json!({"spec": {"accessModes": ["ReadWriteOnce", "ReadWriteSometimes"]}}));
         assert_eq!(causes[0].field, "spec.accessModes");

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::workload::{self, update_strategy};
 use crate::registry::kinds::core::pod_spec;
-use crate::registry::kinds::fields::{age, col, int, selector, set, AGE};
+use crate::registry::kinds::fields::{age, col, containers, int, selector, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -39,16 +39,6 @@ pub const COLUMNS: &[Column] = &[
     col("Selector", "string", 1),
 ];
 
-pub(super) fn template_list(obj: &Value, field: &str) -> Value {
-    let names: Vec<&str> = obj["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c[field].as_str())
-        .collect();
-    json!(names.join(","))
-}
-
 pub fn cells(obj: &Value) -> Vec<Value> {
     let s = &obj["status"];
     vec![
@@ -56,8 +46,8 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         json!(int(&s["updatedReplicas"])),
         json!(int(&s["availableReplicas"])),
         age(obj),
-        template_list(obj, "name"),
-        template_list(obj, "image"),
+        containers(&obj["spec"]["template"]["spec"], "name"),
+        containers(&obj["spec"]["template"]["spec"], "image"),
         json!(selector(&obj["spec"]["selector"])),
     ]
 }
