@@ -76,7 +76,8 @@ fn name_problem(resource: &str, name: &str) -> Option<String> {
     }
 }
 
-fn qualified_name_problem(key: &str) -> Option<&'static str> {
+/// What is wrong with a qualified name (`prefix/name` or `name`, as label keys), if anything.
+pub fn qualified_name_problem(key: &str) -> Option<&'static str> {
     let (prefix, name) = match key.rsplit_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
@@ -92,7 +93,8 @@ fn qualified_name_problem(key: &str) -> Option<&'static str> {
     (!ok).then_some("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
 }
 
-fn label_value_ok(v: &str) -> bool {
+/// A label value: empty, or up to 63 alphanumerics, '-', '_' and '.', alphanumeric at both ends.
+pub fn label_value_ok(v: &str) -> bool {
     v.is_empty()
         || (v.len() <= 63
             && v.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))

@@ -107,3 +107,127 @@ pub(crate) fn containers(spec: &Value, field: &str) -> Value {
     let names: Vec<&str> = spec["containers"].as_array().into_iter().flatten().filter_map(|c| c[field].as_str()).collect();
     json!(names.join(","))
 }
+
+/// `field: Invalid value: V: detail`, the value printed as Kubernetes prints it (strings
+/// quoted, numbers and objects as JSON).
+pub(crate) fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Cause {
+    Cause::new("FieldValueInvalid", field, format!("Invalid value: {value}: {detail}"))
+}
+
+/// `Duplicate value: V`.
+pub(crate) fn duplicate(field: impl Into<String>, value: &Value) -> Cause {
+    Cause::new("FieldValueDuplicate", field, format!("Duplicate value: {value}"))
+}
+
+/// `Forbidden: detail`.
+pub(crate) fn forbidden(field: impl Into<String>, detail: &str) -> Cause {
+    Cause::new("FieldValueForbidden", field, format!("Forbidden: {detail}"))
+}
+
+/// `Required value: detail`.
+pub(crate) fn required(field: impl Into<String>, detail: &str) -> Cause {
+    Cause::new("FieldValueRequired", field, format!("Required value: {detail}"))
+}
+
+/// A string field that must be set and non-empty (`Required value`).
+pub(crate) fn required_str(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if v.as_str().is_none_or(str::is_empty) {
+        out.push(Cause::required(field));
+    }
+}
+
+/// An integer field that, when set, must be at least `min` ("must be greater than or equal to").
+pub(crate) fn at_least(v: &Value, field: &str, min: i64, out: &mut Vec<Cause>) {
+    if v.as_i64().is_some_and(|n| n < min) {
+        out.push(invalid(field, v, &format!("must be greater than or equal to {min}")));
+    }
+}
+
+/// An integer field that, when set, must be above zero ("must be greater than 0").
+pub(crate) fn positive(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if v.as_i64().is_some_and(|n| n <= 0) {
+        out.push(invalid(field, v, "must be greater than 0"));
+    }
+}
+
+/// A port number, when set: 1 to 65535.
+pub(crate) fn port(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if v.as_i64().is_some_and(|n| !(1..=65535).contains(&n)) {
+        out.push(invalid(field, v, "must be between 1 and 65535, inclusive"));
+    }
+}
+
+/// Kubernetes' words for a value that is not an IP address.
+pub(crate) const IP: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
+/// Kubernetes' words for a value that is not a CIDR.
+pub(crate) const CIDR: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+/// Kubernetes' words for a value that is not a DNS-1123 label.
+pub(crate) const DNS1123_LABEL: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+/// An IP address, parsed as Kubernetes parses one (no leading zeros, no zone).
+pub(crate) fn parse_ip(s: &str) -> Option<std::net::IpAddr> {
+    s.parse().ok()
+}
+
+/// A CIDR `address/prefix`: the address and the prefix length, when both parse and fit.
+pub(crate) fn parse_cidr(s: &str) -> Option<(std::net::IpAddr, u8)> {
+    let (ip, bits) = s.split_once('/')?;
+    let ip = parse_ip(ip)?;
+    if bits.is_empty() || bits.len() > 3 || !bits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let bits: u8 = bits.parse().ok()?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    (bits <= max).then_some((ip, bits))
+}
+
+/// A string field, when set, that must be an IP address.
+pub(crate) fn ip(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if let Some(s) = v.as_str().filter(|s| parse_ip(s).is_none()) {
+        out.push(Cause::invalid(field, s, IP));
+    }
+}
+
+/// A string field, when set, that must be a CIDR.
+pub(crate) fn cidr(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if let Some(s) = v.as_str().filter(|s| parse_cidr(s).is_none()) {
+        out.push(Cause::invalid(field, s, CIDR));
+    }
+}
+
+/// A string field, when set, that must be a DNS-1123 subdomain (as object names).
+pub(crate) fn dns_subdomain(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if let Some(s) = v.as_str().filter(|s| !crate::meta::is_dns_subdomain(s)) {
+        out.push(Cause::invalid(field, s, crate::meta::DNS1123_SUBDOMAIN));
+    }
+}
+
+/// A string field, when set, that must be a DNS-1123 label.
+pub(crate) fn dns_label(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if let Some(s) = v.as_str().filter(|s| !crate::meta::is_dns_label(s, 63, false)) {
+        out.push(Cause::invalid(field, s, DNS1123_LABEL));
+    }
+}
+
+/// A string field, when set, that must be a qualified name (`prefix/name`, as label keys).
+pub(crate) fn qualified_name(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if let Some((s, p)) = v.as_str().and_then(|s| crate::meta::qualified_name_problem(s).map(|p| (s, p))) {
+        out.push(Cause::invalid(field, s, p));
+    }
+}
+
+/// Each entry of a list, keyed by `key`, must be unique: the second of two is a duplicate.
+pub(crate) fn unique<'a>(list: &'a Value, field: &str, key: impl Fn(&'a Value) -> &'a Value, out: &mut Vec<Cause>) {
+    let mut seen = Vec::new();
+    for (i, item) in list.as_array().into_iter().flatten().enumerate() {
+        let k = key(item);
+        if k.is_null() {
+            continue;
+        }
+        if seen.contains(&k) {
+            out.push(duplicate(format!("{field}[{i}]"), k));
+        } else {
+            seen.push(k);
+        }
+    }
+}
