@@ -3,6 +3,9 @@
 use std::collections::BTreeMap;
 
 /// Every authenticated user is in this group.
+/// The extra key naming the credential a user authenticated with (a token's `JTI=`, a
+/// certificate's `X509SHA256=`).
+pub const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
 pub const ALL_AUTHENTICATED: &str = "system:authenticated";
 /// Anonymous requests are in this group.
 pub const ALL_UNAUTHENTICATED: &str = "system:unauthenticated";

@@ -50,25 +50,35 @@ pub fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(|part| is_dns_label(part, 63, false))
 }
 
+/// What is wrong with a name that must be usable as one segment of a URL path, if anything.
+pub fn path_segment_problem(name: &str) -> Option<String> {
+    if name == "." || name == ".." {
+        Some(format!("may not be '{name}'"))
+    } else if name.contains('/') || name.contains('%') {
+        Some("may not contain '/' or '%'".into())
+    } else {
+        None
+    }
+}
+
 /// Which name format a resource's objects must have.
-fn name_problem(resource: &str, name: &str) -> Option<String> {
-    match resource {
-        "namespaces" if !is_dns_label(name, 63, false) => Some(
+fn name_problem(group: &str, resource: &str, name: &str) -> Option<String> {
+    match (group, resource) {
+        ("", "namespaces") if name.contains('.') => Some("must not contain dots".into()),
+        ("", "namespaces") if !is_dns_label(name, 63, false) => Some(
             "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into(),
         ),
-        "services" if !is_dns_label(name, 63, true) => Some(
+        ("", "services") if !is_dns_label(name, 63, true) => Some(
             DNS1035_LABEL.into(),
         ),
-        "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings" | "apiservices" => {
-            if name == "." || name == ".." {
-                Some(format!("may not be '{name}'"))
-            } else if name.contains('/') || name.contains('%') {
-                Some("may not contain '/' or '%'".into())
-            } else {
-                None
-            }
-        }
-        "namespaces" | "services" => None,
+        // Names Kubernetes does not check beyond their use in a URL: RBAC's, APIServices',
+        // core Events' (kubelets name theirs `pod.17a8c4e5...`), PodDisruptionBudgets' and
+        // CertificateSigningRequests'.
+        (_, "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings" | "apiservices")
+        | ("", "events")
+        | ("policy", "poddisruptionbudgets")
+        | ("certificates.k8s.io", "certificatesigningrequests") => path_segment_problem(name),
+        ("", "namespaces" | "services") => None,
         _ if !is_dns_subdomain(name) => Some(
             DNS1123_SUBDOMAIN.into(),
         ),
@@ -108,7 +118,7 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
     match meta_str(obj, "name") {
         None | Some("") => causes.push(Cause::new("FieldValueRequired", "metadata.name", "Required value: name or generateName is required")),
         Some(name) => {
-            if let Some(problem) = name_problem(info.resource, name) {
+            if let Some(problem) = name_problem(info.group, info.resource, name) {
                 causes.push(Cause::invalid("metadata.name", name, &problem));
             }
         }
@@ -117,24 +127,32 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
     causes
 }
 
+/// Kubernetes' words for a value that is not a label value.
+pub const LABEL_VALUE: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+/// Validates a map of labels (keys qualified names, values label values), reported at `field`.
+pub fn validate_labels(labels: &Value, field: &str, causes: &mut Vec<Cause>) {
+    for (k, v) in labels.as_object().into_iter().flatten() {
+        if let Some(p) = qualified_name_problem(k) {
+            causes.push(Cause::invalid(field, k, p));
+        }
+        match v.as_str() {
+            Some(s) if label_value_ok(s) => {}
+            _ => causes.push(Cause::invalid(
+                field,
+                v.as_str().unwrap_or_default(),
+                LABEL_VALUE,
+            )),
+        }
+    }
+}
+
 /// Validates an object's labels and annotations.
 pub fn validate_labels_and_annotations(obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     let meta = obj.get("metadata");
-    if let Some(labels) = meta.and_then(|m| m.get("labels")).and_then(Value::as_object) {
-        for (k, v) in labels {
-            if let Some(p) = qualified_name_problem(k) {
-                causes.push(Cause::invalid("metadata.labels", k, p));
-            }
-            match v.as_str() {
-                Some(s) if label_value_ok(s) => {}
-                _ => causes.push(Cause::invalid(
-                    "metadata.labels",
-                    v.as_str().unwrap_or_default(),
-                    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-                )),
-            }
-        }
+    if let Some(labels) = meta.and_then(|m| m.get("labels")) {
+        validate_labels(labels, "metadata.labels", &mut causes);
     }
     if let Some(annotations) = meta.and_then(|m| m.get("annotations")).and_then(Value::as_object) {
         let total: usize = annotations.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum();
@@ -218,10 +236,10 @@ mod tests {
     fn names() {
         assert!(is_dns_subdomain("a.b-c"));
         assert!(!is_dns_subdomain("A"));
-        assert!(name_problem("services", "1abc").is_some());
-        assert!(name_problem("configmaps", "1abc").is_none());
-        assert!(name_problem("namespaces", "a.b").is_some());
-        assert!(name_problem("clusterroles", "system:admin").is_none());
+        assert!(name_problem("", "services", "1abc").is_some());
+        assert!(name_problem("", "configmaps", "1abc").is_none());
+        assert!(name_problem("", "namespaces", "a.b").is_some());
+        assert!(name_problem("rbac.authorization.k8s.io", "clusterroles", "system:admin").is_none());
         assert!(qualified_name_problem("app.kubernetes.io/name").is_none());
         assert!(qualified_name_problem("-bad").is_some());
         assert!(qualified_name_problem("/x").is_some());

@@ -103,15 +103,19 @@ pub fn admit(
     let mut obj = decoded.object;
     (info.ops.default)(info, &mut obj);
     let mut causes = meta::validate(info, &obj);
+    if old.is_some() {
+        // Kubernetes checks an updated object's labels and annotations four times (twice in
+        // its generic update path, twice in a kind's update validation) and reports each
+        // problem as often.
+        let again = meta::validate_labels_and_annotations(&obj);
+        for _ in 0..3 {
+            causes.extend(again.iter().cloned());
+        }
+    }
     causes.extend((info.ops.validate)(info, &obj, old));
     causes.extend(crate::registry::kinds::enums::check(info, &obj));
     if !causes.is_empty() {
-        return Err(ApiError::Invalid {
-            group: info.group.to_string(),
-            kind: info.kind.to_string(),
-            name: meta::meta_str(&obj, "name").unwrap_or_default().to_string(),
-            causes,
-        });
+        return Err(info.invalid(meta::meta_str(&obj, "name").unwrap_or_default(), causes));
     }
     Ok(obj)
 }

@@ -26,7 +26,7 @@ use std::sync::{Arc, RwLock};
 use http::{header, HeaderMap};
 
 use super::serviceaccount::Tokens;
-use super::user::{UserInfo, ALL_AUTHENTICATED};
+use super::user::{UserInfo, ALL_AUTHENTICATED, CREDENTIAL_ID};
 use machinery::error::ApiError;
 use crate::authn::x509::{ClientIdentity, ProxyIdentity};
 use config::Anonymous;
@@ -92,7 +92,10 @@ impl Authenticator {
             }
         }
         if let Some(id) = credentials.client {
-            return Ok(UserInfo::authenticated(id.user.clone(), id.groups.clone()));
+            let mut user = UserInfo::authenticated(id.user.clone(), id.groups.clone());
+            user.uid = id.uid.clone();
+            user.extra.insert(CREDENTIAL_ID.into(), vec![id.credential_id.clone()]);
+            return Ok(user);
         }
         if let Some(token) = bearer(headers) {
             return self.token(token, &[]).await.map(|a| a.user).map_err(|_| ApiError::Unauthorized);

@@ -22,7 +22,6 @@ const EXTRA_POD_NAME: &str = "authentication.kubernetes.io/pod-name";
 const EXTRA_POD_UID: &str = "authentication.kubernetes.io/pod-uid";
 const EXTRA_NODE_NAME: &str = "authentication.kubernetes.io/node-name";
 const EXTRA_NODE_UID: &str = "authentication.kubernetes.io/node-uid";
-const EXTRA_CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
 /// Longest a failed lookup waits for this replica to catch up.
 const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -107,7 +106,7 @@ pub fn user_of(s: &Subject) -> UserInfo {
         extra(EXTRA_NODE_UID, &node.uid);
     }
     if let Some(jti) = &s.jti {
-        extra(EXTRA_CREDENTIAL_ID, &format!("JTI={jti}"));
+        extra(crate::user::CREDENTIAL_ID, &format!("JTI={jti}"));
     }
     user
 }

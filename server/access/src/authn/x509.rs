@@ -2,20 +2,28 @@
 //! a user of the client CA ([`ClientIdentity`]) or an authenticating proxy of the proxy CA
 //! ([`ProxyIdentity`]).
 
+use sha2::{Digest, Sha256};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 /// The identity of a client that presented a certificate verified against the client CA:
-/// the subject Common Name is the user name, each subject Organization is a group.
+/// the subject Common Name is the user name, each subject Organization is a group, a subject
+/// UID attribute the user's uid, and the certificate's SHA-256 fingerprint names the credential.
 /// Requests on connections without a client certificate carry no `ClientIdentity`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientIdentity {
     pub user: String,
+    pub uid: String,
     pub groups: Vec<String>,
+    /// `X509SHA256=` and the hex fingerprint, as Kubernetes' `credential-id` extra.
+    pub credential_id: String,
 }
+
+/// The object identifier of the subject's UID attribute (RFC 4519).
+const UID_OID: &str = "0.9.2342.19200300.100.1.1";
 
 impl ClientIdentity {
     /// The identity in a (verified) end-entity certificate, or `None` when its subject has no
-    /// Common Name, which Kubernetes does not accept as a user.
+    /// Common Name, which Kubernetes does not accept as a user, or more than one UID.
     pub fn from_certificate(der: &[u8]) -> Option<Self> {
         let (_, cert) = X509Certificate::from_der(der).ok()?;
         let subject = cert.subject();
@@ -33,7 +41,14 @@ impl ClientIdentity {
             .filter_map(|a| a.as_str().ok())
             .map(str::to_string)
             .collect();
-        Some(Self { user, groups })
+        let uids: Vec<&str> = subject.iter().flat_map(|rdn| rdn.iter()).filter(|a| a.attr_type().to_id_string() == UID_OID).filter_map(|a| a.as_str().ok()).collect();
+        let uid = match uids.as_slice() {
+            [] => String::new(),
+            [one] if !one.is_empty() => one.to_string(),
+            _ => return None,
+        };
+        let fingerprint: String = Sha256::digest(der).iter().map(|b| format!("{b:02x}")).collect();
+        Some(Self { user, uid, groups, credential_id: format!("X509SHA256={fingerprint}") })
     }
 }
 
@@ -71,13 +86,18 @@ mod tests {
             (DnType::OrganizationName, "dev"),
         ]);
         let id = ClientIdentity::from_certificate(&der).unwrap();
+        let fingerprint: String = Sha256::digest(&der).iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(
             id,
             ClientIdentity {
                 user: "jane".into(),
-                groups: vec!["dev".into()]
+                uid: String::new(),
+                groups: vec!["dev".into()],
+                credential_id: format!("X509SHA256={fingerprint}"),
             }
         );
+        let with_uid = cert(&[(DnType::CommonName, "jane"), (DnType::CustomDnType(vec![0, 9, 2342, 19200300, 100, 1, 1]), "u-1")]);
+        assert_eq!(ClientIdentity::from_certificate(&with_uid).unwrap().uid, "u-1");
         let no_group =
             ClientIdentity::from_certificate(&cert(&[(DnType::CommonName, "bob")])).unwrap();
         assert!(no_group.groups.is_empty());

@@ -14,7 +14,7 @@ use std::sync::{LazyLock, OnceLock};
 
 pub use table::ALL;
 
-use crate::error::Cause;
+use crate::error::{ApiError, Cause};
 use serde_json::Value;
 
 /// A column of the `Table` form (`as=Table;g=meta.k8s.io;v=v1`).
@@ -150,6 +150,12 @@ pub const ALL_VERBS: &[&str] =
     &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 impl ResourceInfo {
+    /// The 422 refusing an object of the kind named `name` for `causes`.
+    pub fn invalid(&self, name: impl Into<String>, causes: Vec<Cause>) -> ApiError {
+        let group = self.ops.strategy.refused_as_group.unwrap_or(self.group);
+        ApiError::Invalid { group: group.into(), kind: self.kind.into(), name: name.into(), causes }
+    }
+
     /// `v1` or `apps/v1`.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

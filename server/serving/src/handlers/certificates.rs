@@ -22,7 +22,11 @@ fn is_approval(c: &Value) -> bool {
 pub fn stamp_requestor(obj: &mut Value, user: &UserInfo) {
     let spec = &mut obj["spec"];
     spec["username"] = json!(user.name);
-    spec["uid"] = json!(user.uid);
+    if user.uid.is_empty() {
+        spec.as_object_mut().map(|s| s.remove("uid"));
+    } else {
+        spec["uid"] = json!(user.uid);
+    }
     spec["groups"] = json!(user.groups);
     if user.extra.is_empty() {
         spec.as_object_mut().map(|s| s.remove("extra"));

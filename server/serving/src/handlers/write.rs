@@ -301,7 +301,7 @@ pub async fn update(
         // A subresource with its own rules (a pod's binding) changes what a plain update may not.
         let causes = if req.subresource.as_deref() == Some("binding") { Vec::new() } else { (info.ops.strategy.update)(&old, &mut new) };
         if !causes.is_empty() {
-            return Err(ApiError::Invalid { group: info.group.into(), kind: info.kind.into(), name: req.name().into(), causes });
+            return Err(info.invalid(req.name(), causes));
         }
         let node_ports = match is_service(info) && req.subresource.is_none() {
             true => ctx.writes.node_ports.plan(ctx.store.cache(), Some(&old), &mut new, req.namespace.as_deref().unwrap_or_default(), req.name())?,
@@ -392,7 +392,8 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
         }
         let finalizers_changed = finalizers::on_delete(info, opts.propagation, &mut obj);
         let period = machinery::grace::period(info, &obj, opts.grace_period);
-        let graceful = !finalizers_empty(&obj) || info.resource == "namespaces" && info.group.is_empty() || period > 0;
+        let namespace = info.resource == "namespaces" && info.group.is_empty();
+        let graceful = !finalizers_empty(&obj) || namespace || period > 0;
         if graceful {
             let already = obj["metadata"].get("deletionTimestamp").is_some();
             // A second delete may shorten a pod's grace, never lengthen it.
@@ -403,10 +404,13 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
             let m = meta_mut(&mut obj);
             if !already || shortened {
                 m.insert("deletionTimestamp".into(), json!(machinery::grace::deadline(period)));
-                m.insert("deletionGracePeriodSeconds".into(), json!(period));
+                // A namespace is marked with the time only, as Kubernetes' namespace registry does.
+                if !namespace {
+                    m.insert("deletionGracePeriodSeconds".into(), json!(period));
+                }
             }
             m.remove("resourceVersion");
-            if info.resource == "namespaces" {
+            if namespace {
                 obj["status"]["phase"] = json!("Terminating");
             }
             if opts.dry_run {

@@ -124,8 +124,11 @@ pub(crate) fn forbidden(field: impl Into<String>, detail: &str) -> Cause {
     Cause::new("FieldValueForbidden", field, format!("Forbidden: {detail}"))
 }
 
-/// `Required value: detail`.
+/// `Required value: detail` (`Required value` when there is no detail).
 pub(crate) fn required(field: impl Into<String>, detail: &str) -> Cause {
+    if detail.is_empty() {
+        return Cause::required(field);
+    }
     Cause::new("FieldValueRequired", field, format!("Required value: {detail}"))
 }
 
@@ -230,4 +233,27 @@ pub(crate) fn unique<'a>(list: &'a Value, field: &str, key: impl Fn(&'a Value) -
             seen.push(k);
         }
     }
+}
+
+/// A label selector's labels and expressions, as Kubernetes validates them (keys qualified
+/// names, values label values, operators with or without values). True when well formed.
+pub(crate) fn label_selector(sel: &Value, field: &str, out: &mut Vec<Cause>) -> bool {
+    let before = out.len();
+    crate::meta::validate_labels(&sel["matchLabels"], &format!("{field}.matchLabels"), out);
+    for (i, e) in sel["matchExpressions"].as_array().into_iter().flatten().enumerate() {
+        let at = format!("{field}.matchExpressions[{i}]");
+        match e["operator"].as_str().unwrap_or_default() {
+            "In" | "NotIn" if items(&e["values"]) == 0 => out.push(required(format!("{at}.values"), "must be specified when `operator` is 'In' or 'NotIn'")),
+            "Exists" | "DoesNotExist" if items(&e["values"]) > 0 => out.push(forbidden(format!("{at}.values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            _ => out.push(invalid(format!("{at}.operator"), &e["operator"], "not a valid selector operator")),
+        }
+        qualified_name(&e["key"], &format!("{at}.key"), out);
+        for (j, v) in e["values"].as_array().into_iter().flatten().enumerate() {
+            if v.as_str().is_some_and(|s| !crate::meta::label_value_ok(s)) {
+                out.push(invalid(format!("{at}.values[{j}]"), v, crate::meta::LABEL_VALUE));
+            }
+        }
+    }
+    out.len() == before
 }

@@ -95,12 +95,15 @@ pub struct Strategy {
     /// A delete that names no propagation policy orphans the object's dependents (Kubernetes'
     /// default for ReplicationControllers and Jobs), with this warning when there is one.
     pub orphans_by_default: Option<Option<&'static str>>,
+    /// The group Kubernetes names the kind by when refusing an object, when not the one it is
+    /// served in (`events.k8s.io` Events are refused as core `Event`s).
+    pub refused_as_group: Option<&'static str>,
 }
 
 impl Strategy {
     /// No defaults, no checks beyond types and metadata, every field mutable, the default table
     /// (Name, Created At).
-    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false, orphans_by_default: None };
+    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false, orphans_by_default: None, refused_as_group: None };
 }
 
 /// A kind whose fields may all change on update.

@@ -1,17 +1,184 @@
-//! Events (`v1` and `events.k8s.io/v1` print alike): kubectl's columns.
+//! Events of `v1` and of `events.k8s.io/v1` (one kind in two versions): their fields written
+//! even when empty, the checks each version makes (`v1` the old ones only, kept for old
+//! clients; `events.k8s.io/v1` all, and most fields fixed once written), and kubectl's columns.
 
 use serde_json::{json, Value};
 
-use crate::registry::kinds::fields::col;
+use crate::error::Cause;
+use crate::registry::kinds::fields::{col, invalid, required};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
-/// How the kind is defaulted, validated, updated and printed.
+/// A `v1` Event.
 pub const STRATEGY: Strategy = Strategy {
+    default: |e| defaults(e, &CORE),
+    validate: |e| legacy(e, &CORE),
     columns: COLUMNS,
     cells,
     ..Strategy::NONE
 };
+
+/// An `events.k8s.io/v1` Event.
+pub const EVENTS_V1: Strategy = Strategy {
+    default: |e| defaults(e, &EVENTS),
+    validate: strict,
+    update,
+    columns: COLUMNS,
+    cells,
+    refused_as_group: Some(""),
+    ..Strategy::NONE
+};
+
+/// Where a version keeps the fields Kubernetes checks (refusals name the reporting controller
+/// by the version's field).
+struct Fields {
+    regarding: &'static str,
+    controller: &'static str,
+    note: &'static str,
+    /// Fields the version's type always writes: `null` times and empty strings.
+    written: &'static [(&'static str, Value)],
+}
+
+const CORE: Fields = Fields {
+    regarding: "involvedObject",
+    controller: "reportingComponent",
+    note: "message",
+    written: &[("eventTime", Value::Null), ("reportingComponent", json_str()), ("reportingInstance", json_str())],
+};
+
+const EVENTS: Fields = Fields {
+    regarding: "regarding",
+    controller: "reportingController",
+    note: "note",
+    written: &[("deprecatedFirstTimestamp", Value::Null), ("deprecatedLastTimestamp", Value::Null)],
+};
+
+const fn json_str() -> Value {
+    Value::String(String::new())
+}
+
+/// The longest reporting instance, action and reason; the longest note.
+const SHORT_LIMIT: usize = 128;
+const NOTE_LIMIT: usize = 1024;
+
+fn defaults(event: &mut Value, fields: &Fields) {
+    for (field, value) in fields.written {
+        if event.get(*field).is_none() {
+            event[*field] = value.clone();
+        }
+    }
+}
+
+fn text<'a>(event: &'a Value, field: &str) -> &'a str {
+    event[field].as_str().unwrap_or_default()
+}
+
+/// The checks of every Event: its namespace is its object's, and an event with an event time
+/// names who reported it, what happened and why.
+fn legacy(event: &Value, fields: &Fields) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let namespace = event["metadata"]["namespace"].as_str().unwrap_or_default();
+    let regarding = &event[fields.regarding]["namespace"];
+    let regarding_ns = regarding.as_str().unwrap_or_default();
+    let mismatch = || invalid("involvedObject.namespace", &json!(regarding_ns), "does not match event.namespace");
+    if event["eventTime"].is_null() {
+        if (regarding_ns.is_empty() && !namespace.is_empty() && namespace != "default") || (!regarding_ns.is_empty() && namespace != regarding_ns) {
+            out.push(mismatch());
+        }
+        return out;
+    }
+    if regarding_ns.is_empty() && namespace != "default" && namespace != "kube-system" {
+        out.push(mismatch());
+    }
+    let controller = text(event, fields.controller);
+    if controller.is_empty() {
+        out.push(Cause::required(fields.controller));
+        out.push(Cause::invalid(fields.controller, "", "name part must be non-empty"));
+    }
+    if let Some(problem) = crate::meta::qualified_name_problem(controller) {
+        out.push(Cause::invalid(fields.controller, controller, problem));
+    }
+    for (field, shown) in [("reportingInstance", "reportingInstance"), ("action", "action"), ("reason", "reason")] {
+        let value = text(event, field);
+        if value.is_empty() {
+            out.push(Cause::required(shown));
+        }
+        if value.len() > SHORT_LIMIT {
+            out.push(Cause::invalid(shown, "", &format!("can have at most {SHORT_LIMIT} characters")));
+        }
+    }
+    if text(event, fields.note).len() > NOTE_LIMIT {
+        out.push(Cause::invalid("message", "", &format!("can have at most {NOTE_LIMIT} characters")));
+    }
+    out
+}
+
+/// `events.k8s.io/v1`: the old checks, then a series that counts and was seen, an event time,
+/// a known type, and none of the deprecated fields.
+fn strict(event: &Value) -> Vec<Cause> {
+    let mut out = legacy(event, &EVENTS);
+    series(event, &mut out);
+    if event["eventTime"].is_null() {
+        out.push(Cause::required("eventTime"));
+    }
+    let kind = text(event, "type");
+    if kind != "Normal" && kind != "Warning" {
+        out.push(Cause::invalid("type", "", &format!("has invalid value: {kind}")));
+    }
+    for (field, shown) in [("deprecatedFirstTimestamp", "firstTimestamp"), ("deprecatedLastTimestamp", "lastTimestamp"), ("deprecatedCount", "count")] {
+        if !event[field].is_null() && event[field] != 0 {
+            out.push(Cause::invalid(shown, "", "needs to be unset"));
+        }
+    }
+    let source = &event["deprecatedSource"];
+    if !text(source, "component").is_empty() || !text(source, "host").is_empty() {
+        out.push(Cause::invalid("source", "", "needs to be unset"));
+    }
+    out
+}
+
+fn series(event: &Value, out: &mut Vec<Cause>) {
+    let series = &event["series"];
+    if series.is_object() {
+        if series["count"].as_i64().unwrap_or(0) < 2 {
+            out.push(Cause::invalid("series.count", "", "should be at least 2"));
+        }
+        if series["lastObservedTime"].is_null() {
+            out.push(required("series.lastObservedTime", ""));
+        }
+    }
+}
+
+/// What an `events.k8s.io/v1` Event may not change once written: all but its series (checked
+/// again when it changes) and its metadata. Refusals name the fields as `v1` does.
+pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    if old["series"] != new["series"] {
+        series(new, &mut out);
+    }
+    const FIXED: &[(&str, &str)] = &[
+        ("regarding", "involvedObject"),
+        ("reason", "reason"),
+        ("note", "message"),
+        ("deprecatedSource", "source"),
+        ("deprecatedFirstTimestamp", "firstTimestamp"),
+        ("deprecatedLastTimestamp", "lastTimestamp"),
+        ("deprecatedCount", "count"),
+        ("reason", "reason"),
+        ("type", "type"),
+        ("eventTime", "eventTime"),
+        ("action", "action"),
+        ("related", "related"),
+        ("reportingController", "reportingController"),
+        ("reportingInstance", "reportingInstance"),
+    ];
+    for (field, shown) in FIXED {
+        if old[*field] != new[*field] {
+            out.push(invalid(*shown, &new[*field], "field is immutable"));
+        }
+    }
+    out
+}
 
 pub const COLUMNS: &[Column] = &[
     col("Last Seen", "date", 0),

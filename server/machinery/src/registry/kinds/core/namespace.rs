@@ -1,7 +1,9 @@
-//! Namespaces: the name label, the `kubernetes` finalizer and the phase, and kubectl's columns.
+//! Namespaces: the name label, the `kubernetes` finalizer and the phase, finalizer names, and
+//! kubectl's columns.
 
 use serde_json::{json, Value};
 
+use crate::error::Cause;
 use crate::registry::kinds::fields::{age, col, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
@@ -9,6 +11,7 @@ use crate::registry::Column;
 /// How the kind is defaulted, validated, updated and printed.
 pub const STRATEGY: Strategy = Strategy {
     default: defaults,
+    validate,
     columns: COLUMNS,
     cells,
     ..Strategy::NONE
@@ -27,6 +30,24 @@ pub fn defaults(obj: &mut Value) {
     if obj["status"]["phase"].is_null() {
         obj["status"]["phase"] = json!("Active");
     }
+}
+
+/// The finalizers Kubernetes defines, which need no domain.
+const STANDARD_FINALIZERS: &[&str] = &["kubernetes", "orphan", "foregroundDeletion"];
+
+/// Each finalizer of the spec is a qualified name, and one without a domain is a standard one.
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    for f in obj["spec"]["finalizers"].as_array().into_iter().flatten() {
+        let name = f.as_str().unwrap_or_default();
+        if let Some(problem) = crate::meta::qualified_name_problem(name) {
+            out.push(Cause::invalid("spec.finalizers", name, problem));
+        }
+        if !name.contains('/') && !STANDARD_FINALIZERS.contains(&name) {
+            out.push(Cause::invalid("spec.finalizers", name, "name is neither a standard finalizer name nor is it fully qualified"));
+        }
+    }
+    out
 }
 
 pub const COLUMNS: &[Column] = &[col("Status", "string", 0), AGE];

@@ -1,8 +1,9 @@
-//! PriorityLevelConfigurations: kubectl's columns.
+//! PriorityLevelConfigurations: defaults, validation and kubectl's columns.
 
 use serde_json::{json, Value};
 
-use crate::registry::kinds::fields::{age, col, set, AGE};
+use crate::error::Cause;
+use crate::registry::kinds::fields::{age, col, forbidden, invalid, one_of, required, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -11,6 +12,7 @@ pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
     default: defaults,
+    validate,
     initial_status: Some(|| json!({})),
     ..Strategy::NONE
 };
@@ -54,6 +56,100 @@ pub fn defaults(obj: &mut Value) {
             set(&mut response["queuing"], k, json!(v));
         }
     }
+}
+
+/// The most queues a level may have.
+const MAX_QUEUES: i64 = 512;
+
+/// The bits of hash shuffle sharding has to deal hands from.
+const MAX_HASH_BITS: f64 = 60.0;
+
+/// Only the level named `exempt` is exempt; a limited level has its limits, and queues only
+/// when its limit response is to queue.
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let spec = &obj["spec"];
+    let mut out = Vec::new();
+    let kind = spec["type"].as_str().unwrap_or_default();
+    if (obj["metadata"]["name"] == "exempt") != (kind == "Exempt") {
+        out.push(invalid("spec.type", &spec["type"], "must be 'Exempt' if and only if `name` is 'exempt'"));
+    }
+    match kind {
+        "Exempt" => {
+            if !spec["limited"].is_null() {
+                out.push(forbidden("spec.limited", "must be nil if the type is not Limited"));
+            }
+            let exempt = &spec["exempt"];
+            shares_and_lending(exempt, "spec.exempt", &mut out);
+        }
+        "Limited" => {
+            if !spec["exempt"].is_null() {
+                out.push(forbidden("spec.exempt", "must be nil if the type is Limited"));
+            }
+            let limited = &spec["limited"];
+            if limited.is_null() {
+                out.push(required("spec.limited", "must not be empty when type is Limited"));
+            } else {
+                limits(limited, &mut out);
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+fn shares_and_lending(level: &Value, at: &str, out: &mut Vec<Cause>) {
+    let shares = &level["nominalConcurrencyShares"];
+    if shares.as_i64().is_some_and(|n| n < 0) {
+        out.push(invalid(format!("{at}.nominalConcurrencyShares"), shares, "must be a non-negative integer"));
+    }
+    let lendable = &level["lendablePercent"];
+    if lendable.as_i64().is_some_and(|n| !(0..=100).contains(&n)) {
+        out.push(invalid(format!("{at}.lendablePercent"), lendable, "must be between 0 and 100, inclusive"));
+    }
+}
+
+fn limits(limited: &Value, out: &mut Vec<Cause>) {
+    shares_and_lending(limited, "spec.limited", out);
+    let response = &limited["limitResponse"];
+    let queuing = &response["queuing"];
+    match response["type"].as_str().unwrap_or_default() {
+        "Reject" if !queuing.is_null() => out.push(forbidden("spec.limited.limitResponse.queuing", "must be nil if limited.limitResponse.type is not Limited")),
+        "Reject" => {}
+        "Queue" if queuing.is_null() => out.push(required("spec.limited.limitResponse.queuing", "must not be empty if limited.limitResponse.type is Limited")),
+        "Queue" => queues(queuing, out),
+        _ => one_of(&response["type"], "spec.limited.limitResponse.type", &["Queue", "Reject"], out),
+    }
+    let borrowing = &limited["borrowingLimitPercent"];
+    if borrowing.as_i64().is_some_and(|n| n < 0) {
+        out.push(invalid("spec.limited.borrowingLimitPercent", borrowing, "if specified, must be a non-negative integer"));
+    }
+}
+
+fn queues(q: &Value, out: &mut Vec<Cause>) {
+    let at = "spec.limited.limitResponse.queuing";
+    let (length, queues, hand) = (&q["queueLengthLimit"], &q["queues"], &q["handSize"]);
+    if length.as_i64().unwrap_or(0) <= 0 {
+        out.push(invalid(format!("{at}.queueLengthLimit"), length, "must be positive"));
+    }
+    let n = queues.as_i64().unwrap_or(0);
+    if n <= 0 {
+        out.push(invalid(format!("{at}.queues"), queues, "must be positive"));
+    } else if n > MAX_QUEUES {
+        out.push(invalid(format!("{at}.queues"), queues, &format!("must not be greater than {MAX_QUEUES}")));
+    }
+    let h = hand.as_i64().unwrap_or(0);
+    if h <= 0 {
+        out.push(invalid(format!("{at}.handSize"), hand, "must be positive"));
+    } else if h > n {
+        out.push(invalid(format!("{at}.handSize"), hand, &format!("should not be greater than queues ({n})")));
+    } else if entropy_bits(n, h) > MAX_HASH_BITS {
+        out.push(invalid(format!("{at}.handSize"), hand, &format!("required entropy bits of deckSize {n} and handSize {h} should not be greater than 60")));
+    }
+}
+
+/// The bits needed to deal a hand of `hand` cards from `deck`: log2(deck^hand), rounded up.
+fn entropy_bits(deck: i64, hand: i64) -> f64 {
+    ((deck as f64).log2() * hand as f64).ceil()
 }
 
 #[cfg(test)]

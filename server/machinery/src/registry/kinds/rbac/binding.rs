@@ -4,12 +4,13 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, unsupported, AGE};
+use crate::registry::kinds::fields::{age, col, dns_subdomain, invalid, set, unsupported, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated and printed.
 pub const STRATEGY: Strategy = Strategy {
+    default: defaults,
     validate,
     update,
     columns: COLUMNS,
@@ -18,6 +19,15 @@ pub const STRATEGY: Strategy = Strategy {
 };
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// Users and groups are of the RBAC API group when their subject names none.
+pub fn defaults(obj: &mut Value) {
+    for s in obj["subjects"].as_array_mut().into_iter().flatten() {
+        if matches!(s["kind"].as_str(), Some("User" | "Group")) {
+            set(s, "apiGroup", json!(RBAC_GROUP));
+        }
+    }
+}
 
 /// RoleBindings and ClusterRoleBindings: a role reference of the RBAC group (a ClusterRoleBinding
 /// only to a ClusterRole) and well-formed subjects.
@@ -52,6 +62,7 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
                 if !group.is_empty() {
                     out.push(unsupported(at("apiGroup"), &group, &[""]));
                 }
+                dns_subdomain(&s["name"], &at("name"), &mut out);
                 if cluster && str_at(s, "namespace").is_empty() {
                     out.push(Cause::required(at("namespace")));
                 }
@@ -73,9 +84,8 @@ pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     if was == now {
         return Vec::new();
     }
-    let s = |k: &str| now[k].as_str().unwrap_or_default().to_string();
-    let shown = format!("rbac.RoleRef{{APIGroup:{:?}, Kind:{:?}, Name:{:?}}}", s("apiGroup"), s("kind"), s("name"));
-    vec![Cause::new("FieldValueInvalid", "roleRef", format!("Invalid value: {shown}: cannot change roleRef"))]
+    let shown = json!({"APIGroup": now["apiGroup"], "Kind": now["kind"], "Name": now["name"]});
+    vec![invalid("roleRef", &shown, "cannot change roleRef")]
 }
 
 pub const COLUMNS: &[Column] = &[col("Role", "string", 0), AGE, col("Users", "string", 1), col("Groups", "string", 1), col("ServiceAccounts", "string", 1)];

@@ -1,9 +1,9 @@
-//! Roles and ClusterRoles: rule validation.
+//! Roles and ClusterRoles: rule and aggregation-rule validation.
 
 use serde_json::Value;
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::go_list;
+use crate::registry::kinds::fields::{invalid, label_selector, required};
 use crate::registry::kinds::Strategy;
 
 /// How the kind is defaulted, validated, updated and printed.
@@ -24,7 +24,7 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
             out.push(Cause::new("FieldValueRequired", at("verbs"), "Required value: verbs must contain at least one value"));
         }
         if present(&r["nonResourceURLs"]) {
-            let urls = go_list(&r["nonResourceURLs"]);
+            let urls = &r["nonResourceURLs"];
             if namespaced {
                 out.push(Cause::new("FieldValueInvalid", at("nonResourceURLs"), format!("Invalid value: {urls}: namespaced rules cannot apply to non-resource URLs")));
             }
@@ -38,6 +38,17 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
         }
         if !present(&r["resources"]) {
             out.push(Cause::new("FieldValueRequired", at("resources"), "Required value: resource rules must supply at least one resource"));
+        }
+    }
+    if let Some(rule) = obj.get("aggregationRule").filter(|r| !r.is_null()) {
+        if !present(&rule["clusterRoleSelectors"]) {
+            out.push(required("aggregationRule.clusterRoleSelectors", "at least one clusterRoleSelector required if aggregationRule is non-nil"));
+        }
+        for (i, sel) in rule["clusterRoleSelectors"].as_array().into_iter().flatten().enumerate() {
+            let at = format!("aggregationRule.clusterRoleSelectors[{i}]");
+            if !label_selector(sel, &at, &mut out) {
+                out.push(invalid(at, &Value::Null, "invalid label selector."));
+            }
         }
     }
     out
