@@ -217,7 +217,7 @@ fn scale_up(v: i64, by: i64) -> Option<i64> {
 }
 
 impl Quantity {
-    fn sign(&self) -> i64 {
+    pub fn sign(&self) -> i64 {
         match self {
             Quantity::Small { value, .. } => value.signum(),
             Quantity::Big { unscaled, .. } => match unscaled.sign() {
@@ -237,7 +237,7 @@ impl Quantity {
 
     /// The exact comparison, deciding by the leading digits' places first so that no absurd
     /// exponent is ever expanded.
-    fn compare(&self, other: &Quantity) -> Ordering {
+    pub fn compare(&self, other: &Quantity) -> Ordering {
         let (sign, other_sign) = (self.sign(), other.sign());
         if sign != other_sign || sign == 0 {
             return sign.cmp(&other_sign);
@@ -261,6 +261,12 @@ impl Quantity {
             Quantity::Small { value, scale } if *scale >= 0 => scale_up(*value, *scale),
             _ => None,
         }
+    }
+
+    /// Whether the quantity is a whole number (no fraction, not even of a thousandth).
+    pub fn is_integer(&self) -> bool {
+        let (n, exp) = self.decimal();
+        exp >= 0 || pow10(-exp).is_ok_and(|unit| (n % unit).sign() == Sign::NoSign)
     }
 
     /// Quantity.AsApproximateFloat64.

@@ -212,8 +212,12 @@ pub(crate) fn dns_label(v: &Value, field: &str, out: &mut Vec<Cause>) {
     }
 }
 
-/// A string field, when set, that must be a qualified name (`prefix/name`, as label keys).
+/// A string field, when set, that must be a qualified name (`prefix/name`, as label keys); an
+/// empty one is refused twice, as Kubernetes does.
 pub(crate) fn qualified_name(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if v.as_str() == Some("") {
+        out.push(Cause::invalid(field, "", "name part must be non-empty"));
+    }
     if let Some((s, p)) = v.as_str().and_then(|s| crate::meta::qualified_name_problem(s).map(|p| (s, p))) {
         out.push(Cause::invalid(field, s, p));
     }
@@ -256,4 +260,10 @@ pub(crate) fn label_selector(sel: &Value, field: &str, out: &mut Vec<Cause>) -> 
         }
     }
     out.len() == before
+}
+
+/// A value as Go prints a struct in a refusal: its fields in declaration order, by Go name.
+pub(crate) fn go_struct(fields: &[(&str, &Value)]) -> String {
+    let parts: Vec<String> = fields.iter().map(|(name, v)| format!("{}:{v}", Value::from(*name))).collect();
+    format!("{{{}}}", parts.join(","))
 }

@@ -1,8 +1,10 @@
-//! ValidatingAdmissionPolicies: kubectl's columns.
+//! ValidatingAdmissionPolicies: defaults, the checks of the spec that need no expression compiled
+//! (constraints, something to check), and kubectl's columns.
 
 use serde_json::{json, Value};
 
-use crate::registry::kinds::fields::{age, col, items, set, AGE};
+use crate::error::Cause;
+use crate::registry::kinds::fields::{age, col, items, required, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -11,6 +13,7 @@ pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
     default: defaults,
+    validate,
     initial_status: Some(|| json!({})),
     ..Strategy::NONE
 };
@@ -44,7 +47,24 @@ pub(super) fn match_resources(m: &mut Value) {
     set(m, "matchPolicy", json!("Equivalent"));
     set(m, "namespaceSelector", json!({}));
     set(m, "objectSelector", json!({}));
-    for rule in m["resourceRules"].as_array_mut().into_iter().flatten() {
+    for rule in m.get_mut("resourceRules").and_then(Value::as_array_mut).into_iter().flatten() {
         set(rule, "scope", json!("*"));
     }
+}
+
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let spec = &obj["spec"];
+    let mut out = Vec::new();
+    let constraints = &spec["matchConstraints"];
+    if !constraints.is_object() {
+        out.push(Cause::required("spec.matchConstraints"));
+    } else if items(&constraints["resourceRules"]) == 0 {
+        out.push(Cause::required("spec.matchConstraints.resourceRules"));
+    }
+    if items(&spec["validations"]) == 0 && items(&spec["auditAnnotations"]) == 0 {
+        for field in ["spec.validations", "spec.auditAnnotations"] {
+            out.push(required(field, "validations or auditAnnotations must contain at least one item"));
+        }
+    }
+    out
 }

@@ -7,7 +7,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, AGE};
+use crate::registry::kinds::fields::{age, col, invalid, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 use crate::meta::{is_dns_label, is_dns_subdomain, DNS1035_LABEL, DNS1123_SUBDOMAIN};
@@ -15,10 +15,15 @@ use crate::meta::{is_dns_label, is_dns_subdomain, DNS1035_LABEL, DNS1123_SUBDOMA
 /// How APIServices are defaulted, validated and printed.
 pub const STRATEGY: Strategy = Strategy { default: defaults, validate, columns: COLUMNS, cells, ..Strategy::NONE };
 
-/// `spec.service.port` is 443 unless given.
+/// `spec.service.port` is 443 unless given; a local APIService (served by this server) is
+/// available from the start.
 pub fn defaults(obj: &mut Value) {
     if obj["spec"]["service"].is_object() && obj["spec"]["service"]["port"].is_null() {
         obj["spec"]["service"]["port"] = json!(443);
+    }
+    if !obj["spec"]["service"].is_object() && obj["status"]["conditions"].is_null() {
+        let available = json!({"type": "Available", "status": "True", "lastTransitionTime": crate::meta::now(), "reason": "Local", "message": "Local APIServices are always available"});
+        obj["status"]["conditions"] = json!([available]);
     }
 }
 
@@ -42,7 +47,7 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     for (field, max) in [("groupPriorityMinimum", 20000), ("versionPriority", 1000)] {
         let n = spec[field].as_i64().unwrap_or(0);
         if !(1..=max).contains(&n) {
-            out.push(Cause::invalid(format!("spec.{field}"), n, &format!("must be positive and less than {max}")));
+            out.push(invalid(format!("spec.{field}"), &json!(n), &format!("must be positive and less than {max}")));
         }
     }
     let ca_bytes = spec["caBundle"].as_str().map_or(0, |b| base64::engine::general_purpose::STANDARD.decode(b).map_or(b.len(), |d| d.len()));
@@ -53,7 +58,7 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
             out.push(Cause::invalid("spec.caBundle", format!("{ca_bytes} bytes"), "local APIServices may not have a caBundle"));
         }
         if insecure {
-            out.push(Cause::invalid("spec.insecureSkipTLSVerify", true, "local APIServices may not have insecureSkipTLSVerify"));
+            out.push(invalid("spec.insecureSkipTLSVerify", &json!(true), "local APIServices may not have insecureSkipTLSVerify"));
         }
         return out;
     }
@@ -64,10 +69,10 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     }
     let port = service["port"].as_i64().unwrap_or(443);
     if !(1..=65535).contains(&port) {
-        out.push(Cause::invalid("spec.service.port", port, "port is not valid: must be between 1 and 65535, inclusive"));
+        out.push(invalid("spec.service.port", &json!(port), "port is not valid: must be between 1 and 65535, inclusive"));
     }
     if insecure && ca_bytes > 0 {
-        out.push(Cause::invalid("spec.insecureSkipTLSVerify", true, "may not be true if caBundle is present"));
+        out.push(invalid("spec.insecureSkipTLSVerify", &json!(true), "may not be true if caBundle is present"));
     }
     out
 }

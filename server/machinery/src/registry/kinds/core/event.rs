@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{col, invalid, required};
+use crate::registry::kinds::fields::{col, invalid, qualified_name, required};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -93,11 +93,8 @@ fn legacy(event: &Value, fields: &Fields) -> Vec<Cause> {
     let controller = text(event, fields.controller);
     if controller.is_empty() {
         out.push(Cause::required(fields.controller));
-        out.push(Cause::invalid(fields.controller, "", "name part must be non-empty"));
     }
-    if let Some(problem) = crate::meta::qualified_name_problem(controller) {
-        out.push(Cause::invalid(fields.controller, controller, problem));
-    }
+    qualified_name(&json!(controller), fields.controller, &mut out);
     for (field, shown) in [("reportingInstance", "reportingInstance"), ("action", "action"), ("reason", "reason")] {
         let value = text(event, field);
         if value.is_empty() {

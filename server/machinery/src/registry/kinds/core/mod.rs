@@ -13,6 +13,7 @@ pub mod pod;
 pub mod pod_spec;
 pub mod podtemplate;
 pub mod replicationcontroller;
+pub mod resource_names;
 pub mod resourcequota;
 pub mod secret;
 pub mod service;

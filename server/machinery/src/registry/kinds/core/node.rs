@@ -1,21 +1,64 @@
-//! Nodes: the pod CIDRs' default, the status a kubelet registers with kept, and kubectl's
-//! columns.
+//! Nodes: the pod CIDRs' default, the status a kubelet registers with kept (written whole),
+//! pod CIDRs and taints checked, pod CIDRs set once, and kubectl's columns.
 
 use serde_json::{json, Value};
 
-use crate::registry::kinds::fields::{age, col, AGE};
+use crate::error::Cause;
+use crate::registry::kinds::fields::{age, cidr, col, forbidden, go_struct, qualified_name, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated and printed.
-pub const STRATEGY: Strategy = Strategy { default: defaults, columns: COLUMNS, cells, keeps_status: true, ..Strategy::NONE };
+pub const STRATEGY: Strategy = Strategy { default: defaults, validate, update, columns: COLUMNS, cells, keeps_status: true, ..Strategy::NONE };
 
-/// The pod CIDRs start with the pod CIDR.
+/// The node information fields a status always has (empty until a kubelet reports them).
+const NODE_INFO: &[&str] =
+    &["architecture", "bootID", "containerRuntimeVersion", "kernelVersion", "kubeProxyVersion", "kubeletVersion", "machineID", "operatingSystem", "osImage", "systemUUID"];
+
+/// The pod CIDRs start with the pod CIDR; the status has its node information and kubelet
+/// port, zero until reported.
 pub fn defaults(obj: &mut Value) {
     let spec = &mut obj["spec"];
     if spec["podCIDR"].is_string() && spec["podCIDRs"].as_array().is_none_or(Vec::is_empty) {
         spec["podCIDRs"] = json!([spec["podCIDR"].clone()]);
     }
+    let status = &mut obj["status"];
+    for field in NODE_INFO {
+        set(&mut status["nodeInfo"], field, json!(""));
+    }
+    set(&mut status["daemonEndpoints"]["kubeletEndpoint"], "Port", json!(0));
+}
+
+/// Pod CIDRs are CIDRs; taints have qualified keys and label values, one per key and effect.
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let spec = &obj["spec"];
+    let mut out = Vec::new();
+    for (i, c) in spec["podCIDRs"].as_array().into_iter().flatten().enumerate() {
+        cidr(c, &format!("spec.podCIDRs[{i}]"), &mut out);
+    }
+    let taints = spec["taints"].as_array().map_or(&[][..], Vec::as_slice);
+    for (i, t) in taints.iter().enumerate() {
+        let at = format!("metadata.taints[{i}]");
+        qualified_name(&json!(t["key"].as_str().unwrap_or_default()), &format!("{at}.key"), &mut out);
+        if let Some(v) = t["value"].as_str().filter(|v| !crate::meta::label_value_ok(v)) {
+            out.push(Cause::invalid(format!("{at}.value"), v, crate::meta::LABEL_VALUE));
+        }
+        if taints[..i].iter().any(|o| o["key"] == t["key"] && o["effect"] == t["effect"]) {
+            let text = |f: &str| json!(t[f].as_str().unwrap_or_default());
+            let shown = go_struct(&[("Key", &text("key")), ("Value", &text("value")), ("Effect", &text("effect")), ("TimeAdded", &t["timeAdded"])]);
+            out.push(Cause::new("FieldValueDuplicate", at, format!("Duplicate value: {shown}: taints must be unique by key and effect pair")));
+        }
+    }
+    out
+}
+
+/// Pod CIDRs, once set, stay.
+pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let was = &old["spec"]["podCIDRs"];
+    if was.as_array().is_some_and(|c| !c.is_empty()) && *was != new["spec"]["podCIDRs"] {
+        return vec![forbidden("spec.podCIDRs", "node updates may not change podCIDR except from \"\" to valid")];
+    }
+    Vec::new()
 }
 
 pub const COLUMNS: &[Column] = &[

@@ -1,12 +1,12 @@
-//! Secrets: the type and `stringData` defaults, valid keys, the data an `immutable` Secret keeps,
-//! and kubectl's columns.
+//! Secrets: the type and `stringData` defaults, valid keys, the keys each type requires, the
+//! type and the data an `immutable` Secret keep, and kubectl's columns.
 
 use base64::Engine;
 use serde_json::{json, Value};
 
 use super::configmap::{data_keys, immutable_data};
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, keys, set, AGE};
+use crate::registry::kinds::fields::{age, col, keys, set, unchanged, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -14,7 +14,7 @@ use crate::registry::Column;
 pub const STRATEGY: Strategy = Strategy {
     default: defaults,
     validate,
-    update: immutable_data,
+    update,
     columns: COLUMNS,
     cells,
     ..Strategy::NONE
@@ -31,8 +31,46 @@ pub fn defaults(obj: &mut Value) {
     }
 }
 
+/// The keys each type of Secret must hold in `data`.
+const REQUIRED_KEYS: &[(&str, &[&str])] = &[
+    ("kubernetes.io/dockercfg", &[".dockercfg"]),
+    ("kubernetes.io/dockerconfigjson", &[".dockerconfigjson"]),
+    ("kubernetes.io/ssh-auth", &["ssh-privatekey"]),
+    ("kubernetes.io/tls", &["tls.crt", "tls.key"]),
+];
+
 pub fn validate(obj: &Value) -> Vec<Cause> {
-    data_keys(obj, &["data", "stringData"])
+    let mut out = data_keys(obj, &["data", "stringData"]);
+    let data = &obj["data"];
+    let kind = obj["type"].as_str().unwrap_or_default();
+    match kind {
+        "kubernetes.io/service-account-token" => {
+            let named = obj["metadata"]["annotations"]["kubernetes.io/service-account.name"].as_str().is_some_and(|n| !n.is_empty());
+            if !named {
+                out.push(Cause::required("metadata.annotations[kubernetes.io/service-account.name]"));
+            }
+        }
+        "kubernetes.io/basic-auth" if data.get("username").is_none() && data.get("password").is_none() => {
+            out.push(Cause::required("data[username]"));
+            out.push(Cause::required("data[password]"));
+        }
+        _ => {}
+    }
+    let required = REQUIRED_KEYS.iter().find(|(t, _)| *t == kind).map_or(&[][..], |(_, keys)| *keys);
+    for key in required {
+        if data.get(*key).is_none() {
+            out.push(Cause::required(format!("data[{key}]")));
+        }
+    }
+    out
+}
+
+/// The type is fixed at creation; an `immutable` Secret keeps its data too.
+pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    unchanged(old, new, "/type", &mut out);
+    out.extend(immutable_data(old, new));
+    out
 }
 
 pub const COLUMNS: &[Column] = &[col("Type", "string", 0), col("Data", "string", 0), AGE];

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, dns_label, dns_subdomain, forbidden, invalid, required, set, text_or_none, unsupported, AGE, DNS1123_LABEL};
+use crate::registry::kinds::fields::{age, col, dns_label, dns_subdomain, forbidden, go_struct, invalid, required, set, text_or_none, unsupported, AGE, DNS1123_LABEL};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -72,7 +72,7 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     }
     let method = &spec["distinguisherMethod"];
     if method.is_object() && !matches!(method["type"].as_str(), Some("ByNamespace" | "ByUser")) {
-        let shown = json!({"Type": method["type"].as_str().unwrap_or_default()});
+        let shown = go_struct(&[("Type", &json!(method["type"].as_str().unwrap_or_default()))]);
         out.push(Cause::new("FieldValueNotSupported", "spec.distinguisherMethod.type", format!("Unsupported value: {shown}: supported values: \"ByNamespace\", \"ByUser\"")));
     }
     let level = &spec["priorityLevelConfiguration"]["name"];

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, dns_subdomain, invalid, set, unsupported, AGE};
+use crate::registry::kinds::fields::{age, col, dns_subdomain, go_struct, set, unsupported, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -84,8 +84,8 @@ pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     if was == now {
         return Vec::new();
     }
-    let shown = json!({"APIGroup": now["apiGroup"], "Kind": now["kind"], "Name": now["name"]});
-    vec![invalid("roleRef", &shown, "cannot change roleRef")]
+    let shown = go_struct(&[("APIGroup", &now["apiGroup"]), ("Kind", &now["kind"]), ("Name", &now["name"])]);
+    vec![Cause::new("FieldValueInvalid", "roleRef", format!("Invalid value: {shown}: cannot change roleRef"))]
 }
 
 pub const COLUMNS: &[Column] = &[col("Role", "string", 0), AGE, col("Users", "string", 1), col("Groups", "string", 1), col("ServiceAccounts", "string", 1)];
