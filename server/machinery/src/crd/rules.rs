@@ -85,7 +85,10 @@ fn names_old_self(rule: &str) -> bool {
 /// not have (when the sample is `exact`: no maps or preserved fields below) or a result of another
 /// type is a compilation error, worded as Kubernetes words it.
 fn check(source: &str, sample: &Value, transition: bool, optional: bool, exact: bool, want: &str) -> Result<Expression, String> {
-    let e = Expression::parse(source).map_err(|e| format!("compilation failed: ERROR: <input>: {}", e.trim_start_matches("compilation failed: ")))?;
+    if let Some(e) = expr::syntax_error(source) {
+        return Err(e);
+    }
+    let e = Expression::parse(source)?;
     let mut vars = vec![("self", expr::to_value(sample))];
     if transition {
         vars.push(("oldSelf", old_value(Some(sample), optional)));

@@ -160,6 +160,11 @@ impl Expression {
     }
 }
 
+/// A parse error of `source`, if any, worded as Kubernetes' compiler words one.
+pub fn syntax_error(source: &str) -> Option<String> {
+    Expression::parse(source).err().map(|e| format!("compilation failed: ERROR: <input>: {}", e.trim_start_matches("compilation failed: ")))
+}
+
 /// An evaluation error in Kubernetes' words: a function's own message, without the preamble
 /// naming the function.
 pub fn message(e: &ExecutionError) -> String {

@@ -168,10 +168,10 @@ pub static ALL: &[ResourceInfo] = &[
         ops!(networking::v1::IPAddress, "io.k8s.api.networking.v1.IPAddress", net::ipaddress::STRATEGY)),
     res!(networking::v1::ServiceCIDR, CLUSTER, "servicecidr", [], [], ["status"], false,
         ops!(networking::v1::ServiceCIDR, "io.k8s.api.networking.v1.ServiceCIDR", net::servicecidr::STRATEGY)),
-    res!(resource::v1::DeviceClass, CLUSTER, "deviceclass", [], [], [], true, ops!(resource::v1::DeviceClass, "io.k8s.api.resource.v1.DeviceClass", RETURNS_DELETED)),
+    res!(resource::v1::DeviceClass, CLUSTER, "deviceclass", [], [], [], true, ops!(resource::v1::DeviceClass, "io.k8s.api.resource.v1.DeviceClass", kinds::resource::deviceclass::STRATEGY)),
     res!(resource::v1::ResourceClaim, NS, "resourceclaim", [], [], ["status"], false, ops!(resource::v1::ResourceClaim, "io.k8s.api.resource.v1.ResourceClaim", kinds::resource::resourceclaim::STRATEGY)),
-    res!(resource::v1::ResourceClaimTemplate, NS, "resourceclaimtemplate", [], [], [], false, ops!(resource::v1::ResourceClaimTemplate, "io.k8s.api.resource.v1.ResourceClaimTemplate", RETURNS_DELETED)),
-    res!(resource::v1::ResourceSlice, CLUSTER, "resourceslice", [], [], [], true, ops!(resource::v1::ResourceSlice, "io.k8s.api.resource.v1.ResourceSlice", RETURNS_DELETED)),
+    res!(resource::v1::ResourceClaimTemplate, NS, "resourceclaimtemplate", [], [], [], false, ops!(resource::v1::ResourceClaimTemplate, "io.k8s.api.resource.v1.ResourceClaimTemplate", kinds::resource::resourceclaimtemplate::STRATEGY)),
+    res!(resource::v1::ResourceSlice, CLUSTER, "resourceslice", [], [], [], true, ops!(resource::v1::ResourceSlice, "io.k8s.api.resource.v1.ResourceSlice", kinds::resource::resourceslice::STRATEGY)),
     // admission configuration
     res!(admissionregistration::v1::MutatingWebhookConfiguration, CLUSTER, "mutatingwebhookconfiguration", [], ["api-extensions"], [], true,
         ops!(admissionregistration::v1::MutatingWebhookConfiguration, "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration", admission::webhook_configuration::MUTATING)),

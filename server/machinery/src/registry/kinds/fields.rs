@@ -267,3 +267,10 @@ pub(crate) fn go_struct(fields: &[(&str, &Value)]) -> String {
     let parts: Vec<String> = fields.iter().map(|(name, v)| format!("{}:{v}", Value::from(*name))).collect();
     format!("{{{}}}", parts.join(","))
 }
+
+/// A CEL expression, when set, that must parse.
+pub(crate) fn cel(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if let Some(e) = v.as_str().and_then(crate::expr::syntax_error) {
+        out.push(invalid(field, v, &e));
+    }
+}

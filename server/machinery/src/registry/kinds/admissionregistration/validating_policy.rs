@@ -1,10 +1,10 @@
-//! ValidatingAdmissionPolicies: defaults, the checks of the spec that need no expression compiled
-//! (constraints, something to check), and kubectl's columns.
+//! ValidatingAdmissionPolicies: defaults, the checks of the spec (constraints, something to
+//! check, expressions that parse), and kubectl's columns.
 
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, items, required, set, AGE};
+use crate::registry::kinds::fields::{age, cel, col, items, required, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -61,10 +61,19 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     } else if items(&constraints["resourceRules"]) == 0 {
         out.push(Cause::required("spec.matchConstraints.resourceRules"));
     }
+    expressions(&spec["matchConditions"], "spec.matchConditions", &mut out);
     if items(&spec["validations"]) == 0 && items(&spec["auditAnnotations"]) == 0 {
         for field in ["spec.validations", "spec.auditAnnotations"] {
             out.push(required(field, "validations or auditAnnotations must contain at least one item"));
         }
     }
+    expressions(&spec["validations"], "spec.validations", &mut out);
     out
+}
+
+/// Each item's `expression` parses (what it may name and return is not checked here).
+pub(super) fn expressions(list: &Value, at: &str, out: &mut Vec<Cause>) {
+    for (i, item) in list.as_array().into_iter().flatten().enumerate() {
+        cel(&item["expression"], &format!("{at}[{i}].expression"), out);
+    }
 }

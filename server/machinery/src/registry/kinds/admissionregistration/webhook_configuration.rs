@@ -59,6 +59,7 @@ fn webhook(hook: &Value, at: &str, out: &mut Vec<Cause>) {
         }
     }
     out.extend(crate::webhook::client_config::validate(&hook["clientConfig"], &format!("{at}.clientConfig")));
+    super::validating_policy::expressions(&hook["matchConditions"], &format!("{at}.matchConditions"), out);
 }
 
 /// At least one version, each a DNS-1035 label and listed once, one of them one this server
