@@ -292,10 +292,14 @@ impl ApiError {
             Invalid { group, kind, name, causes } => {
                 // The kind qualified by its group, as Kubernetes names it: `Deployment.apps`.
                 let kind = if group.is_empty() { kind.clone() } else { format!("{kind}.{group}") };
-                let parts: Vec<String> = causes
-                    .iter()
-                    .map(|c| if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) })
-                    .collect();
+                // Each distinct cause once, as Kubernetes' aggregated errors print.
+                let mut parts: Vec<String> = Vec::new();
+                for c in causes {
+                    let part = if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) };
+                    if !parts.contains(&part) {
+                        parts.push(part);
+                    }
+                }
                 match parts.len() {
                     0 => format!("{kind} \"{name}\" is invalid"),
                     1 => format!("{kind} \"{name}\" is invalid: {}", parts[0]),

@@ -59,7 +59,7 @@ fn name_problem(resource: &str, name: &str) -> Option<String> {
         "services" if !is_dns_label(name, 63, true) => Some(
             DNS1035_LABEL.into(),
         ),
-        "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings" | "apiservices" => {
+        "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings" | "apiservices" | "poddisruptionbudgets" => {
             if name == "." || name == ".." {
                 Some(format!("may not be '{name}'"))
             } else if name.contains('/') || name.contains('%') {

@@ -16,14 +16,18 @@ pub(crate) fn set(obj: &mut Value, key: &str, value: Value) {
 /// A field that, when set, must hold one of `allowed` (listed in Kubernetes' order).
 pub(crate) fn one_of(value: &Value, field: &str, allowed: &[&str], out: &mut Vec<Cause>) {
     if let Some(v) = value.as_str().filter(|v| !allowed.contains(v)) {
-        let list: Vec<String> = allowed.iter().map(|a| format!("\"{a}\"")).collect();
-        out.push(Cause::new("FieldValueNotSupported", field, format!("Unsupported value: \"{v}\": supported values: {}", list.join(", "))));
+        out.push(unsupported(field.to_string(), v, allowed));
     }
 }
 
 pub(crate) fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
+    unsupported_shown(field, &format!("\"{value}\""), supported)
+}
+
+/// `Unsupported value: V: supported values: ...`, the value already printed (a Go struct).
+pub(crate) fn unsupported_shown(field: impl Into<String>, shown: &str, supported: &[&str]) -> Cause {
     let list: Vec<String> = supported.iter().map(|s| format!("\"{s}\"")).collect();
-    Cause::new("FieldValueNotSupported", field, format!("Unsupported value: \"{value}\": supported values: {}", list.join(", ")))
+    Cause::new("FieldValueNotSupported", field, format!("Unsupported value: {shown}: supported values: {}", list.join(", ")))
 }
 
 /// A list as Go's `%v` prints a string slice: `[a b]`.
@@ -37,8 +41,7 @@ pub(crate) fn unchanged(old: &Value, new: &Value, pointer: &str, out: &mut Vec<C
     let (was, now) = (old.pointer(pointer), new.pointer(pointer));
     if was != now {
         let field = pointer.trim_start_matches('/').replace('/', ".");
-        let shown = now.map(Value::to_string).unwrap_or_else(|| "null".into());
-        out.push(Cause::invalid(field, shown.trim_matches('"'), "field is immutable"));
+        out.push(invalid(field, now.unwrap_or(&Value::Null), "field is immutable"));
     }
 }
 
@@ -111,7 +114,15 @@ pub(crate) fn containers(spec: &Value, field: &str) -> Value {
 /// `field: Invalid value: V: detail`, the value printed as Kubernetes prints it (strings
 /// quoted, numbers and objects as JSON).
 pub(crate) fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Cause {
-    Cause::new("FieldValueInvalid", field, format!("Invalid value: {value}: {detail}"))
+    invalid_shown(field, &value.to_string(), detail)
+}
+
+/// `field: Invalid value: V: detail`, the value already printed (a Go struct, a selector).
+pub(crate) fn invalid_shown(field: impl Into<String>, shown: &str, detail: &str) -> Cause {
+    match detail {
+        "" => Cause::new("FieldValueInvalid", field, format!("Invalid value: {shown}")),
+        _ => Cause::new("FieldValueInvalid", field, format!("Invalid value: {shown}: {detail}")),
+    }
 }
 
 /// `Duplicate value: V`.
@@ -229,5 +240,127 @@ pub(crate) fn unique<'a>(list: &'a Value, field: &str, key: impl Fn(&'a Value) -
         } else {
             seen.push(k);
         }
+    }
+}
+
+/// A Go struct as Kubernetes prints one in a message (`{"Type":"Recreate","RollingUpdate":null}`):
+/// each field under its Go name, in declaration order, with its value already printed.
+pub(crate) fn go_struct(fields: &[(&str, String)]) -> String {
+    let parts: Vec<String> = fields.iter().map(|(name, value)| format!("\"{name}\":{value}")).collect();
+    format!("{{{}}}", parts.join(","))
+}
+
+/// A label selector as Kubernetes prints one: `matchLabels` before `matchExpressions`, each
+/// left out when empty; `null` when there is none.
+pub(crate) fn selector_shown(sel: &Value) -> String {
+    if !sel.is_object() {
+        return "null".into();
+    }
+    let parts: Vec<String> = ["matchLabels", "matchExpressions"]
+        .iter()
+        .filter(|k| keys(&sel[**k]) + items(&sel[**k]) > 0)
+        .map(|k| format!("\"{k}\":{}", sel[*k]))
+        .collect();
+    format!("{{{}}}", parts.join(","))
+}
+
+/// Kubernetes' words for a string that is not a percentage.
+const PERCENT: &str = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
+
+/// The number of a percentage (`25%`), when `s` is one.
+fn percent(s: &str) -> Option<i64> {
+    let digits = s.strip_suffix('%').filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))?;
+    Some(digits.parse().unwrap_or(0))
+}
+
+/// An int-or-string field, when set: a count of at least 0, or a percentage.
+pub(crate) fn int_or_percent(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    match v {
+        Value::String(s) if percent(s).is_none() => out.push(invalid(field, v, PERCENT)),
+        _ => at_least(v, field, 0, out),
+    }
+}
+
+/// An int-or-string field, when a percentage, may not exceed 100%.
+pub(crate) fn at_most_100_percent(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if v.as_str().and_then(percent).is_some_and(|p| p > 100) {
+        out.push(invalid(field, v, "must not be greater than 100%"));
+    }
+}
+
+/// What an int-or-string amounts to: the count, the percentage's number, or a numeric string's
+/// value; 0 otherwise.
+pub(crate) fn int_or_percent_value(v: &Value) -> i64 {
+    match v.as_str() {
+        Some(s) => percent(s).or_else(|| s.parse().ok()).unwrap_or(0),
+        None => int(v),
+    }
+}
+
+/// Kubernetes' words for a label value that is not one.
+const LABEL_VALUE: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+/// A label value's problems: its length, then its characters.
+fn label_value(v: &str, field: &str, out: &mut Vec<Cause>) {
+    if v.len() > 63 {
+        out.push(Cause::invalid(field, v, "must be no more than 63 characters"));
+    }
+    let b = v.as_bytes();
+    let edges = |c: Option<&u8>| c.is_none_or(u8::is_ascii_alphanumeric);
+    if !(b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.')) && edges(b.first()) && edges(b.last())) {
+        out.push(Cause::invalid(field, v, LABEL_VALUE));
+    }
+}
+
+/// A map of labels: each key a qualified name, each value a label value (all reported at `field`).
+pub(crate) fn label_map(map: &Value, field: &str, out: &mut Vec<Cause>) {
+    for (k, v) in map.as_object().into_iter().flatten() {
+        qualified_name(&json!(k), field, out);
+        label_value(v.as_str().unwrap_or_default(), field, out);
+    }
+}
+
+/// A label selector's own rules, when it is set: valid label keys and values, known operators,
+/// values where the operator needs them and none where it does not. Returns whether it is
+/// valid, which is whether Kubernetes can turn it into a selector.
+pub(crate) fn label_selector(sel: &Value, field: &str, out: &mut Vec<Cause>) -> bool {
+    let before = out.len();
+    label_map(&sel["matchLabels"], &format!("{field}.matchLabels"), out);
+    for (i, e) in sel["matchExpressions"].as_array().into_iter().flatten().enumerate() {
+        let at = format!("{field}.matchExpressions[{i}]");
+        let values = items(&e["values"]);
+        match e["operator"].as_str().unwrap_or_default() {
+            "In" | "NotIn" if values == 0 => out.push(required(format!("{at}.values"), "must be specified when `operator` is 'In' or 'NotIn'")),
+            "Exists" | "DoesNotExist" if values > 0 => out.push(forbidden(format!("{at}.values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            _ => out.push(invalid(format!("{at}.operator"), &e["operator"], "not a valid selector operator")),
+        }
+        qualified_name(&e["key"], &format!("{at}.key"), out);
+        for (j, v) in e["values"].as_array().into_iter().flatten().enumerate() {
+            label_value(v.as_str().unwrap_or_default(), &format!("{at}.values[{j}]"), out);
+        }
+    }
+    out.len() == before
+}
+
+/// A label selector that is set and selects everything (no labels, no expressions).
+pub(crate) fn selects_all(sel: &Value) -> bool {
+    sel.is_object() && keys(&sel["matchLabels"]) + items(&sel["matchExpressions"]) == 0
+}
+
+/// Whether a label selector selects `labels`; no selector selects nothing.
+pub(crate) fn selects(sel: &Value, labels: &Value) -> bool {
+    sel.is_object() && crate::selector::label_selector_matches(sel, labels.as_object())
+}
+
+/// A string field, when set, that can be a path segment: not `.` or `..`, without `/` or `%`.
+pub(crate) fn path_segment(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    let Some(s) = v.as_str() else { return };
+    if s == "." || s == ".." {
+        out.push(Cause::invalid(field, s, &format!("may not be '{s}'")));
+        return;
+    }
+    for illegal in ["/", "%"].into_iter().filter(|c| s.contains(c)) {
+        out.push(Cause::invalid(field, s, &format!("may not contain '{illegal}'")));
     }
 }
