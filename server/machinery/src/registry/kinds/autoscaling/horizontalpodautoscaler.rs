@@ -23,7 +23,7 @@ const DEFAULT_CPU_UTILIZATION: i64 = 80;
 
 /// autoscaling/v2: defaults, validation and kubectl's columns.
 pub const STRATEGY: Strategy =
-    Strategy { default: defaults, validate, columns: COLUMNS, cells, initial_status: Some(|| json!({"currentMetrics": null, "desiredReplicas": 0})), ..Strategy::NONE };
+    Strategy { default: defaults, validate, columns: COLUMNS, cells, initial_status: Some(|| json!({"desiredReplicas": 0})), ..Strategy::NONE };
 
 /// autoscaling/v1: its own defaults, validated and printed from its v2 form.
 pub const V1_STRATEGY: Strategy = Strategy {
@@ -38,9 +38,14 @@ pub const V1_STRATEGY: Strategy = Strategy {
 /// v1 objects are stored as v2.
 pub static V1_STORED_AS_V2: StoredAs = StoredAs { api_version: "autoscaling/v2", from_storage: v2_to_v1, to_storage: v1_to_v2 };
 
-/// Kubernetes' v2 defaults: one replica at least, the CPU target when no metric is named, and
-/// the default scaling rules filled into a `behavior` that is given.
+/// Kubernetes' v2 defaults: one replica at least, the CPU target when no metric is named, the
+/// default scaling rules filled into a `behavior` that is given, and the status's current
+/// metrics.
 pub fn defaults(obj: &mut Value) {
+    // Kubernetes always writes the current metrics, null before the controller measures any.
+    if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
+        status.entry("currentMetrics").or_insert(Value::Null);
+    }
     let spec = &mut obj["spec"];
     if spec["minReplicas"].is_null() {
         spec["minReplicas"] = json!(1);

@@ -23,6 +23,12 @@ pub fn defaults(obj: &mut Value) {
     if let Some(spec) = obj.pointer_mut("/spec/jobTemplate/spec/template/spec") {
         pod_spec::defaults(spec);
     }
+    // The templates' metadata is written out even when empty, as Kubernetes writes it.
+    for template in ["/spec/jobTemplate", "/spec/jobTemplate/spec/template"] {
+        if let Some(t) = obj.pointer_mut(template).filter(|t| t.is_object()) {
+            set(t, "metadata", json!({}));
+        }
+    }
     if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
         set(spec, "concurrencyPolicy", json!("Allow"));
         set(spec, "suspend", json!(false));
