@@ -1,5 +1,7 @@
 //! Small helpers the kinds' strategies share: setting a default, the messages of enumerations
-//! and immutable fields, and table columns' common parts.
+//! and immutable fields, table columns' common parts, and the checks of common field types
+//! (ports, addresses, names, labels, label selectors, int-or-percent values), with values printed
+//! as Kubernetes prints them (Go structs, selectors).
 
 use serde_json::{json, Value};
 
@@ -362,5 +364,43 @@ pub(crate) fn path_segment(v: &Value, field: &str, out: &mut Vec<Cause>) {
     }
     for illegal in ["/", "%"].into_iter().filter(|c| s.contains(c)) {
         out.push(Cause::invalid(field, s, &format!("may not contain '{illegal}'")));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(check: impl FnOnce(&mut Vec<Cause>)) -> Vec<String> {
+        let mut out = Vec::new();
+        check(&mut out);
+        out.into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+    }
+
+    #[test]
+    fn int_or_percent_values() {
+        assert!(messages(|o| int_or_percent(&json!("25%"), "f", o)).is_empty());
+        assert_eq!(messages(|o| int_or_percent(&json!(-1), "f", o)), ["f: Invalid value: -1: must be greater than or equal to 0"]);
+        assert_eq!(messages(|o| int_or_percent(&json!("x"), "f", o))[0], format!("f: Invalid value: \"x\": {PERCENT}"));
+        assert_eq!(messages(|o| at_most_100_percent(&json!("150%"), "f", o)), ["f: Invalid value: \"150%\": must not be greater than 100%"]);
+        assert_eq!((int_or_percent_value(&json!("25%")), int_or_percent_value(&json!(3)), int_or_percent_value(&json!("x"))), (25, 3, 0));
+    }
+
+    #[test]
+    fn label_selectors() {
+        let sel = json!({"matchExpressions": [{"key": "a", "operator": "In"}, {"key": "b", "operator": "Exists", "values": ["x"]}], "matchLabels": {"k": "v"}});
+        let mut out = Vec::new();
+        assert!(!label_selector(&sel, "s", &mut out));
+        let fields: Vec<&str> = out.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, ["s.matchExpressions[0].values", "s.matchExpressions[1].values"]);
+        assert_eq!(selector_shown(&sel), r#"{"matchLabels":{"k":"v"},"matchExpressions":[{"key":"a","operator":"In"},{"key":"b","operator":"Exists","values":["x"]}]}"#);
+        assert_eq!(selector_shown(&Value::Null), "null");
+        assert!(selects_all(&json!({})) && !selects_all(&Value::Null));
+        assert!(!selects(&Value::Null, &json!({"k": "v"})) && selects(&json!({"matchLabels": {"k": "v"}}), &json!({"k": "v"})));
+    }
+
+    #[test]
+    fn go_structs_keep_their_field_order() {
+        assert_eq!(go_struct(&[("Type", json!("Recreate").to_string()), ("RollingUpdate", "null".into())]), r#"{"Type":"Recreate","RollingUpdate":null}"#);
     }
 }
