@@ -50,39 +50,32 @@ pub fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(|part| is_dns_label(part, 63, false))
 }
 
-/// What is wrong with a name that must be usable as one segment of a URL path, if anything.
-pub fn path_segment_problem(name: &str) -> Option<String> {
+/// What is wrong with a name that must be usable as one segment of a URL path: each problem.
+pub fn path_segment_problems(name: &str) -> Vec<String> {
     if name == "." || name == ".." {
-        Some(format!("may not be '{name}'"))
-    } else if name.contains('/') || name.contains('%') {
-        Some("may not contain '/' or '%'".into())
-    } else {
-        None
+        return vec![format!("may not be '{name}'")];
     }
+    ["/", "%"].iter().filter(|c| name.contains(**c)).map(|c| format!("may not contain '{c}'")).collect()
 }
 
 /// Which name format a resource's objects must have.
-fn name_problem(group: &str, resource: &str, name: &str) -> Option<String> {
+fn name_problems(group: &str, resource: &str, name: &str) -> Vec<String> {
     match (group, resource) {
-        ("", "namespaces") if name.contains('.') => Some("must not contain dots".into()),
-        ("", "namespaces") if !is_dns_label(name, 63, false) => Some(
+        ("", "namespaces") if name.contains('.') => vec!["must not contain dots".into()],
+        ("", "namespaces") if !is_dns_label(name, 63, false) => vec![
             "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into(),
-        ),
-        ("", "services") if !is_dns_label(name, 63, true) => Some(
-            DNS1035_LABEL.into(),
-        ),
+        ],
+        ("", "services") if !is_dns_label(name, 63, true) => vec![DNS1035_LABEL.into()],
         // Names Kubernetes does not check beyond their use in a URL: RBAC's, APIServices',
         // core Events' (kubelets name theirs `pod.17a8c4e5...`), PodDisruptionBudgets' and
         // CertificateSigningRequests'.
         (_, "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings" | "apiservices")
         | ("", "events")
         | ("policy", "poddisruptionbudgets")
-        | ("certificates.k8s.io", "certificatesigningrequests") => path_segment_problem(name),
-        ("", "namespaces" | "services") => None,
-        _ if !is_dns_subdomain(name) => Some(
-            DNS1123_SUBDOMAIN.into(),
-        ),
-        _ => None,
+        | ("certificates.k8s.io", "certificatesigningrequests") => path_segment_problems(name),
+        ("", "namespaces" | "services") => Vec::new(),
+        _ if !is_dns_subdomain(name) => vec![DNS1123_SUBDOMAIN.into()],
+        _ => Vec::new(),
     }
 }
 
@@ -103,22 +96,13 @@ pub fn qualified_name_problem(key: &str) -> Option<&'static str> {
     (!ok).then_some("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
 }
 
-/// A label value: empty, or up to 63 alphanumerics, '-', '_' and '.', alphanumeric at both ends.
-pub fn label_value_ok(v: &str) -> bool {
-    v.is_empty()
-        || (v.len() <= 63
-            && v.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-            && v.as_bytes()[0].is_ascii_alphanumeric()
-            && v.as_bytes()[v.len() - 1].is_ascii_alphanumeric())
-}
-
 /// Validates the metadata every object shares: name format, labels and annotations.
 pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     match meta_str(obj, "name") {
         None | Some("") => causes.push(Cause::new("FieldValueRequired", "metadata.name", "Required value: name or generateName is required")),
         Some(name) => {
-            if let Some(problem) = name_problem(info.group, info.resource, name) {
+            for problem in name_problems(info.group, info.resource, name) {
                 causes.push(Cause::invalid("metadata.name", name, &problem));
             }
         }
@@ -130,20 +114,28 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
 /// Kubernetes' words for a value that is not a label value.
 pub const LABEL_VALUE: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 
+/// A label value's problems: its length, then its characters.
+pub fn validate_label_value(v: &str, field: &str, causes: &mut Vec<Cause>) {
+    if v.len() > 63 {
+        causes.push(Cause::invalid(field, v, "must be no more than 63 characters"));
+    }
+    let b = v.as_bytes();
+    let edges = |c: Option<&u8>| c.is_none_or(u8::is_ascii_alphanumeric);
+    if !(b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.')) && edges(b.first()) && edges(b.last())) {
+        causes.push(Cause::invalid(field, v, LABEL_VALUE));
+    }
+}
+
 /// Validates a map of labels (keys qualified names, values label values), reported at `field`.
 pub fn validate_labels(labels: &Value, field: &str, causes: &mut Vec<Cause>) {
     for (k, v) in labels.as_object().into_iter().flatten() {
+        if k.is_empty() {
+            causes.push(Cause::invalid(field, k, "name part must be non-empty"));
+        }
         if let Some(p) = qualified_name_problem(k) {
             causes.push(Cause::invalid(field, k, p));
         }
-        match v.as_str() {
-            Some(s) if label_value_ok(s) => {}
-            _ => causes.push(Cause::invalid(
-                field,
-                v.as_str().unwrap_or_default(),
-                LABEL_VALUE,
-            )),
-        }
+        validate_label_value(v.as_str().unwrap_or_default(), field, causes);
     }
 }
 
@@ -236,10 +228,10 @@ mod tests {
     fn names() {
         assert!(is_dns_subdomain("a.b-c"));
         assert!(!is_dns_subdomain("A"));
-        assert!(name_problem("", "services", "1abc").is_some());
-        assert!(name_problem("", "configmaps", "1abc").is_none());
-        assert!(name_problem("", "namespaces", "a.b").is_some());
-        assert!(name_problem("rbac.authorization.k8s.io", "clusterroles", "system:admin").is_none());
+        assert!(!name_problems("", "services", "1abc").is_empty());
+        assert!(name_problems("", "configmaps", "1abc").is_empty());
+        assert!(!name_problems("", "namespaces", "a.b").is_empty());
+        assert!(name_problems("rbac.authorization.k8s.io", "clusterroles", "system:admin").is_empty());
         assert!(qualified_name_problem("app.kubernetes.io/name").is_none());
         assert!(qualified_name_problem("-bad").is_some());
         assert!(qualified_name_problem("/x").is_some());

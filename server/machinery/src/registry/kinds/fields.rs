@@ -1,5 +1,7 @@
 //! Small helpers the kinds' strategies share: setting a default, the messages of enumerations
-//! and immutable fields, and table columns' common parts.
+//! and immutable fields, table columns' common parts, and the checks of common field types
+//! (ports, addresses, names, labels, label selectors, int-or-percent values), with values printed
+//! as Kubernetes prints them (Go structs, selectors).
 
 use serde_json::{json, Value};
 
@@ -16,14 +18,18 @@ pub(crate) fn set(obj: &mut Value, key: &str, value: Value) {
 /// A field that, when set, must hold one of `allowed` (listed in Kubernetes' order).
 pub(crate) fn one_of(value: &Value, field: &str, allowed: &[&str], out: &mut Vec<Cause>) {
     if let Some(v) = value.as_str().filter(|v| !allowed.contains(v)) {
-        let list: Vec<String> = allowed.iter().map(|a| format!("\"{a}\"")).collect();
-        out.push(Cause::new("FieldValueNotSupported", field, format!("Unsupported value: \"{v}\": supported values: {}", list.join(", "))));
+        out.push(unsupported(field.to_string(), v, allowed));
     }
 }
 
 pub(crate) fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
+    unsupported_shown(field, &format!("\"{value}\""), supported)
+}
+
+/// `Unsupported value: V: supported values: ...`, the value already printed (a Go struct).
+pub(crate) fn unsupported_shown(field: impl Into<String>, shown: &str, supported: &[&str]) -> Cause {
     let list: Vec<String> = supported.iter().map(|s| format!("\"{s}\"")).collect();
-    Cause::new("FieldValueNotSupported", field, format!("Unsupported value: \"{value}\": supported values: {}", list.join(", ")))
+    Cause::new("FieldValueNotSupported", field, format!("Unsupported value: {shown}: supported values: {}", list.join(", ")))
 }
 
 /// A list as Go's `%v` prints a string slice: `[a b]`.
@@ -37,8 +43,7 @@ pub(crate) fn unchanged(old: &Value, new: &Value, pointer: &str, out: &mut Vec<C
     let (was, now) = (old.pointer(pointer), new.pointer(pointer));
     if was != now {
         let field = pointer.trim_start_matches('/').replace('/', ".");
-        let shown = now.map(Value::to_string).unwrap_or_else(|| "null".into());
-        out.push(Cause::invalid(field, shown.trim_matches('"'), "field is immutable"));
+        out.push(invalid(field, now.unwrap_or(&Value::Null), "field is immutable"));
     }
 }
 
@@ -111,7 +116,15 @@ pub(crate) fn containers(spec: &Value, field: &str) -> Value {
 /// `field: Invalid value: V: detail`, the value printed as Kubernetes prints it (strings
 /// quoted, numbers and objects as JSON).
 pub(crate) fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Cause {
-    Cause::new("FieldValueInvalid", field, format!("Invalid value: {value}: {detail}"))
+    invalid_shown(field, &value.to_string(), detail)
+}
+
+/// `field: Invalid value: V: detail`, the value already printed (a Go struct, a selector).
+pub(crate) fn invalid_shown(field: impl Into<String>, shown: &str, detail: &str) -> Cause {
+    match detail {
+        "" => Cause::new("FieldValueInvalid", field, format!("Invalid value: {shown}")),
+        _ => Cause::new("FieldValueInvalid", field, format!("Invalid value: {shown}: {detail}")),
+    }
 }
 
 /// `Duplicate value: V`.
@@ -239,38 +252,142 @@ pub(crate) fn unique<'a>(list: &'a Value, field: &str, key: impl Fn(&'a Value) -
     }
 }
 
-/// A label selector's labels and expressions, as Kubernetes validates them (keys qualified
-/// names, values label values, operators with or without values). True when well formed.
+/// A Go struct as Kubernetes prints one in a message (`{"Type":"Recreate","RollingUpdate":null}`):
+/// each field under its Go name, in declaration order, with its value already printed.
+pub(crate) fn go_struct(fields: &[(&str, String)]) -> String {
+    let parts: Vec<String> = fields.iter().map(|(name, value)| format!("\"{name}\":{value}")).collect();
+    format!("{{{}}}", parts.join(","))
+}
+
+/// A label selector as Kubernetes prints one: `matchLabels` before `matchExpressions`, each
+/// left out when empty; `null` when there is none.
+pub(crate) fn selector_shown(sel: &Value) -> String {
+    if !sel.is_object() {
+        return "null".into();
+    }
+    let parts: Vec<String> = ["matchLabels", "matchExpressions"]
+        .iter()
+        .filter(|k| keys(&sel[**k]) + items(&sel[**k]) > 0)
+        .map(|k| format!("\"{k}\":{}", sel[*k]))
+        .collect();
+    format!("{{{}}}", parts.join(","))
+}
+
+/// Kubernetes' words for a string that is not a percentage.
+const PERCENT: &str = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
+
+/// The number of a percentage (`25%`), when `s` is one.
+fn percent(s: &str) -> Option<i64> {
+    let digits = s.strip_suffix('%').filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))?;
+    Some(digits.parse().unwrap_or(0))
+}
+
+/// An int-or-string field, when set: a count of at least 0, or a percentage.
+pub(crate) fn int_or_percent(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    match v {
+        Value::String(s) if percent(s).is_none() => out.push(invalid(field, v, PERCENT)),
+        _ => at_least(v, field, 0, out),
+    }
+}
+
+/// An int-or-string field, when a percentage, may not exceed 100%.
+pub(crate) fn at_most_100_percent(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if v.as_str().and_then(percent).is_some_and(|p| p > 100) {
+        out.push(invalid(field, v, "must not be greater than 100%"));
+    }
+}
+
+/// What an int-or-string amounts to: the count, the percentage's number, or a numeric string's
+/// value; 0 otherwise.
+pub(crate) fn int_or_percent_value(v: &Value) -> i64 {
+    match v.as_str() {
+        Some(s) => percent(s).or_else(|| s.parse().ok()).unwrap_or(0),
+        None => int(v),
+    }
+}
+
+/// A label selector's own rules, when it is set: valid label keys and values, known operators,
+/// values where the operator needs them and none where it does not. Returns whether it is
+/// valid, which is whether Kubernetes can turn it into a selector.
 pub(crate) fn label_selector(sel: &Value, field: &str, out: &mut Vec<Cause>) -> bool {
     let before = out.len();
     crate::meta::validate_labels(&sel["matchLabels"], &format!("{field}.matchLabels"), out);
     for (i, e) in sel["matchExpressions"].as_array().into_iter().flatten().enumerate() {
         let at = format!("{field}.matchExpressions[{i}]");
+        let values = items(&e["values"]);
         match e["operator"].as_str().unwrap_or_default() {
-            "In" | "NotIn" if items(&e["values"]) == 0 => out.push(required(format!("{at}.values"), "must be specified when `operator` is 'In' or 'NotIn'")),
-            "Exists" | "DoesNotExist" if items(&e["values"]) > 0 => out.push(forbidden(format!("{at}.values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")),
+            "In" | "NotIn" if values == 0 => out.push(required(format!("{at}.values"), "must be specified when `operator` is 'In' or 'NotIn'")),
+            "Exists" | "DoesNotExist" if values > 0 => out.push(forbidden(format!("{at}.values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")),
             "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
             _ => out.push(invalid(format!("{at}.operator"), &e["operator"], "not a valid selector operator")),
         }
         qualified_name(&e["key"], &format!("{at}.key"), out);
         for (j, v) in e["values"].as_array().into_iter().flatten().enumerate() {
-            if v.as_str().is_some_and(|s| !crate::meta::label_value_ok(s)) {
-                out.push(invalid(format!("{at}.values[{j}]"), v, crate::meta::LABEL_VALUE));
-            }
+            crate::meta::validate_label_value(v.as_str().unwrap_or_default(), &format!("{at}.values[{j}]"), out);
         }
     }
     out.len() == before
-}
-
-/// A value as Go prints a struct in a refusal: its fields in declaration order, by Go name.
-pub(crate) fn go_struct(fields: &[(&str, &Value)]) -> String {
-    let parts: Vec<String> = fields.iter().map(|(name, v)| format!("{}:{v}", Value::from(*name))).collect();
-    format!("{{{}}}", parts.join(","))
 }
 
 /// A CEL expression, when set, that must parse.
 pub(crate) fn cel(v: &Value, field: &str, out: &mut Vec<Cause>) {
     if let Some(e) = v.as_str().and_then(crate::expr::syntax_error) {
         out.push(invalid(field, v, &e));
+    }
+}
+
+/// A label selector that is set and selects everything (no labels, no expressions).
+pub(crate) fn selects_all(sel: &Value) -> bool {
+    sel.is_object() && keys(&sel["matchLabels"]) + items(&sel["matchExpressions"]) == 0
+}
+
+/// Whether a label selector selects `labels`; no selector selects nothing.
+pub(crate) fn selects(sel: &Value, labels: &Value) -> bool {
+    sel.is_object() && crate::selector::label_selector_matches(sel, labels.as_object())
+}
+
+/// A string field, when set, that can be a path segment: not `.` or `..`, without `/` or `%`.
+pub(crate) fn path_segment(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    let Some(s) = v.as_str() else { return };
+    for problem in crate::meta::path_segment_problems(s) {
+        out.push(Cause::invalid(field, s, &problem));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(check: impl FnOnce(&mut Vec<Cause>)) -> Vec<String> {
+        let mut out = Vec::new();
+        check(&mut out);
+        out.into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+    }
+
+    #[test]
+    fn int_or_percent_values() {
+        assert!(messages(|o| int_or_percent(&json!("25%"), "f", o)).is_empty());
+        assert_eq!(messages(|o| int_or_percent(&json!(-1), "f", o)), ["f: Invalid value: -1: must be greater than or equal to 0"]);
+        assert_eq!(messages(|o| int_or_percent(&json!("x"), "f", o))[0], format!("f: Invalid value: \"x\": {PERCENT}"));
+        assert_eq!(messages(|o| at_most_100_percent(&json!("150%"), "f", o)), ["f: Invalid value: \"150%\": must not be greater than 100%"]);
+        assert_eq!((int_or_percent_value(&json!("25%")), int_or_percent_value(&json!(3)), int_or_percent_value(&json!("x"))), (25, 3, 0));
+    }
+
+    #[test]
+    fn label_selectors() {
+        let sel = json!({"matchExpressions": [{"key": "a", "operator": "In"}, {"key": "b", "operator": "Exists", "values": ["x"]}], "matchLabels": {"k": "v"}});
+        let mut out = Vec::new();
+        assert!(!label_selector(&sel, "s", &mut out));
+        let fields: Vec<&str> = out.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, ["s.matchExpressions[0].values", "s.matchExpressions[1].values"]);
+        assert_eq!(selector_shown(&sel), r#"{"matchLabels":{"k":"v"},"matchExpressions":[{"key":"a","operator":"In"},{"key":"b","operator":"Exists","values":["x"]}]}"#);
+        assert_eq!(selector_shown(&Value::Null), "null");
+        assert!(selects_all(&json!({})) && !selects_all(&Value::Null));
+        assert!(!selects(&Value::Null, &json!({"k": "v"})) && selects(&json!({"matchLabels": {"k": "v"}}), &json!({"k": "v"})));
+    }
+
+    #[test]
+    fn go_structs_keep_their_field_order() {
+        assert_eq!(go_struct(&[("Type", json!("Recreate").to_string()), ("RollingUpdate", "null".into())]), r#"{"Type":"Recreate","RollingUpdate":null}"#);
     }
 }

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, dns_subdomain, duplicate, forbidden, invalid, label_selector, one_of, required, AGE};
+use crate::registry::kinds::fields::{age, col, dns_subdomain, duplicate, forbidden, invalid, label_selector, one_of, path_segment, required, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -63,9 +63,7 @@ fn param_ref(params: &Value, out: &mut Vec<Cause>) {
     let named = params["name"].as_str().is_some_and(|n| !n.is_empty());
     let selected = params["selector"].is_object();
     if named {
-        if let Some(problem) = crate::meta::path_segment_problem(params["name"].as_str().unwrap_or_default()) {
-            out.push(invalid("spec.paramRef.name", &params["name"], &problem));
-        }
+        path_segment(&params["name"], "spec.paramRef.name", out);
         if selected {
             out.push(forbidden("spec.paramRef.name", "name and selector are mutually exclusive"));
         }

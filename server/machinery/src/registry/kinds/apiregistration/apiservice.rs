@@ -115,9 +115,9 @@ mod tests {
             messages(bad),
             [
                 "metadata.name: Invalid value: \"v2.metrics.example.com\": must be `spec.version+\".\"+spec.group`: \"v1.metrics.example.com\"",
-                "spec.groupPriorityMinimum: Invalid value: \"0\": must be positive and less than 20000",
-                "spec.versionPriority: Invalid value: \"1001\": must be positive and less than 1000",
-                "spec.insecureSkipTLSVerify: Invalid value: \"true\": may not be true if caBundle is present",
+                "spec.groupPriorityMinimum: Invalid value: 0: must be positive and less than 20000",
+                "spec.versionPriority: Invalid value: 1001: must be positive and less than 1000",
+                "spec.insecureSkipTLSVerify: Invalid value: true: may not be true if caBundle is present",
             ]
         );
         let mut local = ok;

@@ -1,13 +1,33 @@
-//! ControllerRevisions: kubectl's columns.
+//! ControllerRevisions: validation, their data fixed at creation, and kubectl's columns.
 
 use serde_json::{json, Value};
 
-use crate::registry::kinds::fields::{age, col, AGE};
+use crate::error::Cause;
+use crate::registry::kinds::fields::{age, at_least, col, required, unchanged, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
-/// How the kind is printed.
-pub const STRATEGY: Strategy = Strategy { columns: COLUMNS, cells, ..Strategy::NONE };
+/// How the kind is validated, updated and printed.
+pub const STRATEGY: Strategy = Strategy { validate, update, columns: COLUMNS, cells, ..Strategy::NONE };
+
+/// A revision of at least 0, and data that is a JSON object.
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    at_least(&obj["revision"], "revision", 0, &mut out);
+    match &obj["data"] {
+        Value::Null => out.push(required("data", "data is mandatory")),
+        Value::Object(_) => {}
+        _ => out.push(required("data", "data must be a valid JSON object")),
+    }
+    out
+}
+
+/// The data of a revision never changes.
+pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    unchanged(old, new, "/data", &mut out);
+    out
+}
 
 pub const COLUMNS: &[Column] = &[col("Controller", "string", 0), col("Revision", "string", 0), AGE];
 

@@ -1,17 +1,21 @@
-//! Deployments: defaults and kubectl's columns; validated and updated as every workload.
+//! Deployments: defaults, validation (selector, template, strategy) and kubectl's columns; updated
+//! as every workload.
 
 use serde_json::{json, Value};
 
 use super::workload::{self, update_strategy};
 use crate::registry::kinds::core::pod_spec;
-use crate::registry::kinds::fields::{age, col, containers, int, selector, set, AGE};
+use crate::error::Cause;
+use crate::registry::kinds::fields::{
+    age, at_least, at_most_100_percent, col, containers, forbidden, int, int_or_percent, int_or_percent_value, invalid, required, selector, set, unsupported_shown, AGE,
+};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated and printed.
 pub const STRATEGY: Strategy = Strategy {
     default: defaults,
-    validate: workload::validate,
+    validate,
     update: workload::update,
     columns: COLUMNS,
     cells,
@@ -26,6 +30,47 @@ pub fn defaults(obj: &mut Value) {
         set(spec, "revisionHistoryLimit", json!(10));
         set(spec, "progressDeadlineSeconds", json!(600));
         update_strategy(spec, "strategy", json!({"maxUnavailable": "25%", "maxSurge": "25%"}));
+    }
+}
+
+/// Replicas, the selector and template (as a ReplicaSet's), the strategy, then the timings.
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let spec = &obj["spec"];
+    at_least(&spec["replicas"], "spec.replicas", 0, &mut out);
+    workload::replica_selector_and_template(spec, &mut out);
+    strategy(&spec["strategy"], &mut out);
+    at_least(&spec["minReadySeconds"], "spec.minReadySeconds", 0, &mut out);
+    at_least(&spec["revisionHistoryLimit"], "spec.revisionHistoryLimit", 0, &mut out);
+    let deadline = &spec["progressDeadlineSeconds"];
+    at_least(deadline, "spec.progressDeadlineSeconds", 0, &mut out);
+    if deadline.as_i64().is_some_and(|d| d <= int(&spec["minReadySeconds"])) {
+        out.push(invalid("spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"));
+    }
+    out
+}
+
+/// `Recreate` without rolling update parameters, or `RollingUpdate` with parameters that let
+/// the rollout move.
+fn strategy(s: &Value, out: &mut Vec<Cause>) {
+    let rolling = &s["rollingUpdate"];
+    match s["type"].as_str() {
+        Some("Recreate") if !rolling.is_null() => out.push(forbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'")),
+        Some("Recreate") => {}
+        Some("RollingUpdate") if rolling.is_null() => out.push(required("spec.strategy.rollingUpdate", "this should be defaulted and never be nil")),
+        Some("RollingUpdate") => {
+            let (unavailable, surge) = (&rolling["maxUnavailable"], &rolling["maxSurge"]);
+            int_or_percent(unavailable, "spec.strategy.rollingUpdate.maxUnavailable", out);
+            int_or_percent(surge, "spec.strategy.rollingUpdate.maxSurge", out);
+            if int_or_percent_value(unavailable) == 0 && int_or_percent_value(surge) == 0 {
+                out.push(invalid("spec.strategy.rollingUpdate.maxUnavailable", unavailable, "may not be 0 when `maxSurge` is 0"));
+            }
+            at_most_100_percent(unavailable, "spec.strategy.rollingUpdate.maxUnavailable", out);
+        }
+        _ => {
+            let shown = workload::strategy_shown(s, &[("maxUnavailable", "MaxUnavailable"), ("maxSurge", "MaxSurge")]);
+            out.push(unsupported_shown("spec.strategy", &shown, &["Recreate", "RollingUpdate"]));
+        }
     }
 }
 

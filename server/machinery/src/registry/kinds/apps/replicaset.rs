@@ -1,22 +1,33 @@
-//! ReplicaSets: the replicated workloads' defaults and kubectl's columns.
+//! ReplicaSets: the replicated workloads' defaults, validation and kubectl's columns.
 
 use serde_json::{json, Value};
 
 use super::workload;
-use crate::registry::kinds::fields::{age, col, containers, int, selector, AGE};
+use crate::error::Cause;
+use crate::registry::kinds::fields::{age, at_least, col, containers, int, selector, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated and printed.
 pub const STRATEGY: Strategy = Strategy {
     default: workload::replicated,
-    validate: workload::validate,
+    validate,
     update: workload::update,
     columns: COLUMNS,
     cells,
     initial_status: Some(|| json!({"replicas": 0})),
     ..Strategy::NONE
 };
+
+/// Replicas and minReadySeconds of at least 0, then the selector and the template.
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let spec = &obj["spec"];
+    at_least(&spec["replicas"], "spec.replicas", 0, &mut out);
+    at_least(&spec["minReadySeconds"], "spec.minReadySeconds", 0, &mut out);
+    workload::replica_selector_and_template(spec, &mut out);
+    out
+}
 
 pub const COLUMNS: &[Column] = &[
     col("Desired", "integer", 0),

@@ -1,17 +1,21 @@
-//! StatefulSets: defaults, the spec fields an update may change, and kubectl's columns.
+//! StatefulSets: defaults, validation, the spec fields an update may change, and kubectl's
+//! columns.
 
 use serde_json::{json, Value};
 
 use super::workload::{self, update_strategy};
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, containers, int, set, AGE};
+use crate::registry::kinds::core::pod_spec;
+use crate::registry::kinds::fields::{
+    age, at_least, at_most_100_percent, col, containers, dns_label, int, int_or_percent, int_or_percent_value, invalid, invalid_shown, one_of, set, AGE,
+};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated and printed.
 pub const STRATEGY: Strategy = Strategy {
     default: defaults,
-    validate: workload::validate,
+    validate,
     update,
     columns: COLUMNS,
     cells,
@@ -29,10 +33,72 @@ pub fn defaults(obj: &mut Value) {
     }
 }
 
-/// StatefulSets: besides the selector, only replicas, ordinals, template, update strategy,
-/// PVC retention policy and minReadySeconds may change.
+/// The pod management policy, update strategy and claim retention policy, the counts, the
+/// service name, the selector and the template.
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let spec = &obj["spec"];
+    let management = &spec["podManagementPolicy"];
+    match management.as_str() {
+        Some("") => out.push(Cause::required("spec.podManagementPolicy")),
+        Some("OrderedReady" | "Parallel") | None => {}
+        Some(_) => out.push(invalid("spec.podManagementPolicy", management, "must be 'OrderedReady' or 'Parallel'")),
+    }
+    update_strategy_valid(&spec["updateStrategy"], &mut out);
+    for when in ["whenDeleted", "whenScaled"] {
+        let policy = &spec["persistentVolumeClaimRetentionPolicy"][when];
+        one_of(policy, &format!("spec.persistentVolumeClaimRetentionPolicy.{when}"), &["Retain", "Delete"], &mut out);
+    }
+    at_least(&spec["replicas"], "spec.replicas", 0, &mut out);
+    at_least(&spec["minReadySeconds"], "spec.minReadySeconds", 0, &mut out);
+    at_least(&spec["ordinals"]["start"], "spec.ordinals.start", 0, &mut out);
+    if spec["serviceName"].as_str().is_some_and(|s| !s.is_empty()) {
+        dns_label(&spec["serviceName"], "spec.serviceName", &mut out);
+    }
+    let (sel, template) = (&spec["selector"], &spec["template"]);
+    if workload::required_selector(sel, &mut out) {
+        workload::template_selected(workload::given(sel), template, &mut out);
+        pod_spec::validate_template(template, "spec.template", &mut out);
+        crate::meta::validate_labels(&template["metadata"]["labels"], "spec.template.labels", &mut out);
+    } else {
+        out.push(workload::unconvertible(sel, ""));
+    }
+    workload::restarts_always(template, "StatefulSet", &mut out);
+    out
+}
+
+/// `OnDelete` without rolling update parameters, or `RollingUpdate` with a partition of at least
+/// 0 and, when given, some pods allowed down (at most all).
+fn update_strategy_valid(s: &Value, out: &mut Vec<Cause>) {
+    const AT: &str = "spec.updateStrategy.rollingUpdate";
+    const ROLLING: &[(&str, &str)] = &[("partition", "Partition"), ("maxUnavailable", "MaxUnavailable")];
+    let rolling = &s["rollingUpdate"];
+    match s["type"].as_str().unwrap_or_default() {
+        "" => out.push(Cause::required("spec.updateStrategy")),
+        "OnDelete" if !rolling.is_null() => {
+            out.push(invalid_shown(AT, &workload::rolling_shown(rolling, ROLLING), "only allowed for updateStrategy 'RollingUpdate'"));
+        }
+        "OnDelete" => {}
+        "RollingUpdate" => {
+            at_least(&rolling["partition"], &format!("{AT}.partition"), 0, out);
+            let unavailable = &rolling["maxUnavailable"];
+            if !unavailable.is_null() {
+                let at = format!("{AT}.maxUnavailable");
+                int_or_percent(unavailable, &at, out);
+                if int_or_percent_value(unavailable) == 0 {
+                    out.push(invalid(&at, unavailable, "cannot be 0"));
+                }
+                at_most_100_percent(unavailable, &at, out);
+            }
+        }
+        _ => out.push(invalid_shown("spec.updateStrategy", &workload::strategy_shown(s, ROLLING), "must be 'RollingUpdate' or 'OnDelete'")),
+    }
+}
+
+/// StatefulSets: only replicas, ordinals, template, update strategy, revision history limit, PVC
+/// retention policy and minReadySeconds may change.
 pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
-    const MUTABLE: &[&str] = &["replicas", "ordinals", "template", "updateStrategy", "persistentVolumeClaimRetentionPolicy", "minReadySeconds"];
+    const MUTABLE: &[&str] = &["replicas", "ordinals", "template", "updateStrategy", "revisionHistoryLimit", "persistentVolumeClaimRetentionPolicy", "minReadySeconds"];
     let strip = |obj: &Value| {
         let mut spec = obj["spec"].clone();
         if let Some(s) = spec.as_object_mut() {
@@ -44,7 +110,7 @@ pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
         return vec![Cause::new(
             "FieldValueForbidden",
             "spec",
-            "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+            "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
         )];
     }
     Vec::new()

@@ -1,11 +1,11 @@
-//! What the `apps/v1` workloads share: the update strategy defaults, the replicated workloads'
-//! defaults, the selector and template validation, and the selector fixed at creation.
+//! What the workloads share: the update strategy defaults, the replicated workloads' defaults,
+//! the selector and pod template validation, and the selector fixed at creation.
 
 use serde_json::{json, Value};
 
 use crate::error::Cause;
 use crate::registry::kinds::core::pod_spec;
-use crate::registry::kinds::fields::{set, unchanged};
+use crate::registry::kinds::fields::{forbidden, go_struct, invalid, invalid_shown, label_selector, selector_shown, selects, selects_all, set, unsupported};
 
 /// An update strategy (`spec.strategy` or `spec.updateStrategy`): type `RollingUpdate` unless
 /// given, and for that type every rolling update parameter the client left out.
@@ -36,37 +36,98 @@ pub fn replicated(obj: &mut Value) {
     }
 }
 
-/// Workloads: a selector matching the template's labels, a valid template, replicas ≥ 0.
-pub fn validate(obj: &Value) -> Vec<Cause> {
-    let mut out = Vec::new();
-    let spec = &obj["spec"];
-    let labels = spec["template"]["metadata"]["labels"].as_object();
-    match spec["selector"].as_object() {
-        None => out.push(Cause::required("spec.selector")),
-        Some(sel) => {
-            let match_labels = sel.get("matchLabels").and_then(Value::as_object);
-            if match_labels.is_none_or(|m| m.is_empty()) && sel.get("matchExpressions").and_then(Value::as_array).is_none_or(|e| e.is_empty()) {
-                out.push(Cause::invalid("spec.selector", "{}", "empty selector is invalid for deployment"));
-            }
-            let matches = match_labels.is_none_or(|m| m.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v)));
-            if !matches {
-                let shown = labels.map(|l| serde_json::to_string(l).unwrap_or_default()).unwrap_or_default();
-                out.push(Cause::invalid("spec.template.metadata.labels", shown, "`selector` does not match template `labels`"));
-            }
-        }
+/// A selector that must be set and valid. Returns whether Kubernetes can convert it into a
+/// selector: a missing one converts, into one that selects nothing. The typed decoding turns a
+/// missing selector into an empty one, so an empty one is taken as missing (Kubernetes would
+/// refuse it too, as empty).
+pub(crate) fn required_selector(sel: &Value, out: &mut Vec<Cause>) -> bool {
+    if selects_all(sel) || sel.is_null() {
+        out.push(Cause::required("spec.selector"));
+        return true;
     }
-    if spec["replicas"].as_i64().is_some_and(|r| r < 0) {
-        out.push(Cause::invalid("spec.replicas", spec["replicas"].as_i64().unwrap_or_default(), "must be greater than or equal to 0"));
+    label_selector(sel, "spec.selector", out)
+}
+
+/// A required selector as it was given: an empty one is taken as missing (see
+/// [`required_selector`]).
+pub(crate) fn given(sel: &Value) -> &Value {
+    if selects_all(sel) {
+        &Value::Null
+    } else {
+        sel
     }
-    pod_spec::validate(&spec["template"]["spec"], "spec.template.spec", &mut out);
-    out
+}
+
+/// `spec.selector` as Kubernetes reports one it cannot convert, with `detail`.
+pub(crate) fn unconvertible(sel: &Value, detail: &str) -> Cause {
+    invalid_shown("spec.selector", &selector_shown(sel), detail)
+}
+
+/// The template's labels must be selected (unless the selector selects everything; a missing
+/// one selects nothing).
+pub(crate) fn template_selected(sel: &Value, template: &Value, out: &mut Vec<Cause>) {
+    let labels = &template["metadata"]["labels"];
+    if !selects_all(sel) && !selects(sel, labels) {
+        out.push(invalid("spec.template.metadata.labels", labels, "`selector` does not match template `labels`"));
+    }
+}
+
+/// The template of a workload whose pods run forever: restarted always, without a deadline
+/// (`kind` names the kind in Kubernetes' words).
+pub(crate) fn restarts_always(template: &Value, kind: &str, out: &mut Vec<Cause>) {
+    let spec = &template["spec"];
+    if spec["restartPolicy"] != "Always" {
+        out.push(unsupported("spec.template.spec.restartPolicy".into(), spec["restartPolicy"].as_str().unwrap_or_default(), &["Always"]));
+    }
+    if !spec["activeDeadlineSeconds"].is_null() {
+        out.push(forbidden("spec.template.spec.activeDeadlineSeconds", &format!("activeDeadlineSeconds in {kind} is not Supported")));
+    }
+}
+
+/// The pod template of a ReplicaSet (and of a Deployment, checked as its ReplicaSets'): selected
+/// by the selector, valid, its pods restarted always.
+pub(crate) fn replica_template(sel: &Value, template: &Value, out: &mut Vec<Cause>) {
+    template_selected(sel, template, out);
+    pod_spec::validate_template(template, "spec.template", out);
+    restarts_always(template, "ReplicaSet", out);
+}
+
+/// The selector and pod template of a ReplicaSet or Deployment.
+pub(crate) fn replica_selector_and_template(spec: &Value, out: &mut Vec<Cause>) {
+    let sel = &spec["selector"];
+    if required_selector(sel, out) {
+        replica_template(given(sel), &spec["template"], out);
+    } else {
+        out.push(unconvertible(sel, "invalid label selector"));
+    }
+}
+
+/// An update strategy as Kubernetes prints it (`{"Type":...,"RollingUpdate":...}`), the
+/// rolling update's fields given as (JSON name, Go name) in Go's order.
+pub(crate) fn strategy_shown(strategy: &Value, rolling: &[(&str, &str)]) -> String {
+    go_struct(&[("Type", strategy["type"].to_string()), ("RollingUpdate", rolling_shown(&strategy["rollingUpdate"], rolling))])
+}
+
+/// Rolling update parameters as Kubernetes prints them, `null` when there are none.
+pub(crate) fn rolling_shown(r: &Value, fields: &[(&str, &str)]) -> String {
+    match r.is_object() {
+        true => go_struct(&fields.iter().map(|(json, go)| (*go, r[*json].to_string())).collect::<Vec<_>>()),
+        false => "null".into(),
+    }
 }
 
 /// Workloads (`apps/v1`): the selector is fixed at creation.
 pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     let mut out = Vec::new();
-    unchanged(old, new, "/spec/selector", &mut out);
+    selector_fixed(old, new, &mut out);
     out
+}
+
+/// `spec.selector` may not change (printed as Kubernetes prints a selector when it does).
+pub(crate) fn selector_fixed(old: &Value, new: &Value, out: &mut Vec<Cause>) {
+    if old["spec"]["selector"] != new["spec"]["selector"] {
+        out.push(invalid_shown("spec.selector", &selector_shown(&new["spec"]["selector"]), "field is immutable"));
+    }
 }
 
 #[cfg(test)]
@@ -75,8 +136,14 @@ mod tests {
 
     #[test]
     fn selector_must_match_template() {
-        let d = json!({"spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "c"}}, "spec": {"containers": [{"name": "x", "image": "y"}]}}}});
-        assert_eq!(validate(&d)[0].field, "spec.template.metadata.labels");
+        let spec = json!({"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "c"}}, "spec": {"restartPolicy": "Always", "containers": [{"name": "x", "image": "y"}]}}});
+        let mut out = Vec::new();
+        replica_selector_and_template(&spec, &mut out);
+        assert_eq!(out[0].message, "Invalid value: {\"a\":\"c\"}: `selector` does not match template `labels`");
+        let mut out = Vec::new();
+        replica_selector_and_template(&json!({"selector": {"matchExpressions": [{"key": "a", "operator": "Equals", "values": ["b"]}]}}), &mut out);
+        let fields: Vec<&str> = out.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, ["spec.selector.matchExpressions[0].operator", "spec.selector"]);
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! HorizontalPodAutoscalers: served as autoscaling/v2 and autoscaling/v1, stored as v2 with
-//! Kubernetes' defaults. v1 knows one metric, the CPU utilization target; Kubernetes keeps
+//! Kubernetes' defaults, and validated (in either version) in their v2 form. v1 knows one metric, the CPU utilization target; Kubernetes keeps
 //! everything else a v2 object holds (other metrics, behavior, conditions, current metrics) in
 //! v1 annotations, in v1's own shapes, and reads them back, so each version round-trips.
 
 use serde_json::{json, Map, Value};
 
+use crate::error::Cause;
+use crate::expr::quantity::{parse as parse_quantity, Quantity};
 use crate::registry::convert::StoredAs;
-use crate::registry::kinds::fields::{age, col, AGE};
+use crate::registry::kinds::fields::{age, at_least, col, dns_label, forbidden, int, invalid, path_segment, required, unsupported, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -19,13 +21,14 @@ const BEHAVIOR: &str = "autoscaling.alpha.kubernetes.io/behavior";
 /// The CPU utilization Kubernetes targets when an autoscaler names no metric.
 const DEFAULT_CPU_UTILIZATION: i64 = 80;
 
-/// autoscaling/v2: defaults and kubectl's columns.
+/// autoscaling/v2: defaults, validation and kubectl's columns.
 pub const STRATEGY: Strategy =
-    Strategy { default: defaults, columns: COLUMNS, cells, initial_status: Some(|| json!({"desiredReplicas": 0})), ..Strategy::NONE };
+    Strategy { default: defaults, validate, columns: COLUMNS, cells, initial_status: Some(|| json!({"desiredReplicas": 0})), ..Strategy::NONE };
 
-/// autoscaling/v1: its own defaults, printed from its v2 form.
+/// autoscaling/v1: its own defaults, validated and printed from its v2 form.
 pub const V1_STRATEGY: Strategy = Strategy {
     default: v1_defaults,
+    validate: |obj| validate(&v1_to_v2(obj.clone())),
     columns: COLUMNS,
     cells: v1_cells,
     initial_status: Some(|| json!({"currentReplicas": 0, "desiredReplicas": 0})),
@@ -35,9 +38,14 @@ pub const V1_STRATEGY: Strategy = Strategy {
 /// v1 objects are stored as v2.
 pub static V1_STORED_AS_V2: StoredAs = StoredAs { api_version: "autoscaling/v2", from_storage: v2_to_v1, to_storage: v1_to_v2 };
 
-/// Kubernetes' v2 defaults: one replica at least, the CPU target when no metric is named, and
-/// the default scaling rules filled into a `behavior` that is given.
+/// Kubernetes' v2 defaults: one replica at least, the CPU target when no metric is named, the
+/// default scaling rules filled into a `behavior` that is given, and the status's current
+/// metrics.
 pub fn defaults(obj: &mut Value) {
+    // Kubernetes always writes the current metrics, null before the controller measures any.
+    if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
+        status.entry("currentMetrics").or_insert(Value::Null);
+    }
     let spec = &mut obj["spec"];
     if spec["minReplicas"].is_null() {
         spec["minReplicas"] = json!(1);
@@ -56,6 +64,200 @@ pub fn defaults(obj: &mut Value) {
                 }
             }
             behavior.insert(direction.into(), rules);
+        }
+    }
+}
+
+/// The metric source types, in the order Kubernetes lists them.
+const METRIC_TYPES: &[&str] = &["ContainerResource", "External", "Object", "Pods", "Resource"];
+
+/// Replica bounds, the scale target, the metrics and the scaling rules (of a v2 object).
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let spec = &obj["spec"];
+    let min = &spec["minReplicas"];
+    at_least(min, "spec.minReplicas", 1, &mut out);
+    let max = int(&spec["maxReplicas"]);
+    if max == 0 {
+        out.push(required("spec.maxReplicas", "must be set and greater than 0"));
+    } else if max < 0 {
+        out.push(invalid("spec.maxReplicas", &json!(max), "must be greater than or equal to 1"));
+    }
+    if min.as_i64().is_some_and(|m| max < m) {
+        out.push(invalid("spec.maxReplicas", &json!(max), "must be greater than or equal to `minReplicas`"));
+    }
+    object_reference(&spec["scaleTargetRef"], "spec.scaleTargetRef", &mut out);
+    let metrics = spec["metrics"].as_array().cloned().unwrap_or_default();
+    for (i, m) in metrics.iter().enumerate() {
+        metric(m, &format!("spec.metrics[{i}]"), &mut out);
+    }
+    if min.as_i64() == Some(0) && !metrics.iter().any(|m| m["type"] == "Object" || m["type"] == "External") {
+        out.push(forbidden("spec.metrics", "must specify at least one Object or External metric to support scaling to zero replicas"));
+    }
+    for direction in ["scaleUp", "scaleDown"] {
+        scaling_rules(&spec["behavior"][direction], &format!("spec.behavior.{direction}"), &mut out);
+    }
+    out
+}
+
+/// A reference to an object of another version: a kind and a name that fit in a path, and an
+/// API version with a group.
+fn object_reference(r: &Value, path: &str, out: &mut Vec<Cause>) {
+    for field in ["kind", "name"] {
+        match r[field].as_str().unwrap_or_default() {
+            "" => out.push(Cause::required(format!("{path}.{field}"))),
+            _ => path_segment(&r[field], &format!("{path}.{field}"), out),
+        }
+    }
+    let version = r["apiVersion"].as_str().unwrap_or_default();
+    let problem = match version.matches('/').count() {
+        0 => Some("apiVersion must specify API group".to_string()),
+        1 if version.starts_with('/') => Some("apiVersion must specify API group".to_string()),
+        1 => None,
+        _ => Some(format!("unexpected GroupVersion string: {version}")),
+    };
+    if let Some(p) = problem {
+        out.push(Cause::invalid(format!("{path}.apiVersion"), version, &p));
+    }
+}
+
+/// One metric: a known type, and the source its type names (and no other), valid.
+fn metric(m: &Value, path: &str, out: &mut Vec<Cause>) {
+    let kind = m["type"].as_str().unwrap_or_default();
+    if kind.is_empty() {
+        out.push(required(format!("{path}.type"), "must specify a metric source type"));
+    }
+    let not_supported = || unsupported(format!("{path}.type"), kind, METRIC_TYPES);
+    if !METRIC_TYPES.contains(&kind) {
+        out.push(not_supported());
+    }
+    let present: Vec<&str> = ["object", "external", "pods", "resource", "containerResource"].into_iter().filter(|s| !m[*s].is_null()).collect();
+    if let Some(first) = present.first() {
+        source(&m[*first], first, &format!("{path}.{first}"), out);
+    }
+    let expected = source_of(m);
+    match expected {
+        "" => out.push(not_supported()),
+        field if m[field].is_null() => out.push(required(format!("{path}.{field}"), "must populate information for the given metric source")),
+        _ => {}
+    }
+    if present.len() != 1 {
+        for other in present.iter().filter(|s| **s != expected) {
+            out.push(forbidden(format!("{path}.{other}"), "must populate the given metric source only"));
+        }
+    }
+}
+
+/// A metric source (`object`, `pods`, ...): what it measures and a target of its kind.
+fn source(s: &Value, kind: &str, path: &str, out: &mut Vec<Cause>) {
+    let t = &s["target"];
+    let target = format!("{path}.target");
+    match kind {
+        "object" => {
+            object_reference(&s["describedObject"], &format!("{path}.describedObject"), out);
+            metric_name(&s["metric"], &format!("{path}.metric"), out);
+            metric_target(t, &target, out);
+            if t["value"].is_null() && t["averageValue"].is_null() {
+                out.push(required(format!("{target}.averageValue"), "must set either a target value or averageValue"));
+            }
+        }
+        "external" => {
+            metric_name(&s["metric"], &format!("{path}.metric"), out);
+            metric_target(t, &target, out);
+            if t["value"].is_null() && t["averageValue"].is_null() {
+                out.push(required(format!("{target}.averageValue"), "must set either a target value for metric or a per-pod target"));
+            }
+            if !t["value"].is_null() && !t["averageValue"].is_null() {
+                out.push(forbidden(format!("{target}.value"), "may not set both a target value for metric and a per-pod target"));
+            }
+        }
+        "pods" => {
+            metric_name(&s["metric"], &format!("{path}.metric"), out);
+            metric_target(t, &target, out);
+            if t["averageValue"].is_null() {
+                out.push(required(format!("{target}.averageValue"), "must specify a positive target averageValue"));
+            }
+        }
+        _ => {
+            if s["name"].as_str().unwrap_or_default().is_empty() {
+                out.push(required(format!("{path}.name"), "must specify a resource name"));
+            }
+            if kind == "containerResource" {
+                match s["container"].as_str().unwrap_or_default() {
+                    "" => out.push(required(format!("{path}.container"), "must specify a container")),
+                    _ => dns_label(&s["container"], &format!("{path}.container"), out),
+                }
+            }
+            metric_target(t, &target, out);
+            if t["averageUtilization"].is_null() && t["averageValue"].is_null() {
+                out.push(required(format!("{target}.averageUtilization"), "must set either a target raw value or a target utilization"));
+            }
+            if !t["averageUtilization"].is_null() && !t["averageValue"].is_null() {
+                out.push(forbidden(format!("{target}.averageValue"), "may not set both a target raw value and a target utilization"));
+            }
+        }
+    }
+}
+
+/// A metric's name: given, and fit for a path.
+fn metric_name(id: &Value, path: &str, out: &mut Vec<Cause>) {
+    match id["name"].as_str().unwrap_or_default() {
+        "" => out.push(required(format!("{path}.name"), "must specify a metric name")),
+        _ => path_segment(&id["name"], &format!("{path}.name"), out),
+    }
+}
+
+/// A metric target: a known type, positive quantities and a utilization of at least 1%.
+fn metric_target(t: &Value, path: &str, out: &mut Vec<Cause>) {
+    let kind = t["type"].as_str().unwrap_or_default();
+    if kind.is_empty() {
+        out.push(required(format!("{path}.type"), "must specify a metric target type"));
+    }
+    if !["Utilization", "Value", "AverageValue"].contains(&kind) {
+        out.push(invalid(format!("{path}.type"), &t["type"], "must be either Utilization, Value, or AverageValue"));
+    }
+    for field in ["value", "averageValue"] {
+        if t[field].as_str().is_some_and(|q| q.starts_with('-') || parse_quantity(q).is_ok_and(|q| q == Quantity::Small { value: 0, scale: 0 })) {
+            out.push(invalid(format!("{path}.{field}"), &t[field], "must be positive"));
+        }
+    }
+    if t["averageUtilization"].as_i64().is_some_and(|u| u < 1) {
+        out.push(invalid(format!("{path}.averageUtilization"), &t["averageUtilization"], "must be greater than 0"));
+    }
+}
+
+/// Scaling rules, when given: a stabilization window of at most an hour, and at least one policy,
+/// each of a known type with a positive value over a period of at most half an hour.
+fn scaling_rules(rules: &Value, path: &str, out: &mut Vec<Cause>) {
+    if !rules.is_object() {
+        return;
+    }
+    let window = &rules["stabilizationWindowSeconds"];
+    if window.as_i64().is_some_and(|w| w < 0) {
+        out.push(invalid(format!("{path}.stabilizationWindowSeconds"), window, "must be greater than or equal to zero"));
+    }
+    if window.as_i64().is_some_and(|w| w > 3600) {
+        out.push(invalid(format!("{path}.stabilizationWindowSeconds"), window, "must be less than or equal to 3600"));
+    }
+    let policies = rules["policies"].as_array().cloned().unwrap_or_default();
+    if policies.is_empty() {
+        out.push(required(format!("{path}.policies"), "must specify at least one Policy"));
+    }
+    for (i, p) in policies.iter().enumerate() {
+        let at = format!("{path}.policies[{i}]");
+        let kind = p["type"].as_str().unwrap_or_default();
+        if kind != "Pods" && kind != "Percent" {
+            out.push(unsupported(format!("{at}.type"), kind, &["Percent", "Pods"]));
+        }
+        let (value, period) = (int(&p["value"]), int(&p["periodSeconds"]));
+        if value <= 0 {
+            out.push(invalid(format!("{at}.value"), &json!(value), "must be greater than zero"));
+        }
+        if period <= 0 {
+            out.push(invalid(format!("{at}.periodSeconds"), &json!(period), "must be greater than zero"));
+        }
+        if period > 1800 {
+            out.push(invalid(format!("{at}.periodSeconds"), &json!(period), "must be less than or equal to 1800"));
         }
     }
 }

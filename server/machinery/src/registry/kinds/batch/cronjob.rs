@@ -1,10 +1,11 @@
-//! CronJobs: defaults, validation and kubectl's columns.
+//! CronJobs: defaults, validation (schedule, time zone, job template) and kubectl's columns.
 
 use serde_json::{json, Value};
 
 use crate::error::Cause;
 use crate::registry::kinds::core::pod_spec;
-use crate::registry::kinds::fields::{age, col, containers, selector, set, AGE};
+use super::{job, schedule};
+use crate::registry::kinds::fields::{age, at_least, col, containers, invalid_shown, selector, selector_shown, set, unsupported_shown, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -22,6 +23,12 @@ pub fn defaults(obj: &mut Value) {
     if let Some(spec) = obj.pointer_mut("/spec/jobTemplate/spec/template/spec") {
         pod_spec::defaults(spec);
     }
+    // The templates' metadata is written out even when empty, as Kubernetes writes it.
+    for template in ["/spec/jobTemplate", "/spec/jobTemplate/spec/template"] {
+        if let Some(t) = obj.pointer_mut(template).filter(|t| t.is_object()) {
+            set(t, "metadata", json!({}));
+        }
+    }
     if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
         set(spec, "concurrencyPolicy", json!("Allow"));
         set(spec, "suspend", json!(false));
@@ -30,13 +37,59 @@ pub fn defaults(obj: &mut Value) {
     }
 }
 
+/// The schedule and its time zone, the limits, the job template (whose selector is generated),
+/// and a name that leaves room for the suffix of its jobs' names.
 pub fn validate(obj: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
-    if obj["spec"]["schedule"].as_str().is_none_or(str::is_empty) {
-        out.push(Cause::required("spec.schedule"));
+    let spec = &obj["spec"];
+    match spec["schedule"].as_str().unwrap_or_default() {
+        "" => out.push(Cause::required("spec.schedule")),
+        schedule => {
+            if let Some(problem) = schedule::problem(schedule) {
+                out.push(Cause::invalid("spec.schedule", schedule, &problem));
+            }
+            if schedule.contains("TZ") {
+                out.push(Cause::invalid("spec.schedule", schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"));
+            }
+        }
     }
-    pod_spec::validate(&obj["spec"]["jobTemplate"]["spec"]["template"]["spec"], "spec.jobTemplate.spec.template.spec", &mut out);
+    at_least(&spec["startingDeadlineSeconds"], "spec.startingDeadlineSeconds", 0, &mut out);
+    if let Some(zone) = spec["timeZone"].as_str() {
+        time_zone(zone, &mut out);
+    }
+    let job = &spec["jobTemplate"]["spec"];
+    job::job_spec(job, "spec.jobTemplate.spec", &mut out);
+    if !job["selector"].is_null() {
+        out.push(invalid_shown("spec.jobTemplate.spec.selector", &selector_shown(&job["selector"]), "`selector` will be auto-generated"));
+    }
+    if job["manualSelector"] == true {
+        out.push(unsupported_shown("spec.jobTemplate.spec.manualSelector", "true", &["nil", "false"]));
+    }
+    for limit in ["successfulJobsHistoryLimit", "failedJobsHistoryLimit"] {
+        at_least(&spec[limit], &format!("spec.{limit}"), 0, &mut out);
+    }
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    if name.len() > 52 {
+        out.push(Cause::invalid("metadata.name", name, "must be no more than 52 characters"));
+    }
     out
+}
+
+/// A time zone: a name of the IANA database, not empty and not the server's own.
+fn time_zone(zone: &str, out: &mut Vec<Cause>) {
+    let component = |p: &str| p != "." && p != ".." && !p.starts_with('-') && (1..=14).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-+".contains(&b));
+    let problem = if zone.is_empty() {
+        Some("timeZone must be nil or non-empty string".to_string())
+    } else if !zone.split('/').all(component) {
+        Some(format!("unknown time zone {zone}"))
+    } else if zone.eq_ignore_ascii_case("Local") {
+        Some("timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones".to_string())
+    } else {
+        schedule::time_zone_problem(zone)
+    };
+    if let Some(p) = problem {
+        out.push(Cause::invalid("spec.timeZone", zone, &p));
+    }
 }
 
 pub const COLUMNS: &[Column] = &[

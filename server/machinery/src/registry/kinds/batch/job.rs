@@ -1,19 +1,22 @@
-//! Jobs: defaults, validation (restart policy), the fields fixed at creation and kubectl's
-//! columns.
+//! Jobs: defaults, validation (of the job spec CronJobs' templates share too), the fields fixed
+//! at creation and kubectl's columns.
 
 use serde_json::{json, Value};
 
 use crate::error::Cause;
 use crate::registry::kinds::core::pod_spec;
-use crate::registry::kinds::fields::{age, col, containers, int, selector, set, unchanged, AGE};
+use crate::registry::kinds::apps::workload;
+use crate::registry::kinds::fields::{
+    age, at_least, col, containers, int, invalid, label_selector, required, selector, set, unchanged, unsupported, AGE,
+};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
-/// How the kind is defaulted, validated, updated and printed.
 /// What a delete that relies on the Job's default propagation is told.
 const ORPHANS_PODS: &str =
     "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning";
 
+/// How the kind is defaulted, validated, updated and printed.
 pub const STRATEGY: Strategy = Strategy {
     default: defaults,
     validate,
@@ -48,27 +51,73 @@ pub fn labels_from_template(obj: &mut Value, pointer: &str) {
     }
 }
 
+/// The job's spec, its selector, and a name its indexed pods' hostnames can carry.
 pub fn validate(obj: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
-    let spec = &obj["spec"]["template"]["spec"];
-    pod_spec::validate(spec, "spec.template.spec", &mut out);
-    match spec["restartPolicy"].as_str() {
-        Some("OnFailure") | Some("Never") => {}
-        other => out.push(Cause::new(
-            "FieldValueNotSupported",
-            "spec.template.spec.restartPolicy",
-            format!("Unsupported value: \"{}\": supported values: \"OnFailure\", \"Never\"", other.unwrap_or_default()),
-        )),
+    let spec = &obj["spec"];
+    job_spec(spec, "spec", &mut out);
+    let sel = &spec["selector"];
+    let valid = match sel.is_null() {
+        true => {
+            out.push(Cause::required("spec.selector"));
+            true
+        }
+        false => label_selector(sel, "spec.selector", &mut out),
+    };
+    if valid {
+        workload::template_selected(sel, &spec["template"], &mut out);
+    }
+    let last = int(&spec["completions"]) - 1;
+    if spec["completionMode"] == "Indexed" && last >= 0 {
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        let hostname = format!("{name}-{last}");
+        if !crate::meta::is_dns_label(&hostname, 63, false) {
+            out.push(Cause::invalid("metadata.name", name, &format!("will not able to create pod with invalid DNS label: {hostname}")));
+        }
     }
     out
 }
 
-/// Jobs: the selector, the pod template and the completion count are fixed.
+/// A job spec at `path` (a Job's, or a CronJob's template's): counts and limits of at least 0,
+/// per-index limits only for indexed jobs, then the pod template, whose pods may not restart
+/// always.
+pub(crate) fn job_spec(spec: &Value, path: &str, out: &mut Vec<Cause>) {
+    for field in ["parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished", "backoffLimitPerIndex", "maxFailedIndexes"] {
+        at_least(&spec[field], &format!("{path}.{field}"), 0, out);
+    }
+    if !spec["maxFailedIndexes"].is_null() && spec["backoffLimitPerIndex"].is_null() {
+        out.push(required(format!("{path}.backoffLimitPerIndex"), "when maxFailedIndexes is specified"));
+    }
+    if spec["completionMode"] == "Indexed" {
+        if spec["completions"].is_null() {
+            out.push(required(format!("{path}.completions"), "when completion mode is Indexed"));
+        }
+    } else {
+        for field in ["backoffLimitPerIndex", "maxFailedIndexes"] {
+            if !spec[field].is_null() {
+                out.push(invalid(format!("{path}.{field}"), &spec[field], "requires indexed completion mode"));
+            }
+        }
+    }
+    let template = &spec["template"];
+    pod_spec::validate_template(template, &format!("{path}.template"), out);
+    let restart = format!("{path}.template.spec.restartPolicy");
+    match template["spec"]["restartPolicy"].as_str().unwrap_or_default() {
+        "" | "Always" => out.push(required(restart, "valid values: \"OnFailure\", \"Never\"")),
+        "OnFailure" if !spec["podFailurePolicy"].is_null() => {
+            out.push(invalid(restart, &template["spec"]["restartPolicy"], "only \"Never\" is supported when podFailurePolicy is specified"))
+        }
+        "OnFailure" | "Never" => {}
+        other => out.push(unsupported(restart, other, &["OnFailure", "Never"])),
+    }
+}
+
+/// Jobs: the completion count, the selector and the pod template are fixed.
 pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     let mut out = Vec::new();
-    for pointer in ["/spec/selector", "/spec/template", "/spec/completions"] {
-        unchanged(old, new, pointer, &mut out);
-    }
+    unchanged(old, new, "/spec/completions", &mut out);
+    workload::selector_fixed(old, new, &mut out);
+    unchanged(old, new, "/spec/template", &mut out);
     out
 }
 

@@ -40,12 +40,12 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     for (i, t) in taints.iter().enumerate() {
         let at = format!("metadata.taints[{i}]");
         qualified_name(&json!(t["key"].as_str().unwrap_or_default()), &format!("{at}.key"), &mut out);
-        if let Some(v) = t["value"].as_str().filter(|v| !crate::meta::label_value_ok(v)) {
-            out.push(Cause::invalid(format!("{at}.value"), v, crate::meta::LABEL_VALUE));
+        if let Some(v) = t["value"].as_str() {
+            crate::meta::validate_label_value(v, &format!("{at}.value"), &mut out);
         }
         if taints[..i].iter().any(|o| o["key"] == t["key"] && o["effect"] == t["effect"]) {
-            let text = |f: &str| json!(t[f].as_str().unwrap_or_default());
-            let shown = go_struct(&[("Key", &text("key")), ("Value", &text("value")), ("Effect", &text("effect")), ("TimeAdded", &t["timeAdded"])]);
+            let text = |f: &str| json!(t[f].as_str().unwrap_or_default()).to_string();
+            let shown = go_struct(&[("Key", text("key")), ("Value", text("value")), ("Effect", text("effect")), ("TimeAdded", t["timeAdded"].to_string())]);
             out.push(Cause::new("FieldValueDuplicate", at, format!("Duplicate value: {shown}: taints must be unique by key and effect pair")));
         }
     }

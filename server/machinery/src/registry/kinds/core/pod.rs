@@ -1,10 +1,11 @@
-//! Pods: defaults (the pod spec's, service links, priority, phase), validation, the spec fields an
-//! update may change, and kubectl's columns.
+//! Pods: defaults (the pod spec's, service links, priority, requests, phase, QoS class),
+//! validation, the spec fields an update may change, and kubectl's columns.
 
 use serde_json::{json, Value};
 
 use super::pod_spec;
 use crate::error::Cause;
+use crate::expr::quantity::{parse as parse_quantity, Quantity};
 use crate::registry::kinds::fields::{age, col, int, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
@@ -27,9 +28,41 @@ pub fn defaults(obj: &mut Value) {
         set(spec, "enableServiceLinks", json!(true));
         set(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
         set(spec, "priority", json!(0));
+        requests_from_limits(spec);
     }
     if obj["status"]["phase"].is_null() {
         obj["status"]["phase"] = json!("Pending");
+    }
+    if obj["status"]["qosClass"].is_null() {
+        obj["status"]["qosClass"] = json!(qos_class(&obj["spec"]));
+    }
+}
+
+/// A container's limits are its requests for the resources it requests nothing of (pods only,
+/// not their templates).
+fn requests_from_limits(spec: &mut Value) {
+    for list in ["containers", "initContainers"] {
+        for c in spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+            let Some(limits) = c["resources"]["limits"].as_object().cloned() else { continue };
+            for (resource, limit) in limits {
+                set(&mut c["resources"]["requests"], &resource, limit);
+            }
+        }
+    }
+}
+
+/// The pod's quality of service: `BestEffort` without CPU or memory requests and limits,
+/// `Guaranteed` when every container's requests equal its limits for both, else `Burstable`.
+fn qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"].iter().flat_map(|l| spec[*l].as_array().into_iter().flatten()).collect();
+    let amount = |c: &Value, kind: &str, resource: &str| parse_quantity(c["resources"][kind][resource].as_str()?).ok().filter(|q| *q != Quantity::Small { value: 0, scale: 0 });
+    let resources = ["cpu", "memory"];
+    let any = containers.iter().any(|c| resources.iter().any(|r| amount(c, "requests", r).is_some() || amount(c, "limits", r).is_some()));
+    let guaranteed = containers.iter().all(|c| resources.iter().all(|r| amount(c, "limits", r).is_some_and(|l| amount(c, "requests", r).is_none_or(|q| q == l))));
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
     }
 }
 
@@ -117,8 +150,10 @@ mod tests {
 
     #[test]
     fn defaults_of_pods_only() {
-        let mut p = json!({"spec": {"containers": [{"name": "a", "image": "nginx"}]}});
+        let mut p = json!({"spec": {"containers": [{"name": "a", "image": "nginx", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}});
         defaults(&mut p);
+        assert_eq!(p["spec"]["containers"][0]["resources"]["requests"], json!({"cpu": "1", "memory": "1Gi"}));
+        assert_eq!(p["status"]["qosClass"], "Guaranteed");
         assert_eq!(p["spec"]["restartPolicy"], "Always");
         assert_eq!(p["spec"]["dnsPolicy"], "ClusterFirst");
         assert_eq!(p["spec"]["terminationGracePeriodSeconds"], 30);
@@ -136,7 +171,7 @@ mod tests {
     fn enumerations_and_ports() {
         let p = json!({"spec": {"restartPolicy": "Sometimes", "containers": [{"name": "a", "image": "x", "imagePullPolicy": "Sometimes", "ports": [{"containerPort": 0}]}]}});
         let fields: Vec<String> = validate(&p).into_iter().map(|c| c.field).collect();
-        assert_eq!(fields, ["spec.containers[0].imagePullPolicy", "spec.containers[0].ports[0].containerPort", "spec.restartPolicy"]);
+        assert_eq!(fields, ["spec.containers[0].ports[0].containerPort", "spec.containers[0].imagePullPolicy", "spec.restartPolicy"]);
     }
 
     #[test]

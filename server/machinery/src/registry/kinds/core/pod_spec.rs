@@ -3,8 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::meta::is_dns_subdomain;
-use crate::registry::kinds::fields::{one_of, set};
+use crate::registry::kinds::fields::{dns_label, duplicate, invalid, port, required_str, set, unsupported};
 
 fn containers_mut(spec: &mut Value) -> impl Iterator<Item = &mut Value> {
     let mut all = Vec::new();
@@ -39,11 +38,32 @@ pub fn defaults(spec: &mut Value) {
         let policy = if latest && !image.contains('@') { "Always" } else { "IfNotPresent" };
         set(c, "imagePullPolicy", json!(policy));
         set(c, "resources", json!({}));
+        for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+            if let Some(p) = c.get_mut(probe).filter(|p| p.is_object()) {
+                for (k, v) in [("timeoutSeconds", 1), ("periodSeconds", 10), ("successThreshold", 1), ("failureThreshold", 3)] {
+                    set(p, k, json!(v));
+                }
+                http_get_defaults(p);
+            }
+        }
+        for hook in ["postStart", "preStop"] {
+            if let Some(h) = c.pointer_mut(&format!("/lifecycle/{hook}")) {
+                http_get_defaults(h);
+            }
+        }
         if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
             for p in ports {
                 set(p, "protocol", json!("TCP"));
             }
         }
+    }
+}
+
+/// An HTTP check (of a probe or a lifecycle hook), when there is one: path `/`, scheme `HTTP`.
+fn http_get_defaults(action: &mut Value) {
+    if let Some(get) = action.get_mut("httpGet").filter(|g| g.is_object()) {
+        set(get, "path", json!("/"));
+        set(get, "scheme", json!("HTTP"));
     }
 }
 
@@ -54,39 +74,70 @@ pub fn template_defaults(obj: &mut Value) {
     }
 }
 
-/// The causes of a pod spec found at `path`.
+/// The causes of a pod template found at `path`: its labels, then its pod spec.
+pub fn validate_template(template: &Value, path: &str, out: &mut Vec<Cause>) {
+    crate::meta::validate_labels(&template["metadata"]["labels"], &format!("{path}.labels"), out);
+    validate(&template["spec"], &format!("{path}.spec"), out);
+}
+
+/// The causes of a pod spec found at `path`, in the order Kubernetes finds them.
 pub fn validate(spec: &Value, path: &str, out: &mut Vec<Cause>) {
-    let containers = spec["containers"].as_array().filter(|c| !c.is_empty());
-    let Some(containers) = containers else {
+    if spec["containers"].as_array().is_none_or(Vec::is_empty) {
         out.push(Cause::required(format!("{path}.containers")));
-        return;
-    };
-    let mut seen = std::collections::HashSet::new();
-    for (i, c) in containers.iter().enumerate() {
-        let name = c["name"].as_str().unwrap_or_default();
-        if name.is_empty() {
-            out.push(Cause::required(format!("{path}.containers[{i}].name")));
-        } else if !seen.insert(name) {
-            out.push(Cause::new("FieldValueDuplicate", format!("{path}.containers[{i}].name"), format!("Duplicate value: \"{name}\"")));
-        } else if !(name.len() <= 63 && is_dns_subdomain(name) && !name.contains('.')) {
-            out.push(Cause::invalid(format!("{path}.containers[{i}].name"), name, "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"));
-        }
-        if c["image"].as_str().is_none_or(str::is_empty) {
-            out.push(Cause::required(format!("{path}.containers[{i}].image")));
-        }
-        one_of(&c["imagePullPolicy"], &format!("{path}.containers[{i}].imagePullPolicy"), &["Always", "IfNotPresent", "Never"], out);
-        for (j, p) in c["ports"].as_array().into_iter().flatten().enumerate() {
-            let field = format!("{path}.containers[{i}].ports[{j}]");
-            let port = p["containerPort"].as_i64().unwrap_or(0);
-            if !(1..=65535).contains(&port) {
-                out.push(Cause::invalid(format!("{field}.containerPort"), port, "must be between 1 and 65535, inclusive"));
+    }
+    let mut names = Vec::new();
+    for list in ["containers", "initContainers"] {
+        for (i, c) in spec[list].as_array().into_iter().flatten().enumerate() {
+            let at = format!("{path}.{list}[{i}]");
+            container(c, &at, out);
+            if names.contains(&&c["name"]) {
+                out.push(duplicate(format!("{at}.name"), &c["name"]));
+            } else {
+                names.push(&c["name"]);
             }
-            if p["hostPort"].as_i64().is_some_and(|h| !(0..=65535).contains(&h)) {
-                out.push(Cause::invalid(format!("{field}.hostPort"), &p["hostPort"], "must be between 1 and 65535, inclusive"));
-            }
-            one_of(&p["protocol"], &format!("{field}.protocol"), &["SCTP", "TCP", "UDP"], out);
         }
     }
-    one_of(&spec["restartPolicy"], &format!("{path}.restartPolicy"), &["Always", "Never", "OnFailure"], out);
-    one_of(&spec["dnsPolicy"], &format!("{path}.dnsPolicy"), &["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"], out);
+    policy(&spec["restartPolicy"], format!("{path}.restartPolicy"), &["Always", "OnFailure", "Never"], out);
+    policy(&spec["dnsPolicy"], format!("{path}.dnsPolicy"), &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"], out);
+    crate::meta::validate_labels(&spec["nodeSelector"], &format!("{path}.nodeSelector"), out);
+    if spec["activeDeadlineSeconds"].as_i64().is_some_and(|d| !(1..=i64::from(i32::MAX)).contains(&d)) {
+        out.push(invalid(format!("{path}.activeDeadlineSeconds"), &spec["activeDeadlineSeconds"], "must be between 1 and 2147483647, inclusive"));
+    }
+    for name in ["hostname", "subdomain"] {
+        dns_label(&spec[name], &format!("{path}.{name}"), out);
+    }
+}
+
+/// One container's own fields: its name, image, termination message policy, ports and pull
+/// policy.
+fn container(c: &Value, at: &str, out: &mut Vec<Cause>) {
+    match c["name"].as_str() {
+        None | Some("") => out.push(Cause::required(format!("{at}.name"))),
+        Some(_) => dns_label(&c["name"], &format!("{at}.name"), out),
+    }
+    required_str(&c["image"], &format!("{at}.image"), out);
+    policy(&c["terminationMessagePolicy"], format!("{at}.terminationMessagePolicy"), &["File", "FallbackToLogsOnError"], out);
+    for (j, p) in c["ports"].as_array().into_iter().flatten().enumerate() {
+        let at = format!("{at}.ports[{j}]");
+        if p["containerPort"].as_i64().unwrap_or(0) == 0 {
+            out.push(Cause::required(format!("{at}.containerPort")));
+        } else {
+            port(&p["containerPort"], &format!("{at}.containerPort"), out);
+        }
+        if p["hostPort"].as_i64().unwrap_or(0) != 0 {
+            port(&p["hostPort"], &format!("{at}.hostPort"), out);
+        }
+        policy(&p["protocol"], format!("{at}.protocol"), &["SCTP", "TCP", "UDP"], out);
+    }
+    policy(&c["imagePullPolicy"], format!("{at}.imagePullPolicy"), &["Always", "IfNotPresent", "Never"], out);
+}
+
+/// An enumerated field the defaults fill: an empty value is missing, another unknown one
+/// unsupported.
+fn policy(v: &Value, field: String, allowed: &[&str], out: &mut Vec<Cause>) {
+    match v.as_str() {
+        Some("") => out.push(Cause::required(field)),
+        Some(s) if !allowed.contains(&s) => out.push(unsupported(field, s, allowed)),
+        _ => {}
+    }
 }

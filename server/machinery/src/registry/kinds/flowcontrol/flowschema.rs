@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, dns_label, dns_subdomain, forbidden, go_struct, invalid, required, set, text_or_none, unsupported, AGE, DNS1123_LABEL};
+use crate::registry::kinds::fields::{age, col, dns_label, dns_subdomain, forbidden, go_struct, invalid, path_segment, required, set, text_or_none, unsupported, AGE, DNS1123_LABEL};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -72,17 +72,14 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     }
     let method = &spec["distinguisherMethod"];
     if method.is_object() && !matches!(method["type"].as_str(), Some("ByNamespace" | "ByUser")) {
-        let shown = go_struct(&[("Type", &json!(method["type"].as_str().unwrap_or_default()))]);
+        let shown = go_struct(&[("Type", json!(method["type"].as_str().unwrap_or_default()).to_string())]);
         out.push(Cause::new("FieldValueNotSupported", "spec.distinguisherMethod.type", format!("Unsupported value: {shown}: supported values: \"ByNamespace\", \"ByUser\"")));
     }
     let level = &spec["priorityLevelConfiguration"]["name"];
-    match level.as_str().unwrap_or_default() {
-        "" => out.push(required("spec.priorityLevelConfiguration.name", "must reference a priority level")),
-        name => {
-            if let Some(problem) = crate::meta::path_segment_problem(name) {
-                out.push(Cause::invalid("spec.priorityLevelConfiguration.name", name, &problem));
-            }
-        }
+    if level.as_str().is_none_or(str::is_empty) {
+        out.push(required("spec.priorityLevelConfiguration.name", "must reference a priority level"));
+    } else {
+        path_segment(level, "spec.priorityLevelConfiguration.name", &mut out);
     }
     for (i, rule) in spec["rules"].as_array().into_iter().flatten().enumerate() {
         rule_with_subjects(rule, &format!("spec.rules[{i}]"), &mut out);

@@ -84,7 +84,7 @@ pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     if was == now {
         return Vec::new();
     }
-    let shown = go_struct(&[("APIGroup", &now["apiGroup"]), ("Kind", &now["kind"]), ("Name", &now["name"])]);
+    let shown = go_struct(&[("APIGroup", now["apiGroup"].to_string()), ("Kind", now["kind"].to_string()), ("Name", now["name"].to_string())]);
     vec![Cause::new("FieldValueInvalid", "roleRef", format!("Invalid value: {shown}: cannot change roleRef"))]
 }
 

@@ -83,7 +83,7 @@ fn attribute_value(a: &Value, at: &str, out: &mut Vec<Cause>) {
         ("versions", "VersionValues"),
     ];
     if VALUES.iter().filter(|(field, _)| !a[*field].is_null()).count() != 1 {
-        let fields: Vec<(&str, &Value)> = VALUES.iter().map(|(field, go)| (*go, &a[*field])).collect();
+        let fields: Vec<(&str, String)> = VALUES.iter().map(|(field, go)| (*go, a[*field].to_string())).collect();
         out.push(Cause::new("FieldValueInvalid", at, format!("Invalid value: {}: exactly one value must be specified", go_struct(&fields))));
     }
 }
