@@ -68,7 +68,8 @@ fn name_problem(resource: &str, name: &str) -> Option<String> {
                 None
             }
         }
-        "namespaces" | "services" => None,
+        // An IPAddress is named by its address, which its kind's validation checks.
+        "namespaces" | "services" | "ipaddresses" => None,
         _ if !is_dns_subdomain(name) => Some(
             DNS1123_SUBDOMAIN.into(),
         ),

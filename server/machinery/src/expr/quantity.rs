@@ -217,7 +217,8 @@ fn scale_up(v: i64, by: i64) -> Option<i64> {
 }
 
 impl Quantity {
-    fn sign(&self) -> i64 {
+    /// -1, 0 or 1 as the quantity is negative, zero or positive.
+    pub(crate) fn sign(&self) -> i64 {
         match self {
             Quantity::Small { value, .. } => value.signum(),
             Quantity::Big { unscaled, .. } => match unscaled.sign() {

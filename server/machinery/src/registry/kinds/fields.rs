@@ -32,13 +32,15 @@ pub(crate) fn go_list(v: &Value) -> String {
     format!("[{}]", items.join(" "))
 }
 
+/// Kubernetes' words for a field that may not change.
+pub(crate) const IMMUTABLE: &str = "field is immutable";
+
 /// `field: Invalid value: ...: field is immutable` unless `old` and `new` agree at `pointer`.
 pub(crate) fn unchanged(old: &Value, new: &Value, pointer: &str, out: &mut Vec<Cause>) {
     let (was, now) = (old.pointer(pointer), new.pointer(pointer));
     if was != now {
         let field = pointer.trim_start_matches('/').replace('/', ".");
-        let shown = now.map(Value::to_string).unwrap_or_else(|| "null".into());
-        out.push(Cause::invalid(field, shown.trim_matches('"'), "field is immutable"));
+        out.push(invalid(field, now.unwrap_or(&Value::Null), IMMUTABLE));
     }
 }
 
@@ -111,7 +113,12 @@ pub(crate) fn containers(spec: &Value, field: &str) -> Value {
 /// `field: Invalid value: V: detail`, the value printed as Kubernetes prints it (strings
 /// quoted, numbers and objects as JSON).
 pub(crate) fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Cause {
-    Cause::new("FieldValueInvalid", field, format!("Invalid value: {value}: {detail}"))
+    invalid_shown(field, &value.to_string(), detail)
+}
+
+/// `field: Invalid value: V: detail`, the value already printed (as Go prints a struct).
+pub(crate) fn invalid_shown(field: impl Into<String>, shown: &str, detail: &str) -> Cause {
+    Cause::new("FieldValueInvalid", field, format!("Invalid value: {shown}: {detail}"))
 }
 
 /// `Duplicate value: V`.
@@ -229,5 +236,161 @@ pub(crate) fn unique<'a>(list: &'a Value, field: &str, key: impl Fn(&'a Value) -
         } else {
             seen.push(k);
         }
+    }
+}
+
+/// A field of one of Kubernetes' internal types, as Go prints the type in a cause's value: named
+/// by its JSON key with a capital first letter, shown from the JSON value.
+pub(crate) enum Go {
+    /// A string (`""` when unset).
+    Text(&'static str),
+    /// A pointer, list or map (`null` when unset), shown as it is.
+    Nullable(&'static str),
+    /// A struct held by value (its fields' zero values when unset).
+    Struct(&'static str, &'static [Go]),
+}
+
+/// `v` as Go prints a struct of `fields`: `{"Name":"x","Keys":null}`.
+pub(crate) fn go_struct(v: &Value, fields: &[Go]) -> String {
+    let shown: Vec<String> = fields
+        .iter()
+        .map(|f| {
+            let (key, value) = match f {
+                Go::Text(k) => (k, json!(v[*k].as_str().unwrap_or_default()).to_string()),
+                Go::Nullable(k) => (k, v[*k].to_string()),
+                Go::Struct(k, inner) => (k, go_struct(&v[*k], inner)),
+            };
+            let mut name = key.chars();
+            let first = name.next().map(|c| c.to_ascii_uppercase()).unwrap_or_default();
+            format!("\"{first}{}\":{value}", name.as_str())
+        })
+        .collect();
+    format!("{{{}}}", shown.join(","))
+}
+
+/// Kubernetes' words for a label value that is not one.
+const LABEL_VALUE: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+/// A string, when set, that must be a label value.
+pub(crate) fn label_value(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    match v.as_str() {
+        Some(s) if s.len() > 63 => out.push(Cause::invalid(field, s, "must be no more than 63 characters")),
+        Some(s) if !crate::meta::label_value_ok(s) => out.push(Cause::invalid(field, s, LABEL_VALUE)),
+        _ => {}
+    }
+}
+
+/// A map of labels (as a node selector's): qualified names to label values, each cause
+/// reported at the map.
+pub(crate) fn label_map(map: &Value, field: &str, out: &mut Vec<Cause>) {
+    for (k, v) in map.as_object().into_iter().flatten() {
+        qualified_name(&json!(k), field, out);
+        label_value(v, field, out);
+    }
+}
+
+/// A label selector: its labels, and each expression's operator, key and values.
+pub(crate) fn label_selector(sel: &Value, field: &str, out: &mut Vec<Cause>) {
+    label_map(&sel["matchLabels"], &format!("{field}.matchLabels"), out);
+    for (i, e) in sel["matchExpressions"].as_array().into_iter().flatten().enumerate() {
+        let at = format!("{field}.matchExpressions[{i}]");
+        let values = items(&e["values"]);
+        match e["operator"].as_str().unwrap_or_default() {
+            "In" | "NotIn" if values == 0 => out.push(required(format!("{at}.values"), "must be specified when `operator` is 'In' or 'NotIn'")),
+            "Exists" | "DoesNotExist" if values > 0 => out.push(forbidden(format!("{at}.values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            _ => out.push(invalid(format!("{at}.operator"), &e["operator"], "not a valid selector operator")),
+        }
+        qualified_name(&e["key"], &format!("{at}.key"), out);
+        for (j, v) in e["values"].as_array().into_iter().flatten().enumerate() {
+            label_value(v, &format!("{at}.values[{j}]"), out);
+        }
+    }
+}
+
+/// A quantity, when set, that may not be negative.
+pub(crate) fn nonnegative_quantity(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if let Some(s) = v.as_str().filter(|s| crate::expr::quantity::parse(s).is_ok_and(|q| q.sign() < 0)) {
+        out.push(Cause::invalid(field, s, "must be greater than or equal to 0"));
+    }
+}
+
+/// A quantity, when set, that must be above zero.
+pub(crate) fn positive_quantity(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if v.as_str().and_then(|s| crate::expr::quantity::parse(s).ok()).is_some_and(|q| q.sign() <= 0) {
+        out.push(invalid(field, v, "must be greater than zero"));
+    }
+}
+
+/// An endpoint's address (Endpoints' and EndpointSlices'), which must be an IP address.
+pub(crate) fn endpoint_ip(s: &str, field: &str, out: &mut Vec<Cause>) -> Option<std::net::IpAddr> {
+    let ip = parse_ip(s).map(|ip| ip.to_canonical());
+    if ip.is_none() {
+        out.push(Cause::invalid(field, s, "must be a valid IP address"));
+    }
+    ip
+}
+
+/// An endpoint's IP address that is not unspecified, loopback or link-local.
+pub(crate) fn routable_ip(ip: std::net::IpAddr, s: &str, field: &str, out: &mut Vec<Cause>) {
+    let (link_local, link_local_multicast) = match ip {
+        std::net::IpAddr::V4(v4) => (v4.is_link_local(), v4.octets()[..3] == [224, 0, 0]),
+        std::net::IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0 == 0xfe80, v6.segments()[0] & 0xff0f == 0xff02),
+    };
+    if ip.is_unspecified() {
+        out.push(Cause::invalid(field, s, &format!("may not be unspecified ({s})")));
+    }
+    if ip.is_loopback() {
+        out.push(Cause::invalid(field, s, "may not be in the loopback range (127.0.0.0/8, ::1/128)"));
+    }
+    if link_local {
+        out.push(Cause::invalid(field, s, "may not be in the link-local range (169.254.0.0/16, fe80::/10)"));
+    }
+    if link_local_multicast {
+        out.push(Cause::invalid(field, s, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"));
+    }
+}
+
+/// A string, when set, that must be a port's name: up to 15 lowercase alphanumerics and
+/// hyphens, with a letter, no hyphen at either end nor two together (each broken rule a cause).
+pub(crate) fn port_name(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    let Some(s) = v.as_str() else { return };
+    let mut problems = Vec::new();
+    if s.len() > 15 {
+        problems.push("must be no more than 15 characters");
+    }
+    if !s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-') {
+        problems.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)");
+    }
+    if !s.bytes().any(|c| c.is_ascii_lowercase()) {
+        problems.push("must contain at least one letter (a-z)");
+    }
+    if s.contains("--") {
+        problems.push("must not contain consecutive hyphens");
+    }
+    if s.starts_with('-') || s.ends_with('-') {
+        problems.push("must not begin or end with a hyphen");
+    }
+    out.extend(problems.into_iter().map(|p| Cause::invalid(field, s, p)));
+}
+
+/// A string that names one segment of a URL path: not `.` or `..`, without `/` or `%`.
+pub(crate) fn path_segment(s: &str, field: &str, out: &mut Vec<Cause>) {
+    if s == "." || s == ".." {
+        out.push(Cause::invalid(field, s, &format!("may not be '{s}'")));
+        return;
+    }
+    for illegal in ["/", "%"].into_iter().filter(|c| s.contains(c)) {
+        out.push(Cause::invalid(field, s, &format!("may not contain '{illegal}'")));
+    }
+}
+
+/// An IP address as new fields take one: no IPv4-mapped IPv6 address, in canonical form.
+pub(crate) fn strict_ip(s: &str, field: &str, out: &mut Vec<Cause>) {
+    match parse_ip(s) {
+        None => out.push(Cause::invalid(field, s, IP)),
+        Some(ip) if ip.to_canonical() != ip => out.push(Cause::invalid(field, s, "must not be an IPv4-mapped IPv6 address")),
+        Some(ip) if ip.to_string() != s => out.push(Cause::invalid(field, s, &format!("must be in canonical form (\"{ip}\")"))),
+        Some(_) => {}
     }
 }
