@@ -394,3 +394,8 @@ pub(crate) fn strict_ip(s: &str, field: &str, out: &mut Vec<Cause>) {
         Some(_) => {}
     }
 }
+
+/// The items of the list `v[key]`, to change in place (none when absent: nothing is added).
+pub(crate) fn items_mut<'a>(v: &'a mut Value, key: &str) -> impl Iterator<Item = &'a mut Value> {
+    v.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten()
+}

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, dns_label, dns_subdomain, endpoint_ip, ip, port, qualified_name, required, set, AGE};
+use crate::registry::kinds::fields::{age, col, dns_label, dns_subdomain, endpoint_ip, ip, items_mut, port, qualified_name, required, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -19,8 +19,8 @@ pub const STRATEGY: Strategy = Strategy {
 };
 
 pub fn defaults(obj: &mut Value) {
-    for subset in obj["subsets"].as_array_mut().into_iter().flatten() {
-        for p in subset["ports"].as_array_mut().into_iter().flatten() {
+    for subset in items_mut(obj, "subsets") {
+        for p in items_mut(subset, "ports") {
             set(p, "protocol", json!("TCP"));
         }
     }

@@ -23,10 +23,7 @@ pub const STRATEGY: Strategy = Strategy {
 /// A volume is retained when released and mounted as a filesystem; a host path has an empty
 /// type.
 pub fn defaults(obj: &mut Value) {
-    let spec = &mut obj["spec"];
-    if !spec.is_object() {
-        return;
-    }
+    let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else { return };
     set(spec, "persistentVolumeReclaimPolicy", json!("Retain"));
     set(spec, "volumeMode", json!("Filesystem"));
     if spec["hostPath"].is_object() {

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, dns_label, duplicate, int, invalid, ip, label_map, port, port_name, qualified_name, set, unsupported, AGE};
+use crate::registry::kinds::fields::{age, col, dns_label, duplicate, int, invalid, ip, items_mut, label_map, port, port_name, qualified_name, set, unsupported, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -192,7 +192,7 @@ fn type_dependent(old: &Value, new: &mut Value) {
     let same_port = |a: &Value, b: &Value| a["port"] == b["port"] && a["protocol"] == b["protocol"];
     let old_ports = was["ports"].as_array().cloned().unwrap_or_default();
     let uses_node_ports = external(spec);
-    for p in spec["ports"].as_array_mut().into_iter().flatten() {
+    for p in items_mut(spec, "ports") {
         let before = old_ports.iter().find(|o| same_port(o, p)).map(|o| o["nodePort"].clone()).unwrap_or(Value::Null);
         if uses_node_ports && p["nodePort"].is_null() && !before.is_null() {
             p["nodePort"] = before;

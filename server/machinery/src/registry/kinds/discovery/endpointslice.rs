@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::error::Cause;
 use crate::registry::kinds::core::endpoints::first_three;
-use crate::registry::kinds::fields::{age, col, dns_label, dns_subdomain, duplicate, endpoint_ip, ip, parse_ip, qualified_name, required, routable_ip, set, strict_ip, unchanged, AGE};
+use crate::registry::kinds::fields::{age, col, dns_label, dns_subdomain, duplicate, endpoint_ip, ip, items_mut, parse_ip, qualified_name, required, routable_ip, set, strict_ip, unchanged, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -13,11 +13,11 @@ use crate::registry::Column;
 pub const STRATEGY: Strategy = Strategy { default: defaults, validate, update, columns: COLUMNS, cells, ..Strategy::NONE };
 
 pub fn defaults(obj: &mut Value) {
-    for port in obj["ports"].as_array_mut().into_iter().flatten() {
+    for port in items_mut(obj, "ports") {
         set(port, "name", json!(""));
         set(port, "protocol", json!("TCP"));
     }
-    for endpoint in obj["endpoints"].as_array_mut().into_iter().flatten() {
+    for endpoint in items_mut(obj, "endpoints") {
         set(endpoint, "conditions", json!({}));
     }
 }

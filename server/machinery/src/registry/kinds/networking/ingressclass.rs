@@ -13,8 +13,7 @@ use crate::registry::Column;
 pub const STRATEGY: Strategy = Strategy { default: defaults, validate, update, columns: COLUMNS, cells, ..Strategy::NONE };
 
 pub fn defaults(obj: &mut Value) {
-    let parameters = &mut obj["spec"]["parameters"];
-    if parameters.is_object() {
+    if let Some(parameters) = obj.pointer_mut("/spec/parameters").filter(|p| p.is_object()) {
         set(parameters, "scope", json!("Cluster"));
     }
 }

@@ -21,8 +21,9 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
     let name = obj["metadata"]["name"].as_str().unwrap_or_default();
     strict_ip(name, "metadata.name", &mut out);
+    // A parent without any field set is no parent: the typed decoding makes an absent one empty.
     let parent = &obj["spec"]["parentRef"];
-    if !parent.is_object() {
+    if parent.as_object().is_none_or(|p| p.values().all(|v| v.is_null() || v == "")) {
         out.push(Cause::required("spec.parentRef"));
         return out;
     }
@@ -58,8 +59,9 @@ pub const COLUMNS: &[Column] = &[col("ParentRef", "string", 0)];
 
 /// An IPAddress's row: its parent as `resource[.group]/[namespace/]name`.
 pub fn cells(obj: &Value) -> Vec<Value> {
+    // A parent without any field set is no parent: the typed decoding makes an absent one empty.
     let parent = &obj["spec"]["parentRef"];
-    if !parent.is_object() {
+    if parent.as_object().is_none_or(|p| p.values().all(|v| v.is_null() || v == "")) {
         return vec![json!("<none>")];
     }
     let s = |k: &str| parent[k].as_str().unwrap_or_default();

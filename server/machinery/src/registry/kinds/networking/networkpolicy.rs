@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, cidr, col, forbidden, invalid, label_selector, parse_cidr, port, port_name, required, selector, set, AGE, CIDR};
+use crate::registry::kinds::fields::{age, cidr, col, forbidden, invalid, items_mut, label_selector, parse_cidr, port, port_name, required, selector, set, AGE, CIDR};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -14,13 +14,10 @@ pub const STRATEGY: Strategy = Strategy { default: defaults, validate, columns: 
 /// Every port's protocol is TCP unless given; without `policyTypes`, a policy is `Ingress`, and
 /// `Egress` too when it has egress rules.
 pub fn defaults(obj: &mut Value) {
-    let spec = &mut obj["spec"];
-    if !spec.is_object() {
-        return;
-    }
+    let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else { return };
     for direction in ["ingress", "egress"] {
-        for rule in spec[direction].as_array_mut().into_iter().flatten() {
-            for port in rule["ports"].as_array_mut().into_iter().flatten() {
+        for rule in items_mut(spec, direction) {
+            for port in items_mut(rule, "ports") {
                 set(port, "protocol", json!("TCP"));
             }
         }

@@ -15,10 +15,7 @@ pub const STRATEGY: Strategy = Strategy { default: defaults, validate, update, c
 /// A driver is attached, told nothing of pods, not republished, not capacity-tracked, given
 /// the volume's fsGroup when its type and access mode allow it, and serves persistent volumes.
 pub fn defaults(obj: &mut Value) {
-    let spec = &mut obj["spec"];
-    if !spec.is_object() {
-        return;
-    }
+    let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else { return };
     set(spec, "attachRequired", json!(true));
     set(spec, "podInfoOnMount", json!(false));
     set(spec, "storageCapacity", json!(false));

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::csidriver::driver_name;
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, at_least, col, duplicate, go_struct, invalid_shown, items, qualified_name, Go, AGE, IMMUTABLE};
+use crate::registry::kinds::fields::{age, at_least, col, duplicate, go_struct, invalid_shown, items, items_mut, qualified_name, AGE, Go, IMMUTABLE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -14,7 +14,7 @@ pub const STRATEGY: Strategy = Strategy { default: defaults, validate, update, c
 
 /// A driver's topology keys are listed even when it has none (as `null`).
 pub fn defaults(obj: &mut Value) {
-    for driver in obj["spec"]["drivers"].as_array_mut().into_iter().flatten() {
+    for driver in obj.get_mut("spec").into_iter().flat_map(|spec| items_mut(spec, "drivers")) {
         if let Some(d) = driver.as_object_mut() {
             d.entry("topologyKeys").or_insert(Value::Null);
         }
