@@ -1,5 +1,7 @@
 //! Small helpers the kinds' strategies share: setting a default, the messages of enumerations
-//! and immutable fields, and table columns' common parts.
+//! and immutable fields, table columns' common parts, and the checks of common field formats
+//! (names, addresses, ports, quantities, label selectors) in Kubernetes' words, values printed
+//! as Kubernetes prints them.
 
 use serde_json::{json, Value};
 

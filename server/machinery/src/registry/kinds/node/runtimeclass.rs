@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, dns_label, invalid, label_map, label_value, nonnegative_quantity, qualified_name, unchanged, unsupported, AGE};
+use crate::registry::kinds::fields::{age, col, dns_label, invalid, label_map, label_value, nonnegative_quantity, qualified_name, required_str, unchanged, unsupported, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -14,9 +14,9 @@ pub const STRATEGY: Strategy = Strategy { validate, update, columns: COLUMNS, ce
 /// constraints made of a node selector and tolerations.
 pub fn validate(obj: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
-    match obj["handler"].as_str().filter(|h| !h.is_empty()) {
-        None => out.push(Cause::required("handler")),
-        Some(_) => dns_label(&obj["handler"], "handler", &mut out),
+    required_str(&obj["handler"], "handler", &mut out);
+    if obj["handler"] != "" {
+        dns_label(&obj["handler"], "handler", &mut out);
     }
     for (resource, quantity) in obj["overhead"]["podFixed"].as_object().into_iter().flatten() {
         nonnegative_quantity(quantity, &format!("overhead.limits[{resource}]"), &mut out);
