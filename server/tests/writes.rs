@@ -304,7 +304,7 @@ async fn services_get_defaults_and_unique_cluster_ips() {
     let moved = Patch::Merge(json!({"spec": {"clusterIP": "10.100.8.8", "clusterIPs": ["10.100.8.8"]}}));
     let err = api_error(api.patch("chosen", &PatchParams::default(), &moved).await);
     assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"), "{err:?}");
-    assert!(err.message.contains("spec.clusterIP: Invalid value: \"10.100.8.8\": field is immutable"), "{err:?}");
+    assert!(err.message.contains("spec.clusterIPs[0]: Invalid value: [\"10.100.8.8\"]: may not change once set"), "{err:?}");
     assert_eq!(api.get("chosen").await.unwrap().spec.unwrap().cluster_ip, replaced.spec.unwrap().cluster_ip);
 
     // The `kubernetes` Service holds the first address of the range.

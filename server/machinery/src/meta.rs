@@ -73,7 +73,8 @@ fn name_problems(group: &str, resource: &str, name: &str) -> Vec<String> {
         | ("", "events")
         | ("policy", "poddisruptionbudgets")
         | ("certificates.k8s.io", "certificatesigningrequests") => path_segment_problems(name),
-        ("", "namespaces" | "services") => Vec::new(),
+        // An IPAddress is named by its address, which its kind's validation checks.
+        ("", "namespaces" | "services") | ("networking.k8s.io", "ipaddresses") => Vec::new(),
         _ if !is_dns_subdomain(name) => vec![DNS1123_SUBDOMAIN.into()],
         _ => Vec::new(),
     }

@@ -217,6 +217,7 @@ fn scale_up(v: i64, by: i64) -> Option<i64> {
 }
 
 impl Quantity {
+    /// -1, 0 or 1 as the quantity is negative, zero or positive.
     pub fn sign(&self) -> i64 {
         match self {
             Quantity::Small { value, .. } => value.signum(),

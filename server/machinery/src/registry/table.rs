@@ -68,9 +68,6 @@ const fn stored_as(info: ResourceInfo, stored: &'static StoredAs) -> ResourceInf
     ResourceInfo { stored_as: Some(stored), ..info }
 }
 
-/// A kind with no behaviour of its own but that a DELETE answers with the object.
-const RETURNS_DELETED: Strategy = Strategy { returns_deleted: true, ..Strategy::NONE };
-
 const NS: bool = true;
 const CLUSTER: bool = false;
 
@@ -146,11 +143,11 @@ pub static ALL: &[ResourceInfo] = &[
     res!(rbac::v1::ClusterRoleBinding, CLUSTER, "clusterrolebinding", [], [], [], false, ops!(rbac::v1::ClusterRoleBinding, "io.k8s.api.rbac.v1.ClusterRoleBinding", rbackinds::binding::STRATEGY)),
     res!(scheduling::v1::PriorityClass, CLUSTER, "priorityclass", ["pc"], [], [], true, ops!(scheduling::v1::PriorityClass, "io.k8s.api.scheduling.v1.PriorityClass", sched::priorityclass::STRATEGY)),
     res!(storage::v1::StorageClass, CLUSTER, "storageclass", ["sc"], [], [], false, ops!(storage::v1::StorageClass, "io.k8s.api.storage.v1.StorageClass", kinds::storage::storageclass::STRATEGY)),
-    res!(storage::v1::CSIDriver, CLUSTER, "csidriver", [], [], [], false, ops!(storage::v1::CSIDriver, "io.k8s.api.storage.v1.CSIDriver", RETURNS_DELETED)),
-    res!(storage::v1::CSINode, CLUSTER, "csinode", [], [], [], false, ops!(storage::v1::CSINode, "io.k8s.api.storage.v1.CSINode", RETURNS_DELETED)),
+    res!(storage::v1::CSIDriver, CLUSTER, "csidriver", [], [], [], false, ops!(storage::v1::CSIDriver, "io.k8s.api.storage.v1.CSIDriver", kinds::storage::csidriver::STRATEGY)),
+    res!(storage::v1::CSINode, CLUSTER, "csinode", [], [], [], false, ops!(storage::v1::CSINode, "io.k8s.api.storage.v1.CSINode", kinds::storage::csinode::STRATEGY)),
     res!(storage::v1::VolumeAttachment, CLUSTER, "volumeattachment", [], [], ["status"], false, ops!(storage::v1::VolumeAttachment, "io.k8s.api.storage.v1.VolumeAttachment", kinds::storage::volumeattachment::STRATEGY)),
-    res!(storage::v1::CSIStorageCapacity, NS, "csistoragecapacity", [], [], [], false, ops!(storage::v1::CSIStorageCapacity, "io.k8s.api.storage.v1.CSIStorageCapacity")),
-    res!(storage::v1::VolumeAttributesClass, CLUSTER, "volumeattributesclass", ["vac"], [], [], false, ops!(storage::v1::VolumeAttributesClass, "io.k8s.api.storage.v1.VolumeAttributesClass", RETURNS_DELETED)),
+    res!(storage::v1::CSIStorageCapacity, NS, "csistoragecapacity", [], [], [], false, ops!(storage::v1::CSIStorageCapacity, "io.k8s.api.storage.v1.CSIStorageCapacity", kinds::storage::csistoragecapacity::STRATEGY)),
+    res!(storage::v1::VolumeAttributesClass, CLUSTER, "volumeattributesclass", ["vac"], [], [], false, ops!(storage::v1::VolumeAttributesClass, "io.k8s.api.storage.v1.VolumeAttributesClass", kinds::storage::volumeattributesclass::STRATEGY)),
     res!(autoscaling::v2::HorizontalPodAutoscaler, NS, "horizontalpodautoscaler", ["hpa"], ["all"], ["status"], false,
         ops!(autoscaling::v2::HorizontalPodAutoscaler, "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler", scaling::horizontalpodautoscaler::STRATEGY)),
     stored_as(

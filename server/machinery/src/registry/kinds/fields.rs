@@ -32,18 +32,15 @@ pub(crate) fn unsupported_shown(field: impl Into<String>, shown: &str, supported
     Cause::new("FieldValueNotSupported", field, format!("Unsupported value: {shown}: supported values: {}", list.join(", ")))
 }
 
-/// A list as Go's `%v` prints a string slice: `[a b]`.
-pub(crate) fn go_list(v: &Value) -> String {
-    let items: Vec<&str> = v.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-    format!("[{}]", items.join(" "))
-}
+/// Kubernetes' words for a field that may not change.
+pub(crate) const IMMUTABLE: &str = "field is immutable";
 
 /// `field: Invalid value: ...: field is immutable` unless `old` and `new` agree at `pointer`.
 pub(crate) fn unchanged(old: &Value, new: &Value, pointer: &str, out: &mut Vec<Cause>) {
     let (was, now) = (old.pointer(pointer), new.pointer(pointer));
     if was != now {
         let field = pointer.trim_start_matches('/').replace('/', ".");
-        out.push(invalid(field, now.unwrap_or(&Value::Null), "field is immutable"));
+        out.push(invalid(field, now.unwrap_or(&Value::Null), IMMUTABLE));
     }
 }
 
@@ -351,6 +348,117 @@ pub(crate) fn path_segment(v: &Value, field: &str, out: &mut Vec<Cause>) {
     let Some(s) = v.as_str() else { return };
     for problem in crate::meta::path_segment_problems(s) {
         out.push(Cause::invalid(field, s, &problem));
+    }
+}
+
+/// A field of one of Kubernetes' internal types, as Go prints the type in a cause's value: named
+/// by its JSON key with a capital first letter, shown from the JSON value.
+pub(crate) enum Go {
+    /// A string (`""` when unset).
+    Text(&'static str),
+    /// A pointer, list or map (`null` when unset), shown as it is.
+    Nullable(&'static str),
+    /// A struct held by value (its fields' zero values when unset).
+    Struct(&'static str, &'static [Go]),
+}
+
+/// `v` as Go prints a struct of `fields`: `{"Name":"x","Keys":null}`.
+pub(crate) fn go_value(v: &Value, fields: &[Go]) -> String {
+    let shown: Vec<(String, String)> = fields
+        .iter()
+        .map(|f| {
+            let (key, value) = match f {
+                Go::Text(k) => (k, json!(v[*k].as_str().unwrap_or_default()).to_string()),
+                Go::Nullable(k) => (k, v[*k].to_string()),
+                Go::Struct(k, inner) => (k, go_value(&v[*k], inner)),
+            };
+            let mut name = key.chars();
+            let first = name.next().map(|c| c.to_ascii_uppercase()).unwrap_or_default();
+            (format!("{first}{}", name.as_str()), value)
+        })
+        .collect();
+    let named: Vec<(&str, String)> = shown.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    go_struct(&named)
+}
+
+/// An endpoint's address (Endpoints' and EndpointSlices'), which must be an IP address.
+pub(crate) fn endpoint_ip(s: &str, field: &str, out: &mut Vec<Cause>) -> Option<std::net::IpAddr> {
+    let ip = parse_ip(s).map(|ip| ip.to_canonical());
+    if ip.is_none() {
+        out.push(Cause::invalid(field, s, "must be a valid IP address"));
+    }
+    ip
+}
+
+/// The items of the list `v[key]`, to change in place (none when absent: nothing is added).
+pub(crate) fn items_mut<'a>(v: &'a mut Value, key: &str) -> impl Iterator<Item = &'a mut Value> {
+    v.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten()
+}
+
+/// A quantity, when set, that may not be negative.
+pub(crate) fn nonnegative_quantity(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if let Some(s) = v.as_str().filter(|s| crate::expr::quantity::parse(s).is_ok_and(|q| q.sign() < 0)) {
+        out.push(Cause::invalid(field, s, "must be greater than or equal to 0"));
+    }
+}
+
+/// A string, when set, that must be a port's name: up to 15 lowercase alphanumerics and
+/// hyphens, with a letter, no hyphen at either end nor two together (each broken rule a cause).
+pub(crate) fn port_name(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    let Some(s) = v.as_str() else { return };
+    let mut problems = Vec::new();
+    if s.len() > 15 {
+        problems.push("must be no more than 15 characters");
+    }
+    if !s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-') {
+        problems.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)");
+    }
+    if !s.bytes().any(|c| c.is_ascii_lowercase()) {
+        problems.push("must contain at least one letter (a-z)");
+    }
+    if s.contains("--") {
+        problems.push("must not contain consecutive hyphens");
+    }
+    if s.starts_with('-') || s.ends_with('-') {
+        problems.push("must not begin or end with a hyphen");
+    }
+    out.extend(problems.into_iter().map(|p| Cause::invalid(field, s, p)));
+}
+
+/// A quantity, when set, that must be above zero.
+pub(crate) fn positive_quantity(v: &Value, field: &str, out: &mut Vec<Cause>) {
+    if v.as_str().and_then(|s| crate::expr::quantity::parse(s).ok()).is_some_and(|q| q.sign() <= 0) {
+        out.push(invalid(field, v, "must be greater than zero"));
+    }
+}
+
+/// An endpoint's IP address that is not unspecified, loopback or link-local.
+pub(crate) fn routable_ip(ip: std::net::IpAddr, s: &str, field: &str, out: &mut Vec<Cause>) {
+    let (link_local, link_local_multicast) = match ip {
+        std::net::IpAddr::V4(v4) => (v4.is_link_local(), v4.octets()[..3] == [224, 0, 0]),
+        std::net::IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0 == 0xfe80, v6.segments()[0] & 0xff0f == 0xff02),
+    };
+    if ip.is_unspecified() {
+        out.push(Cause::invalid(field, s, &format!("may not be unspecified ({s})")));
+    }
+    if ip.is_loopback() {
+        out.push(Cause::invalid(field, s, "may not be in the loopback range (127.0.0.0/8, ::1/128)"));
+    }
+    if link_local {
+        out.push(Cause::invalid(field, s, "may not be in the link-local range (169.254.0.0/16, fe80::/10)"));
+    }
+    if link_local_multicast {
+        out.push(Cause::invalid(field, s, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"));
+    }
+}
+
+/// An IP address as new fields take one: no IPv4-mapped IPv6 address, in canonical form.
+pub(crate) fn strict_ip(s: &str, field: &str, out: &mut Vec<Cause>) {
+    match parse_ip(s) {
+        None => out.push(Cause::invalid(field, s, IP)),
+        Some(ip) if ip.to_canonical() != ip => out.push(Cause::invalid(field, s, "must not be an IPv4-mapped IPv6 address")),
+        Some(ip) if ip.to_string() != s => out.push(Cause::invalid(field, s, &format!("must be in canonical form (\"{ip}\")"))),
+        Some(_) => {}
     }
 }
 

@@ -1,15 +1,18 @@
-//! PersistentVolumes: defaults, the status a new volume starts with, and a DELETE answered with
-//! the volume.
+//! PersistentVolumes: defaults, validation, a volume mode fixed at creation, the status a new
+//! volume starts with, and a DELETE answered with the volume; and the access modes claims share.
 
 use serde_json::{json, Value};
 
-use crate::registry::kinds::fields::{age, col, set, AGE};
+use crate::error::Cause;
+use crate::registry::kinds::fields::{age, col, dns_subdomain, forbidden, invalid, positive_quantity, required, set, AGE, IMMUTABLE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
-/// How the kind is defaulted and deleted.
+/// How the kind is defaulted, validated, updated and deleted.
 pub const STRATEGY: Strategy = Strategy {
     default: defaults,
+    validate,
+    update,
     returns_deleted: true,
     initial_status: Some(|| json!({"phase": "Pending", "lastPhaseTransitionTime": crate::meta::now()})),
     columns: COLUMNS,
@@ -20,15 +23,90 @@ pub const STRATEGY: Strategy = Strategy {
 /// A volume is retained when released and mounted as a filesystem; a host path has an empty
 /// type.
 pub fn defaults(obj: &mut Value) {
-    let spec = &mut obj["spec"];
-    if !spec.is_object() {
-        return;
-    }
+    let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else { return };
     set(spec, "persistentVolumeReclaimPolicy", json!("Retain"));
     set(spec, "volumeMode", json!("Filesystem"));
     if spec["hostPath"].is_object() {
         set(&mut spec["hostPath"], "type", json!(""));
     }
+}
+
+/// The volume sources in the order Kubernetes checks them: each one's key, and its name in a
+/// cause when it is not the first.
+const SOURCES: &[(&str, &str)] = &[
+    ("hostPath", "hostPath"),
+    ("gcePersistentDisk", "gcePersistentDisk"),
+    ("awsElasticBlockStore", "awsElasticBlockStore"),
+    ("glusterfs", "glusterfs"),
+    ("flocker", "flocker"),
+    ("nfs", "nfs"),
+    ("rbd", "rbd"),
+    ("quobyte", "quobyte"),
+    ("cephfs", "cephFS"),
+    ("iscsi", "iscsi"),
+    ("cinder", "cinder"),
+    ("fc", "fc"),
+    ("flexVolume", "flexVolume"),
+    ("azureFile", "azureFile"),
+    ("vsphereVolume", "vsphereVolume"),
+    ("photonPersistentDisk", "photonPersistentDisk"),
+    ("portworxVolume", "portworxVolume"),
+    ("azureDisk", "azureDisk"),
+    ("scaleIO", "scaleIO"),
+    ("local", "local"),
+    ("storageos", "storageos"),
+    ("csi", "csi"),
+];
+
+/// Access modes, a capacity of storage only, exactly one source, and a class's name.
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let spec = &obj["spec"];
+    if spec["accessModes"].as_array().is_none_or(Vec::is_empty) {
+        out.push(Cause::required("spec.accessModes"));
+    }
+    access_modes_alone(&spec["accessModes"], &mut out);
+    let capacity = &spec["capacity"];
+    let resources = capacity.as_object().map_or(0, |c| c.len());
+    if resources == 0 {
+        out.push(Cause::required("spec.capacity"));
+    }
+    if capacity["storage"].is_null() || resources > 1 {
+        out.push(Cause::new("FieldValueNotSupported", "spec.capacity", format!("Unsupported value: {capacity}: supported values: \"storage\"")));
+    }
+    for (resource, quantity) in capacity.as_object().into_iter().flatten() {
+        positive_quantity(quantity, &format!("spec.capacity[{resource}]"), &mut out);
+    }
+    let mut sources = SOURCES.iter().filter(|(key, _)| !spec[*key].is_null());
+    if sources.next().is_none() {
+        out.push(required("spec", "must specify a volume type"));
+    }
+    // Kubernetes never refuses a FlexVolume as a second source.
+    for (_, reported) in sources.filter(|(key, _)| *key != "flexVolume") {
+        out.push(forbidden(format!("spec.{reported}"), "may not specify more than 1 volume type"));
+    }
+    if spec["storageClassName"] != "" {
+        dns_subdomain(&spec["storageClassName"], "spec.storageClassName", &mut out);
+    }
+    out
+}
+
+/// `ReadWriteOncePod` may not come with other access modes (of claims and volumes).
+pub(crate) fn access_modes_alone(modes: &Value, out: &mut Vec<Cause>) {
+    let modes: Vec<&str> = modes.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let others = modes.iter().any(|m| matches!(*m, "ReadWriteOnce" | "ReadOnlyMany" | "ReadWriteMany"));
+    if modes.contains(&"ReadWriteOncePod") && others {
+        out.push(forbidden("spec.accessModes", "may not use ReadWriteOncePod with other access modes"));
+    }
+}
+
+/// A volume keeps its mode.
+pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    if old["spec"]["volumeMode"] != new["spec"]["volumeMode"] {
+        out.push(invalid("volumeMode", &new["spec"]["volumeMode"], IMMUTABLE));
+    }
+    out
 }
 
 pub const COLUMNS: &[Column] = &[

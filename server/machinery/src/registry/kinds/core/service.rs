@@ -1,10 +1,11 @@
-//! Services: defaults (type, session affinity, IP families, traffic policies, target ports),
-//! validation, the cluster IPs and node ports an update keeps, and kubectl's columns.
+//! Services: defaults (type, session affinity, cluster IPs, IP families, traffic policies,
+//! target ports), validation, the cluster IPs and node ports an update keeps, and kubectl's
+//! columns.
 
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, int, set, unchanged, AGE};
+use crate::registry::kinds::fields::{age, col, dns_label, duplicate, int, invalid, ip, items_mut, port, port_name, qualified_name, set, unsupported, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -24,8 +25,20 @@ pub fn defaults(obj: &mut Value) {
     let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else { return };
     set(spec, "type", json!("ClusterIP"));
     set(spec, "sessionAffinity", json!("None"));
-    if spec["clusterIP"] == "None" {
-        set(spec, "clusterIPs", json!(["None"]));
+    match spec["sessionAffinity"].as_str() {
+        Some("None") => {
+            spec.as_object_mut().map(|s| s.remove("sessionAffinityConfig"));
+        }
+        Some("ClientIP") if spec["sessionAffinityConfig"]["clientIP"]["timeoutSeconds"].is_null() => {
+            spec["sessionAffinityConfig"] = json!({"clientIP": {"timeoutSeconds": 10800}});
+        }
+        _ => {}
+    }
+    // A cluster IP asked for alone is the first of the cluster IPs.
+    if let Some(ip) = spec["clusterIP"].as_str().filter(|ip| !ip.is_empty()).map(str::to_string) {
+        if spec["clusterIPs"].as_array().is_none_or(Vec::is_empty) {
+            spec["clusterIPs"] = json!([ip]);
+        }
     }
     if spec["type"] != "ExternalName" {
         set(spec, "ipFamilyPolicy", json!("SingleStack"));
@@ -53,25 +66,76 @@ pub fn defaults(obj: &mut Value) {
     }
 }
 
+/// Ports (named, each name once, when more than one), the selector's labels, cluster IPs that
+/// agree with `clusterIP`, and a supported type.
 pub fn validate(obj: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
     let spec = &obj["spec"];
     let ty = spec["type"].as_str().unwrap_or("ClusterIP");
-    if !matches!(ty, "ClusterIP" | "NodePort" | "LoadBalancer" | "ExternalName") {
-        out.push(Cause::new("FieldValueNotSupported", "spec.type", format!("Unsupported value: \"{ty}\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\"")));
-    }
     let headless = spec["clusterIP"].as_str() == Some("None");
-    let ports = spec["ports"].as_array();
-    if ty != "ExternalName" && !headless && ports.is_none_or(|p| p.is_empty()) {
+    let ports = spec["ports"].as_array().map_or(&[][..], Vec::as_slice);
+    if ty != "ExternalName" && !headless && ports.is_empty() {
         out.push(Cause::required("spec.ports"));
     }
-    for (i, p) in ports.into_iter().flatten().enumerate() {
-        let port = p["port"].as_i64().unwrap_or(0);
-        if !(1..=65535).contains(&port) {
-            out.push(Cause::invalid(format!("spec.ports[{i}].port"), port, "must be between 1 and 65535, inclusive"));
-        }
+    let mut names = Vec::new();
+    for (i, p) in ports.iter().enumerate() {
+        service_port(p, &format!("spec.ports[{i}]"), ports.len() > 1, &mut names, &mut out);
+    }
+    crate::meta::validate_labels(&spec["selector"], "spec.selector", &mut out);
+    if ty != "ExternalName" {
+        cluster_ips(spec, &mut out);
+    }
+    if !matches!(ty, "ClusterIP" | "NodePort" | "LoadBalancer" | "ExternalName") {
+        out.push(unsupported("spec.type".into(), ty, &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]));
     }
     out
+}
+
+/// A port: its name (a DNS label, once in the Service), number and target.
+fn service_port<'a>(p: &'a Value, at: &str, name_required: bool, names: &mut Vec<&'a str>, out: &mut Vec<Cause>) {
+    match p["name"].as_str().filter(|n| !n.is_empty()) {
+        None if name_required => out.push(Cause::required(format!("{at}.name"))),
+        None => {}
+        Some(name) => {
+            dns_label(&p["name"], &format!("{at}.name"), out);
+            if names.contains(&name) {
+                out.push(duplicate(format!("{at}.name"), &p["name"]));
+            } else {
+                names.push(name);
+            }
+        }
+    }
+    port(&json!(p["port"].as_i64().unwrap_or(0)), &format!("{at}.port"), out);
+    match &p["targetPort"] {
+        Value::String(_) => port_name(&p["targetPort"], &format!("{at}.targetPort"), out),
+        target => port(target, &format!("{at}.targetPort"), out),
+    }
+    qualified_name(&p["appProtocol"], &format!("{at}.appProtocol"), out);
+}
+
+/// `clusterIPs` starts with `clusterIP` (and is empty without it); each is an IP address but
+/// a first `None`, and there are at most two.
+fn cluster_ips(spec: &Value, out: &mut Vec<Cause>) {
+    let list = &spec["clusterIPs"];
+    let ips = list.as_array().map_or(&[][..], Vec::as_slice);
+    match spec["clusterIP"].as_str().filter(|ip| !ip.is_empty()) {
+        Some(_) if ips.is_empty() => out.push(Cause::required("spec.clusterIPs")),
+        Some(first) if ips[0] != first => out.push(invalid("spec.clusterIPs", list, "first value must match `clusterIP`")),
+        None if !ips.is_empty() => out.push(invalid("spec.clusterIPs", list, "must be empty when `clusterIP` is not specified")),
+        _ => {}
+    }
+    for (i, ip_) in ips.iter().enumerate() {
+        if i == 0 && ip_ == "None" {
+            if ips.len() > 1 {
+                out.push(invalid("spec.clusterIPs", list, "'None' must be the first and only value"));
+            }
+            continue;
+        }
+        ip(ip_, &format!("spec.clusterIPs[{i}]"), out);
+    }
+    if ips.len() > 2 {
+        out.push(invalid("spec.clusterIPs", list, "may only hold up to 2 values"));
+    }
 }
 
 /// Whether a Service's type takes traffic from outside the cluster (node ports, load balancers).
@@ -95,15 +159,31 @@ pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     for field in ["clusterIP", "clusterIPs"] {
         let now = &new["spec"][field];
         let unset = now.is_null() || now == "" || now.as_array().is_some_and(Vec::is_empty);
-        if unset {
-            if !old["spec"][field].is_null() {
-                new["spec"][field] = old["spec"][field].clone();
-            }
-        } else if !old["spec"][field].is_null() {
-            unchanged(old, new, &format!("/spec/{field}"), &mut out);
+        if unset && !old["spec"][field].is_null() {
+            new["spec"][field] = old["spec"][field].clone();
         }
     }
+    if old["spec"]["type"] != "ExternalName" && !(headless(old) && headless(new)) {
+        kept_cluster_ips(&old["spec"]["clusterIPs"], &new["spec"]["clusterIPs"], &mut out);
+    }
     out
+}
+
+fn headless(obj: &Value) -> bool {
+    obj["spec"]["clusterIP"] == "None"
+}
+
+/// The cluster IPs a Service had stay; a second one may come or go.
+fn kept_cluster_ips(was: &Value, now: &Value, out: &mut Vec<Cause>) {
+    let (old_ips, new_ips) = (was.as_array().map_or(&[][..], Vec::as_slice), now.as_array().map_or(&[][..], Vec::as_slice));
+    const CHANGED: &str = "may not change once set";
+    if old_ips.len() == new_ips.len() {
+        out.extend((0..old_ips.len()).filter(|&i| old_ips[i] != new_ips[i]).map(|i| invalid(format!("spec.clusterIPs[{i}]"), now, CHANGED)));
+    } else if !old_ips.is_empty() && new_ips.is_empty() {
+        out.push(invalid("spec.clusterIPs[0]", now, "primary clusterIP can not be unset"));
+    } else if !old_ips.is_empty() && old_ips[0] != new_ips[0] {
+        out.push(invalid("spec.clusterIPs[0]", now, CHANGED));
+    }
 }
 
 /// Node ports kept from `old`, or dropped with the type that used them.
@@ -112,7 +192,7 @@ fn type_dependent(old: &Value, new: &mut Value) {
     let same_port = |a: &Value, b: &Value| a["port"] == b["port"] && a["protocol"] == b["protocol"];
     let old_ports = was["ports"].as_array().cloned().unwrap_or_default();
     let uses_node_ports = external(spec);
-    for p in spec["ports"].as_array_mut().into_iter().flatten() {
+    for p in items_mut(spec, "ports") {
         let before = old_ports.iter().find(|o| same_port(o, p)).map(|o| o["nodePort"].clone()).unwrap_or(Value::Null);
         if uses_node_ports && p["nodePort"].is_null() && !before.is_null() {
             p["nodePort"] = before;

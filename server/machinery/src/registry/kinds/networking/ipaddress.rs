@@ -3,12 +3,11 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::meta::is_dns_subdomain;
-use crate::registry::kinds::fields::{col, unchanged};
+use crate::registry::kinds::fields::{col, dns_subdomain, go_value, invalid_shown, path_segment, strict_ip, Go, IMMUTABLE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
-/// How the kind is defaulted, validated, updated and printed.
+/// How the kind is validated, updated and printed.
 pub const STRATEGY: Strategy = Strategy {
     validate,
     update,
@@ -21,40 +20,48 @@ pub const STRATEGY: Strategy = Strategy {
 pub fn validate(obj: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
     let name = obj["metadata"]["name"].as_str().unwrap_or_default();
-    match name.parse::<std::net::IpAddr>() {
-        Err(_) => out.push(Cause::invalid("metadata.name", name, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")),
-        Ok(ip) if ip.to_string() != name => out.push(Cause::invalid("metadata.name", name, &format!("must be in canonical form (\"{ip}\")"))),
-        Ok(_) => {}
-    }
+    strict_ip(name, "metadata.name", &mut out);
+    // A parent without any field set is no parent: the typed decoding makes an absent one empty.
     let parent = &obj["spec"]["parentRef"];
-    if !parent.is_object() {
-        out.push(Cause::new("FieldValueRequired", "spec.parentRef", "Required value"));
+    if parent.as_object().is_none_or(|p| p.values().all(|v| v.is_null() || v == "")) {
+        out.push(Cause::required("spec.parentRef"));
         return out;
     }
+    if parent["group"] != "" {
+        dns_subdomain(&parent["group"], "spec.parentRef.group", &mut out);
+    }
     for field in ["resource", "name"] {
-        if parent[field].as_str().is_none_or(str::is_empty) {
-            out.push(Cause::new("FieldValueRequired", format!("spec.parentRef.{field}"), "Required value"));
+        match parent[field].as_str().filter(|s| !s.is_empty()) {
+            None => out.push(Cause::required(format!("spec.parentRef.{field}"))),
+            Some(s) => path_segment(&json!(s), &format!("spec.parentRef.{field}"), &mut out),
         }
     }
-    if let Some(group) = parent["group"].as_str().filter(|g| !g.is_empty() && !is_dns_subdomain(g)) {
-        out.push(Cause::invalid("spec.parentRef.group", group, "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"));
+    if let Some(namespace) = parent["namespace"].as_str().filter(|s| !s.is_empty()) {
+        path_segment(&json!(namespace), "spec.parentRef.namespace", &mut out);
     }
     out
 }
 
+/// The parent as Go prints it.
+const PARENT: &[Go] = &[Go::Text("group"), Go::Text("resource"), Go::Text("namespace"), Go::Text("name")];
+
 /// IPAddresses keep their parent.
 pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
-    let mut out = Vec::new();
-    unchanged(old, new, "/spec/parentRef", &mut out);
-    out
+    let (was, now) = (&old["spec"]["parentRef"], &new["spec"]["parentRef"]);
+    if was == now {
+        return Vec::new();
+    }
+    let shown = if now.is_null() { "null".to_string() } else { go_value(now, PARENT) };
+    vec![invalid_shown("spec.parentRef", &shown, IMMUTABLE)]
 }
 
 pub const COLUMNS: &[Column] = &[col("ParentRef", "string", 0)];
 
 /// An IPAddress's row: its parent as `resource[.group]/[namespace/]name`.
 pub fn cells(obj: &Value) -> Vec<Value> {
+    // A parent without any field set is no parent: the typed decoding makes an absent one empty.
     let parent = &obj["spec"]["parentRef"];
-    if !parent.is_object() {
+    if parent.as_object().is_none_or(|p| p.values().all(|v| v.is_null() || v == "")) {
         return vec![json!("<none>")];
     }
     let s = |k: &str| parent[k].as_str().unwrap_or_default();

@@ -1,24 +1,23 @@
-//! NetworkPolicies: ports are TCP unless given, and the policy types follow the rules given.
+//! NetworkPolicies: ports are TCP unless given, and the policy types follow the rules given;
+//! validation of selectors, ports and peers; kubectl's columns.
 
 use serde_json::{json, Value};
 
-use crate::registry::kinds::fields::{age, col, selector, set, AGE};
+use crate::error::Cause;
+use crate::registry::kinds::fields::{age, cidr, col, forbidden, invalid, items_mut, label_selector, parse_cidr, port, port_name, required, selector, set, AGE, CIDR};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
-/// How the kind is defaulted.
-pub const STRATEGY: Strategy = Strategy { default: defaults, columns: COLUMNS, cells, ..Strategy::NONE };
+/// How the kind is defaulted, validated and printed.
+pub const STRATEGY: Strategy = Strategy { default: defaults, validate, columns: COLUMNS, cells, ..Strategy::NONE };
 
 /// Every port's protocol is TCP unless given; without `policyTypes`, a policy is `Ingress`, and
 /// `Egress` too when it has egress rules.
 pub fn defaults(obj: &mut Value) {
-    let spec = &mut obj["spec"];
-    if !spec.is_object() {
-        return;
-    }
+    let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else { return };
     for direction in ["ingress", "egress"] {
-        for rule in spec[direction].as_array_mut().into_iter().flatten() {
-            for port in rule["ports"].as_array_mut().into_iter().flatten() {
+        for rule in items_mut(spec, direction) {
+            for port in items_mut(rule, "ports") {
                 set(port, "protocol", json!("TCP"));
             }
         }
@@ -30,6 +29,97 @@ pub fn defaults(obj: &mut Value) {
         }
         spec["policyTypes"] = json!(types);
     }
+}
+
+/// The pod selector, each rule's ports and peers, and at most two policy types.
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let spec = &obj["spec"];
+    label_selector(&spec["podSelector"], "spec.podSelector", &mut out);
+    for (direction, peers) in [("ingress", "from"), ("egress", "to")] {
+        for (i, rule) in spec[direction].as_array().into_iter().flatten().enumerate() {
+            let at = format!("spec.{direction}[{i}]");
+            for (j, p) in rule["ports"].as_array().into_iter().flatten().enumerate() {
+                policy_port(p, &format!("{at}.ports[{j}]"), &mut out);
+            }
+            for (j, p) in rule[peers].as_array().into_iter().flatten().enumerate() {
+                peer(p, &format!("{at}.{peers}[{j}]"), &mut out);
+            }
+        }
+    }
+    if spec["policyTypes"].as_array().is_some_and(|t| t.len() > 2) {
+        out.push(invalid("spec.policyTypes", &spec["policyTypes"], "may not specify more than two policyTypes"));
+    }
+    out
+}
+
+/// A port by number (up to an end port not below it) or by name (without an end port).
+fn policy_port(p: &Value, at: &str, out: &mut Vec<Cause>) {
+    let (number, end) = (&p["port"], &p["endPort"]);
+    let end_field = format!("{at}.endPort");
+    match number {
+        Value::Number(_) => {
+            port(number, &format!("{at}.port"), out);
+            if end.as_i64().is_some_and(|e| Some(e) < number.as_i64()) {
+                out.push(invalid(end_field.as_str(), number, "must be greater than or equal to `port`"));
+            }
+            port(end, &end_field, out);
+        }
+        Value::String(_) => {
+            if !end.is_null() {
+                out.push(invalid(end_field, end, "may not be specified when `port` is non-numeric"));
+            }
+            port_name(number, &format!("{at}.port"), out);
+        }
+        _ if !end.is_null() => out.push(invalid(end_field, end, "may not be specified when `port` is not specified")),
+        _ => {}
+    }
+}
+
+/// A peer: pods, namespaces, or an IP block alone.
+fn peer(p: &Value, at: &str, out: &mut Vec<Cause>) {
+    let mut kinds = 0;
+    for key in ["podSelector", "namespaceSelector"] {
+        if !p[key].is_null() {
+            kinds += 1;
+            label_selector(&p[key], &format!("{at}.{key}"), out);
+        }
+    }
+    let block = &p["ipBlock"];
+    if !block.is_null() {
+        kinds += 1;
+        ip_block(block, &format!("{at}.ipBlock"), out);
+    }
+    if kinds == 0 {
+        out.push(required(at, "must specify a peer"));
+    } else if kinds > 1 && !block.is_null() {
+        out.push(forbidden(at, "may not specify both ipBlock and another peer"));
+    }
+}
+
+/// A CIDR, and exceptions that are strict subsets of it.
+fn ip_block(block: &Value, at: &str, out: &mut Vec<Cause>) {
+    let Some(range) = block["cidr"].as_str().filter(|c| !c.is_empty()) else {
+        out.push(Cause::required(format!("{at}.cidr")));
+        return;
+    };
+    let Some(range) = network(range) else {
+        out.push(Cause::invalid(format!("{at}.cidr"), range, CIDR));
+        return;
+    };
+    for (i, except) in block["except"].as_array().into_iter().flatten().enumerate() {
+        let field = format!("{at}.except[{i}]");
+        match except.as_str().and_then(network) {
+            None => cidr(except, &field, out),
+            Some(e) if !range.contains(&e.network()) || range.prefix_len() >= e.prefix_len() => out.push(invalid(field, except, "must be a strict subset of `cidr`")),
+            Some(_) => {}
+        }
+    }
+}
+
+/// The network a CIDR stands for (its address without the host bits).
+fn network(s: &str) -> Option<ipnet::IpNet> {
+    parse_cidr(s).and_then(|(ip, bits)| ipnet::IpNet::new(ip, bits).ok()).map(|n| n.trunc())
 }
 
 pub const COLUMNS: &[Column] = &[col("Pod-Selector", "string", 0), AGE];

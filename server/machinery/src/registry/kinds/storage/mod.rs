@@ -1,4 +1,8 @@
-//! `storage.k8s.io/v1`: one file per kind with behaviour of its own.
+//! `storage.k8s.io/v1`: one file per kind.
 
+pub mod csidriver;
+pub mod csinode;
+pub mod csistoragecapacity;
 pub mod storageclass;
 pub mod volumeattachment;
+pub mod volumeattributesclass;
