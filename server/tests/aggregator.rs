@@ -220,5 +220,5 @@ async fn an_apiservice_hands_its_group_to_an_extension_server() {
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("metadata.name: Invalid value: \"v4.metrics.example.com\": must be `spec.version+\".\"+spec.group`: \"v3.metrics.example.com\""), "{err}");
-    assert!(err.contains("spec.insecureSkipTLSVerify: Invalid value: \"true\": may not be true if caBundle is present"), "{err}");
+    assert!(err.contains("spec.insecureSkipTLSVerify: Invalid value: true: may not be true if caBundle is present"), "{err}");
 }

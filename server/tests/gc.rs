@@ -192,7 +192,13 @@ async fn replication_controllers_and_jobs_orphan_by_default() {
 
     let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "job"},
         "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}});
-    assert_eq!(s.request(post("/apis/batch/v1/namespaces/default/jobs", job)).await.status, 201);
+    let created = s.request(post("/apis/batch/v1/namespaces/default/jobs", job)).await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    // Without a selector of its own, the Job selects its pods by its uid (Kubernetes' generated selector).
+    let created = created.json();
+    let uid = created["metadata"]["uid"].clone();
+    assert_eq!(created["spec"]["selector"]["matchLabels"], json!({"batch.kubernetes.io/controller-uid": uid}));
+    assert_eq!(created["spec"]["template"]["metadata"]["labels"]["job-name"], "job");
     let deleted = s.request(http::Request::delete("/apis/batch/v1/namespaces/default/jobs/job").body(vec![]).unwrap()).await;
     let warning = deleted.headers.get("warning").map(|w| w.to_str().unwrap().to_string()).unwrap_or_default();
     assert!(warning.contains("child pods are preserved by default when jobs are deleted"), "{warning:?}");

@@ -373,7 +373,7 @@ async fn cluster_ips_are_ipaddress_objects_from_service_cidrs() {
     assert!(err.message.contains("may specify no more than one IP for each IP family"), "{err:?}");
     overlong.spec.as_mut().unwrap().cidrs = Some(vec!["10.1.0.1/16".into()]);
     let err = api_error(cidrs.create(&PostParams::default(), &overlong).await);
-    assert!(err.message.contains("must be in canonical form (\"10.1.0.0/16\")"), "{err:?}");
+    assert!(err.message.contains("must not have bits set beyond the prefix length"), "{err:?}");
     let moved = Patch::Merge(json!({"spec": {"cidrs": ["172.31.0.0/24"]}}));
     let err = api_error(cidrs.patch("extra", &PatchParams::default(), &moved).await);
     assert!(err.message.contains("field is immutable"), "{err:?}");

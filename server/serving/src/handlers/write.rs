@@ -140,8 +140,9 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
             _ => None,
         };
     }
-    let mut obj = admit(info, obj, None, validation, duplicates, warnings)?;
+    // The server's metadata first: defaults may use it (a Job's generated selector its uid).
     meta::stamp_create(info, &mut obj);
+    let mut obj = admit(info, obj, None, validation, duplicates, warnings)?;
     if (info.group, info.kind) == ("certificates.k8s.io", "CertificateSigningRequest") {
         super::certificates::stamp_requestor(&mut obj, &req.user);
     }

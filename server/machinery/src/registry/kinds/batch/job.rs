@@ -41,6 +41,21 @@ pub fn defaults(obj: &mut Value) {
         }
     }
     labels_from_template(obj, "/spec/template/metadata/labels");
+    generated_selector(obj);
+}
+
+/// Unless a Job chooses its own selector (`manualSelector`), it selects its pods by its uid,
+/// which its pod template carries as a label, with its name: Kubernetes' generated selector.
+fn generated_selector(obj: &mut Value) {
+    if obj["spec"]["manualSelector"] == true || !obj["spec"].is_object() {
+        return;
+    }
+    let (Some(uid), Some(name)) = (obj["metadata"]["uid"].as_str().map(String::from), obj["metadata"]["name"].as_str().map(String::from)) else { return };
+    let labels = &mut obj["spec"]["template"]["metadata"]["labels"];
+    for (key, value) in [("batch.kubernetes.io/controller-uid", &uid), ("batch.kubernetes.io/job-name", &name), ("controller-uid", &uid), ("job-name", &name)] {
+        set(labels, key, json!(value));
+    }
+    set(&mut obj["spec"]["selector"]["matchLabels"], "batch.kubernetes.io/controller-uid", json!(uid));
 }
 
 /// An object without labels takes its pod template's (Jobs, ReplicationControllers).
