@@ -127,6 +127,24 @@ pub struct Args {
     #[arg(long, requires = "proxy_client_cert_file")]
     pub proxy_client_key_file: Option<PathBuf>,
 
+    /// The client certificate (PEM) this server presents to kubelets (pod logs, exec, attach,
+    /// port forwarding, node proxy).
+    #[arg(long, requires = "kubelet_client_key")]
+    pub kubelet_client_certificate: Option<PathBuf>,
+
+    /// The key (PEM) of `--kubelet-client-certificate`.
+    #[arg(long, requires = "kubelet_client_certificate")]
+    pub kubelet_client_key: Option<PathBuf>,
+
+    /// The CA bundle (PEM) kubelets' serving certificates are verified with; without it they
+    /// are not verified, as kube-apiserver does.
+    #[arg(long)]
+    pub kubelet_certificate_authority: Option<PathBuf>,
+
+    /// The node address types tried, in order, to reach a kubelet.
+    #[arg(long, default_value = serving::kubelet::DEFAULT_ADDRESS_TYPES, value_delimiter = ',')]
+    pub kubelet_preferred_address_types: Vec<String>,
+
     /// Controllers the leader runs, as kube-controller-manager's flag: `*` for the defaults,
     /// `NAME` to add one, `-NAME` to leave one out (`serviceaccount`, `serviceaccount-token`,
     /// `root-ca-cert-publisher`).

@@ -65,6 +65,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         (Some(cert), Some(key)) => Some(serving::context::ClientCredentials { cert: read(cert, "proxy-client-cert-file")?, key: read(key, "proxy-client-key-file")? }),
         _ => None,
     };
+    let kubelet = serving::kubelet::KubeletClient {
+        credentials: match (&args.kubelet_client_certificate, &args.kubelet_client_key) {
+            (Some(cert), Some(key)) => Some(serving::context::ClientCredentials { cert: read(cert, "kubelet-client-certificate")?, key: read(key, "kubelet-client-key")? }),
+            _ => None,
+        },
+        ca_pem: args.kubelet_certificate_authority.as_ref().map(|ca| read(ca, "kubelet-certificate-authority")).transpose()?,
+        address_types: args.kubelet_preferred_address_types.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect(),
+    };
 
     let listener = tokio::net::TcpListener::bind((args.bind_address.as_str(), args.secure_port))
         .await
@@ -117,7 +125,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
 
-    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), proxy_ca_pem, root_ca_pem: pki.server_ca_pem.clone(), proxy_client, bootstrap_tokens: args.authentication.enable_bootstrap_token_auth,
+    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), proxy_ca_pem, root_ca_pem: pki.server_ca_pem.clone(), proxy_client, kubelet, bootstrap_tokens: args.authentication.enable_bootstrap_token_auth,
         disabled_controllers: args.controllers.iter().filter_map(|c| c.trim().strip_prefix('-')).map(String::from).collect(),
         ..Default::default()
     };

@@ -75,6 +75,17 @@ const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
 
 /// Classifies a resource path (`/api/v1/...` or `/apis/{g}/{v}/...`). `Ok(None)` means the path
 /// is not a resource path at all (discovery and the like are routed elsewhere).
+/// The subresources that connect to a pod or a node (through its kubelet) instead of reading or
+/// writing an object.
+pub const CONNECT_SUBRESOURCES: &[&str] = &["log", "exec", "attach", "portforward", "proxy"];
+
+impl ResourceRequest {
+    /// Whether the request connects to a pod or node (see [`CONNECT_SUBRESOURCES`]).
+    pub fn connects(&self) -> bool {
+        self.subresource.as_deref().is_some_and(|s| CONNECT_SUBRESOURCES.contains(&s))
+    }
+}
+
 pub fn classify(method: &Method, path: &str, watch_param: bool, user: Arc<UserInfo>) -> ApiResult<Option<ResourceRequest>> {
     let parts: Vec<&str> = path.trim_matches('/').split('/').filter(|p| !p.is_empty()).collect();
     let (group, version, mut rest) = match parts.as_slice() {
@@ -99,6 +110,8 @@ pub fn classify(method: &Method, path: &str, watch_param: bool, user: Arc<UserIn
         [r] => (*r, None, None),
         [r, n] => (*r, Some(*n), None),
         [r, n, s] => (*r, Some(*n), Some(*s)),
+        // A proxy request goes on to a path of the pod, node or service.
+        [r, n, "proxy", ..] => (*r, Some(*n), Some("proxy")),
         _ => return Err(ApiError::NoRoute),
     };
     let info = registry::lookup(group, version, resource).ok_or(ApiError::NoRoute)?;
@@ -113,7 +126,12 @@ pub fn classify(method: &Method, path: &str, watch_param: bool, user: Arc<UserIn
             return Err(ApiError::NoRoute);
         }
     }
+    let connect = sub.is_some_and(|s| CONNECT_SUBRESOURCES.contains(&s));
     let verb = match (method, name.is_some()) {
+        // Connecting to a pod or node: read with a GET (or HEAD), written with the other methods.
+        (&Method::GET | &Method::HEAD, true) if connect => Verb::Get,
+        (&Method::POST, true) if connect => Verb::Create,
+        (&Method::DELETE, true) if connect => Verb::Delete,
         (&Method::GET, true) if watch => Verb::Watch,
         (&Method::GET, true) => Verb::Get,
         (&Method::GET, false) if watch => Verb::Watch,

@@ -105,7 +105,7 @@ async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes, a
 /// Flow control, authorization, and only then the handler.
 async fn authorized(
     ctx: &Ctx,
-    parts: http::request::Parts,
+    mut parts: http::request::Parts,
     path: String,
     attrs: Attributes,
     params: Params,
@@ -151,6 +151,11 @@ async fn authorized(
         // Handlers run in boxes of their own size (see `handlers::run`): the chain's future stays
         // small, so that no request copies the largest handler's state on its way in.
         Some(req) if req.verb == request::Verb::Watch => handlers::serve(ctx, req, params, &parts.headers, body).await,
+        // A log that follows, an exec session: as long as they last.
+        Some(req) if req.connects() => {
+            let upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
+            Box::pin(handlers::connect::serve(ctx, &req, &params, &parts, upgrade, body)).await
+        }
         Some(req) => within(deadline, handlers::serve(ctx, req, params, &parts.headers, body)).await,
         None => within(deadline, Box::pin(route(ctx, &parts.method, &path, &params, &parts.headers, &body))).await,
     };

@@ -71,6 +71,8 @@ pub struct Settings {
     pub root_ca_pem: String,
     /// The client certificate and key (PEM) presented to extension API servers.
     pub proxy_client: Option<ClientCredentials>,
+    /// How kubelets are reached (`--kubelet-*`).
+    pub kubelet: crate::kubelet::KubeletClient,
     /// `--enable-bootstrap-token-auth`: the leader runs the bootstrap token controllers.
     pub bootstrap_tokens: bool,
     /// `--controllers`: the optional controllers turned off.
@@ -124,6 +126,7 @@ impl Default for Settings {
             proxy_ca_pem: None,
             root_ca_pem: String::new(),
             proxy_client: None,
+            kubelet: Default::default(),
             bootstrap_tokens: false,
             disabled_controllers: Vec::new(),
             shutting_down: Default::default(),

@@ -59,6 +59,11 @@ fn subresource(sub: &str, info: &ResourceInfo) -> (Value, Vec<&'static str>) {
         "binding" => (json!({"group": "", "version": "v1", "kind": "Binding"}), vec!["create"]),
         "eviction" => (json!({"group": "policy", "version": "v1", "kind": "Eviction"}), vec!["create"]),
         "token" => (json!({"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}), vec!["create"]),
+        "log" => (json!({"group": "", "version": "v1", "kind": "Pod"}), vec!["get"]),
+        "exec" => (json!({"group": "", "version": "v1", "kind": "PodExecOptions"}), vec!["create", "get"]),
+        "attach" => (json!({"group": "", "version": "v1", "kind": "PodAttachOptions"}), vec!["create", "get"]),
+        "portforward" => (json!({"group": "", "version": "v1", "kind": "PodPortForwardOptions"}), vec!["create", "get"]),
+        "proxy" => (json!({"group": "", "version": "v1", "kind": format!("{}ProxyOptions", info.kind)}), vec!["create", "delete", "get", "patch", "update"]),
         _ => (json!({"group": info.group, "version": info.version, "kind": info.kind}), vec!["get", "patch", "update"]),
     }
 }

@@ -22,6 +22,7 @@ pub mod handlers;
 pub mod health;
 pub mod hooks;
 pub mod ipalloc;
+pub mod kubelet;
 pub mod metrics;
 pub mod nodeports;
 pub mod status_response;

@@ -151,8 +151,9 @@ where
 {
     let transport = |e: hyper::Error| CallError::Transport(e.to_string());
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await.map_err(transport)?;
+    // Upgrades kept: a kubelet's exec stream goes on over the connection.
     tokio::spawn(async move {
-        let _ = conn.await;
+        let _ = conn.with_upgrades().await;
     });
     sender.send_request(request).await.map_err(transport)
 }

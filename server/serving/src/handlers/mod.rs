@@ -6,6 +6,7 @@ mod mutate;
 mod binding;
 mod certificates;
 mod component_status;
+pub mod connect;
 mod eviction;
 mod finalizers;
 mod read;

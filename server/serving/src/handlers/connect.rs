@@ -1,0 +1,184 @@
+//! The subresources that connect to a pod or node rather than read or write an object:
+//! `pods/log`, `exec`, `attach` and `portforward` go to the kubelet of the pod's node, as its
+//! `/containerLogs`, `/exec`, `/attach` and `/portForward`; `pods/proxy` goes to the pod's IP,
+//! `nodes/proxy` to the node's kubelet. Answers stream back as they come (a followed log), and
+//! a request that upgrades (an exec session over WebSocket or SPDY) is relayed both ways once
+//! the other end has agreed to the upgrade. The caller's credentials never leave this server:
+//! kubelets see this server's kubelet client certificate.
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::Bytes;
+use http::{header, HeaderMap, Request, StatusCode};
+use http_body_util::Full;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+
+use crate::context::Ctx;
+use crate::status_response::StatusResponse;
+use access::request::ResourceRequest;
+use machinery::error::{ApiError, ApiResult};
+use machinery::query::Params;
+use machinery::registry;
+use machinery::webhook::Endpoint;
+
+/// The subresources served here.
+pub const SUBRESOURCES: &[&str] = &["log", "exec", "attach", "portforward", "proxy"];
+
+/// Headers never sent on: the connection's own, and the caller's credentials.
+const NOT_FORWARDED: &[&str] = &["host", "authorization", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer", "transfer-encoding"];
+
+/// Serves one connect request; `upgrade` is the client's connection, when it asks for one.
+pub async fn serve(ctx: &Ctx, req: &ResourceRequest, params: &Params, parts: &http::request::Parts, upgrade: Option<hyper::upgrade::OnUpgrade>, body: Bytes) -> Response {
+    match target(ctx, req, params, parts) {
+        Ok((endpoint, path)) => relay(&endpoint, &path, parts, upgrade, body).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Where the request goes: the endpoint and the path (with its query) asked of it.
+fn target(ctx: &Ctx, req: &ResourceRequest, params: &Params, parts: &http::request::Parts) -> ApiResult<(Endpoint, String)> {
+    let sub = req.subresource.as_deref().unwrap_or_default();
+    let query = kubelet_query(parts.uri.query().unwrap_or_default());
+    let (name, port) = split_port(req.name());
+    match (req.info.resource, sub) {
+        ("nodes", "proxy") => {
+            let node = object(ctx, req.info, None, name)?.ok_or_else(|| req.not_found())?;
+            let path = format!("/{}{query}", rest_of(parts.uri.path()));
+            Ok((ctx.settings.kubelet.endpoint(&node, port, &path)?, path))
+        }
+        ("pods", "proxy") => {
+            let pod = object(ctx, req.info, req.namespace.as_deref(), name)?.ok_or_else(|| req.not_found())?;
+            let ip = pod["status"]["podIP"].as_str().filter(|ip| !ip.is_empty()).ok_or_else(|| ApiError::bad_request(format!("pod {name} has no IP address")))?;
+            let host = if ip.contains(':') { format!("[{ip}]") } else { ip.to_string() };
+            let scheme = if req.name().starts_with("https:") { "https" } else { "http" };
+            let authority = match port {
+                Some(p) => format!("{host}:{p}"),
+                None => host,
+            };
+            let path = format!("/{}{query}", rest_of(parts.uri.path()));
+            let endpoint = Endpoint::new(&format!("{scheme}://{authority}{path}"), None, None, None, None).map_err(ApiError::internal)?;
+            Ok((endpoint.without_verification(None).map_err(ApiError::internal)?, path))
+        }
+        ("pods", _) => {
+            let ns = req.namespace.as_deref().unwrap_or_default();
+            let pod = object(ctx, req.info, Some(ns), name)?.ok_or_else(|| req.not_found())?;
+            let node_name = pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()).ok_or_else(|| ApiError::bad_request(format!("pod {name} does not have a host assigned")))?;
+            let nodes = registry::lookup("", "v1", "nodes").expect("nodes are served");
+            let node = object(ctx, nodes, None, node_name)?.ok_or_else(|| ApiError::NotFound { group: String::new(), resource: "nodes".into(), name: node_name.into() })?;
+            let path = match sub {
+                "portforward" => format!("/portForward/{ns}/{name}{query}"),
+                _ => {
+                    let container = container(&pod, params.get("container").unwrap_or_default())?;
+                    let kubelet = match sub {
+                        "log" => "containerLogs",
+                        other => other,
+                    };
+                    format!("/{kubelet}/{ns}/{name}/{container}{query}")
+                }
+            };
+            Ok((ctx.settings.kubelet.endpoint(&node, None, &path)?, path))
+        }
+        _ => Err(ApiError::NoRoute),
+    }
+}
+
+/// The query a kubelet is asked with: the caller's, but for the container (named in the path).
+fn kubelet_query(query: &str) -> String {
+    let kept: Vec<&str> = query.split('&').filter(|p| !p.is_empty() && !p.starts_with("container=")).collect();
+    if kept.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", kept.join("&"))
+    }
+}
+
+/// `name:port` (and `scheme:name:port`, as proxy requests may name them) split.
+fn split_port(name: &str) -> (&str, Option<u16>) {
+    let parts: Vec<&str> = name.split(':').collect();
+    match parts.as_slice() {
+        [scheme, n, p] if matches!(*scheme, "http" | "https") => (n, p.parse().ok()),
+        [n, p] => (n, p.parse().ok()),
+        _ => (name, None),
+    }
+}
+
+/// The path after `/proxy/` in a proxy request (empty for the root).
+fn rest_of(path: &str) -> &str {
+    path.split_once("/proxy/").map_or("", |(_, rest)| rest)
+}
+
+fn object(ctx: &Ctx, info: &registry::ResourceInfo, namespace: Option<&str>, name: &str) -> ApiResult<Option<Value>> {
+    let Some(stored) = ctx.store.cache().get(&info.key(namespace, name), None)? else { return Ok(None) };
+    Ok(Some(super::write::parse(&stored)?))
+}
+
+/// The container a request names, or the pod's only one; Kubernetes' words otherwise.
+fn container<'a>(pod: &'a Value, asked: &'a str) -> ApiResult<&'a str> {
+    let names = |list: &str| -> Vec<&str> { pod["spec"][list].as_array().into_iter().flatten().filter_map(|c| c["name"].as_str()).collect() };
+    let (containers, init, ephemeral) = (names("containers"), names("initContainers"), names("ephemeralContainers"));
+    let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
+    if asked.is_empty() {
+        if let [only] = containers.as_slice() {
+            return Ok(only);
+        }
+        let mut message = format!("a container name must be specified for pod {pod_name}, choose one of: [{}]", containers.join(" "));
+        if !init.is_empty() {
+            message.push_str(&format!(" or one of the init containers: [{}]", init.join(" ")));
+        }
+        if !ephemeral.is_empty() {
+            message.push_str(&format!(" or one of the ephemeral containers: [{}]", ephemeral.join(" ")));
+        }
+        return Err(ApiError::bad_request(message));
+    }
+    if containers.contains(&asked) || init.contains(&asked) || ephemeral.contains(&asked) {
+        Ok(asked)
+    } else {
+        Err(ApiError::bad_request(format!("container {asked} is not valid for pod {pod_name}")))
+    }
+}
+
+/// Sends the request on and relays the answer; an agreed upgrade joins the two connections.
+async fn relay(endpoint: &Endpoint, path: &str, parts: &http::request::Parts, upgrade: Option<hyper::upgrade::OnUpgrade>, body: Bytes) -> Response {
+    let mut request = Request::builder().method(parts.method.clone()).uri(path);
+    let headers = request.headers_mut().expect("a fresh builder has headers");
+    copy_headers(&parts.headers, headers);
+    let Ok(request) = request.body(Full::new(body)) else {
+        return ApiError::bad_request("the request cannot be forwarded").into_response();
+    };
+    let upgrade = upgrade.filter(|_| parts.headers.contains_key(header::UPGRADE));
+    let mut answer = match endpoint.send(request).await {
+        Ok(a) => a,
+        Err(e) => return ApiError::Unavailable(format!("error dialing backend: {e}")).into_response(),
+    };
+    if let (StatusCode::SWITCHING_PROTOCOLS, Some(client)) = (answer.status(), upgrade) {
+        let backend = hyper::upgrade::on(&mut answer);
+        tokio::spawn(join(client, backend));
+        let mut switched = Response::new(Body::empty());
+        *switched.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+        *switched.headers_mut() = answer.headers().clone();
+        return switched;
+    }
+    let (mut head, incoming) = answer.into_parts();
+    for name in NOT_FORWARDED {
+        head.headers.remove(*name);
+    }
+    Response::from_parts(head, Body::new(incoming))
+}
+
+/// The caller's headers, but for the connection's own (an upgrade's are kept) and credentials.
+fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
+    for (name, value) in from {
+        let n = name.as_str();
+        if !NOT_FORWARDED.contains(&n) && !n.starts_with("impersonate-") {
+            to.append(name.clone(), value.clone());
+        }
+    }
+}
+
+/// Joins an upgraded client connection to the upgraded backend connection until either closes.
+async fn join(client: hyper::upgrade::OnUpgrade, backend: hyper::upgrade::OnUpgrade) {
+    let (Ok(client), Ok(backend)) = (client.await, backend.await) else { return };
+    let (mut client, mut backend) = (TokioIo::new(client), TokioIo::new(backend));
+    let _ = tokio::io::copy_bidirectional(&mut client, &mut backend).await;
+}
