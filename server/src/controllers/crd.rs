@@ -123,8 +123,12 @@ fn set_condition(status: &mut Value, kind: &str, on: bool, reason: &str, message
         .find(|c| c["type"] == kind && c["status"] == value)
         .map(|c| c["lastTransitionTime"].clone())
         .unwrap_or_else(|| json!(machinery::meta::now()));
-    conditions.retain(|c| c["type"] != kind);
-    conditions.push(json!({"type": kind, "status": value, "reason": reason, "message": message, "lastTransitionTime": since}));
+    // A condition keeps its place, as Kubernetes' helper sets it.
+    let condition = json!({"type": kind, "status": value, "reason": reason, "message": message, "lastTransitionTime": since});
+    match conditions.iter_mut().find(|c| c["type"] == kind) {
+        Some(c) => *c = condition,
+        None => conditions.push(condition),
+    }
     status["conditions"] = json!(conditions);
 }
 

@@ -14,8 +14,19 @@ use crate::error::Cause;
 use crate::meta::{is_dns_label, DNS1035_LABEL as DNS1035};
 use crate::registry::kinds::Strategy;
 
-/// How definitions are defaulted and validated.
-pub const STRATEGY: Strategy = Strategy { default: defaults, validate, ..Strategy::NONE };
+/// How definitions are defaulted, validated and updated; a new one starts with no names
+/// accepted and no conditions, its storage version recorded.
+pub const STRATEGY: Strategy = Strategy {
+    default: defaults,
+    validate,
+    update: |old, new| {
+        let mut out = Vec::new();
+        crate::registry::kinds::fields::unchanged(old, new, "/spec/scope", &mut out);
+        out
+    },
+    initial_status: Some(|| json!({"acceptedNames": {"plural": "", "kind": ""}, "conditions": null, "storedVersions": []})),
+    ..Strategy::NONE
+};
 
 /// Kubernetes' defaults: singular and listKind from the kind, the `None` conversion (a
 /// webhook Service's port 443); schema flags that are false left out, as Kubernetes' JSON
@@ -34,6 +45,10 @@ pub fn defaults(crd: &mut Value) {
         if names["listKind"].as_str().is_none_or(str::is_empty) {
             names["listKind"] = json!(format!("{kind}List"));
         }
+    }
+    let storage = crd["spec"]["versions"].as_array().into_iter().flatten().find(|v| v["storage"] == true).map(|v| v["name"].clone());
+    if let (Some(version), Some(status)) = (storage, crd.get_mut("status").filter(|s| s["storedVersions"].as_array().is_some_and(Vec::is_empty))) {
+        status["storedVersions"] = json!([version]);
     }
     if crd["spec"]["conversion"]["strategy"].as_str().is_none() {
         crd["spec"]["conversion"] = json!({"strategy": "None"});
@@ -183,7 +198,7 @@ fn versions(spec: &Value, causes: &mut Vec<Cause>) {
         }
         let schema_path = format!("{path}.schema.openAPIV3Schema");
         match v["schema"].get("openAPIV3Schema") {
-            None | Some(Value::Null) => causes.push(Cause::new("FieldValueRequired", schema_path, "Required value: schemas are required")),
+            None | Some(Value::Null) => causes.push(Cause::required(schema_path)),
             Some(_) if schema_alike => {}
             Some(schema) => structural(schema, &schema_path, causes),
         }

@@ -12,7 +12,7 @@ pub mod coordination;
 pub mod core;
 pub mod discovery;
 pub mod enums;
-mod fields;
+pub(crate) mod fields;
 pub mod flowcontrol;
 pub mod networking;
 pub mod node;
