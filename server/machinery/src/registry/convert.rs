@@ -22,6 +22,13 @@ pub struct StoredAs {
     pub to_storage: fn(Value) -> Value,
 }
 
+impl StoredAs {
+    /// The API group stored (empty for the core group), which names the storage keys.
+    pub fn group(&self) -> &'static str {
+        self.api_version.rsplit_once('/').map_or("", |(group, _)| group)
+    }
+}
+
 /// Stored objects as a read returns them. Objects of a kind stored as served (a custom
 /// resource of one version and no defaults among them) go out as stored.
 pub async fn read_forms(store: &Store, info: &ResourceInfo, data: Vec<Bytes>) -> ApiResult<Vec<Bytes>> {

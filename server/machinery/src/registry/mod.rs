@@ -176,11 +176,14 @@ impl ResourceInfo {
 
     /// Storage key prefix of every object of this resource, ending in `/`.
     /// Group-qualified like Kubernetes' etcd layout, e.g. `/registry/apps/deployments/`.
+    /// Storage key prefix of the resource's objects: of the group they are stored in (the
+    /// core group's for `events.k8s.io` Events, one kind in two groups).
     pub fn key_prefix(&self) -> String {
-        if self.group.is_empty() {
+        let group = self.stored_as.map_or(self.group, |s| s.group());
+        if group.is_empty() {
             format!("/registry/{}/", self.resource)
         } else {
-            format!("/registry/{}/{}/", self.group, self.resource)
+            format!("/registry/{group}/{}/", self.resource)
         }
     }
 

@@ -131,8 +131,10 @@ pub static ALL: &[ResourceInfo] = &[
     // other groups
     res!(coordination::v1::Lease, NS, "lease", [], [], [], false, ops!(coordination::v1::Lease, "io.k8s.api.coordination.v1.Lease", kinds::coordination::lease::STRATEGY)),
     res!(discovery::v1::EndpointSlice, NS, "endpointslice", [], [], [], true, ops!(discovery::v1::EndpointSlice, "io.k8s.api.discovery.v1.EndpointSlice", kinds::discovery::endpointslice::STRATEGY)),
-    res!(events::v1::Event, NS, "event", [], [], [], false,
-        ops!(events::v1::Event, "io.k8s.api.events.v1.Event", corekinds::event::EVENTS_V1)),
+    stored_as(
+        res!(events::v1::Event, NS, "event", [], [], [], false, ops!(events::v1::Event, "io.k8s.api.events.v1.Event", corekinds::event::EVENTS_V1)),
+        &corekinds::event::EVENTS_V1_STORED_AS_CORE,
+    ),
     res!(networking::v1::Ingress, NS, "ingress", ["ing"], [], ["status"], true, ops!(networking::v1::Ingress, "io.k8s.api.networking.v1.Ingress", net::ingress::STRATEGY)),
     res!(networking::v1::IngressClass, CLUSTER, "ingressclass", [], [], [], true, ops!(networking::v1::IngressClass, "io.k8s.api.networking.v1.IngressClass", net::ingressclass::STRATEGY)),
     res!(networking::v1::NetworkPolicy, NS, "networkpolicy", ["netpol"], [], [], true, ops!(networking::v1::NetworkPolicy, "io.k8s.api.networking.v1.NetworkPolicy", net::networkpolicy::STRATEGY)),

@@ -69,6 +69,21 @@ fn kind_fields(group: &str, resource: &str) -> Option<(Refusal, &'static [Field]
         NAMESPACE,
         NAME,
     ];
+    // `events.k8s.io/v1` names them as it names its fields; they select the stored `v1` Event.
+    static EVENTS_V1: &[Field] = &[
+        field("regarding.kind", &[&["involvedObject", "kind"]], ""),
+        field("regarding.namespace", &[&["involvedObject", "namespace"]], ""),
+        field("regarding.name", &[&["involvedObject", "name"]], ""),
+        field("regarding.uid", &[&["involvedObject", "uid"]], ""),
+        field("regarding.apiVersion", &[&["involvedObject", "apiVersion"]], ""),
+        field("regarding.resourceVersion", &[&["involvedObject", "resourceVersion"]], ""),
+        field("regarding.fieldPath", &[&["involvedObject", "fieldPath"]], ""),
+        field("reason", &[&["reason"]], ""),
+        field("reportingController", &[&["reportingComponent"]], ""),
+        field("type", &[&["type"]], ""),
+        NAMESPACE,
+        NAME,
+    ];
     static NAMESPACES: &[Field] = &[field("status.phase", &[&["status", "phase"]], ""), NAME];
     static SECRETS: &[Field] = &[field("type", &[&["type"]], ""), NAMESPACE, NAME];
     static SERVICES: &[Field] = &[
@@ -84,6 +99,7 @@ fn kind_fields(group: &str, resource: &str) -> Option<(Refusal, &'static [Field]
         ("", "nodes") => (Refusal::Core, NODES),
         ("", "replicationcontrollers") => (Refusal::Core, REPLICATION_CONTROLLERS),
         ("", "events") => (Refusal::Core, EVENTS),
+        ("events.k8s.io", "events") => (Refusal::Core, EVENTS_V1),
         ("", "namespaces") => (Refusal::Core, NAMESPACES),
         ("", "secrets") => (Refusal::Core, SECRETS),
         ("", "services") => (Refusal::Core, SERVICES),

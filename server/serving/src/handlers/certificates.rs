@@ -48,8 +48,18 @@ pub fn approval(old: &Value, body: &Value) -> ApiResult<Value> {
 
 /// Keeps a status write (already limited to the status and metadata) from changing approval.
 pub fn status(old: &Value, new: &mut Value) -> ApiResult<()> {
-    let mut kept: Vec<Value> = conditions(new).into_iter().filter(|c| !is_approval(c)).collect();
-    kept.extend(conditions(old).into_iter().filter(is_approval));
+    // The new conditions in their order, an approval one as it was (or dropped if it was not),
+    // then the approvals the write left out.
+    let was = conditions(old);
+    let mut kept: Vec<Value> = conditions(new)
+        .into_iter()
+        .filter_map(|c| match is_approval(&c) {
+            true => was.iter().find(|o| o["type"] == c["type"]).cloned(),
+            false => Some(c),
+        })
+        .collect();
+    let missing: Vec<Value> = was.into_iter().filter(|o| is_approval(o) && !kept.iter().any(|k| k["type"] == o["type"])).collect();
+    kept.extend(missing);
     stamp(&conditions(old), &mut kept);
     if !kept.is_empty() || new["status"].get("conditions").is_some() {
         new["status"]["conditions"] = json!(kept);

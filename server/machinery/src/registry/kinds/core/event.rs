@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use crate::error::Cause;
 use crate::registry::kinds::fields::{col, invalid, qualified_name, required};
+use crate::registry::convert::StoredAs;
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -28,6 +29,33 @@ pub const EVENTS_V1: Strategy = Strategy {
     refused_as_group: Some(""),
     ..Strategy::NONE
 };
+
+/// `events.k8s.io/v1` Events are stored as `v1` Events: one object, read through either group.
+pub static EVENTS_V1_STORED_AS_CORE: StoredAs = StoredAs { api_version: "v1", from_storage: |e| renamed(e, "events.k8s.io/v1", false), to_storage: |e| renamed(e, "v1", true) };
+
+/// The fields the two versions name differently: `v1`'s, then `events.k8s.io/v1`'s.
+const RENAMED: &[(&str, &str)] = &[
+    ("involvedObject", "regarding"),
+    ("message", "note"),
+    ("reportingComponent", "reportingController"),
+    ("source", "deprecatedSource"),
+    ("firstTimestamp", "deprecatedFirstTimestamp"),
+    ("lastTimestamp", "deprecatedLastTimestamp"),
+    ("count", "deprecatedCount"),
+];
+
+/// An Event in `api_version`, its fields renamed to `v1`'s (`to_core`) or from them.
+fn renamed(mut event: Value, api_version: &str, to_core: bool) -> Value {
+    let Some(map) = event.as_object_mut() else { return event };
+    for (core, events) in RENAMED {
+        let (from, to) = if to_core { (events, core) } else { (core, events) };
+        if let Some(v) = map.remove(*from) {
+            map.insert(to.to_string(), v);
+        }
+    }
+    map.insert("apiVersion".into(), json!(api_version));
+    event
+}
 
 /// Where a version keeps the fields Kubernetes checks (refusals name the reporting controller
 /// by the version's field).
@@ -221,4 +249,18 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         json!(count),
         obj["metadata"]["name"].clone(),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_v1_is_stored_as_a_core_event_and_read_back() {
+        let served = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "regarding": {"kind": "Pod"}, "note": "n", "reportingController": "c", "deprecatedCount": 2});
+        let stored = (EVENTS_V1_STORED_AS_CORE.to_storage)(served.clone());
+        assert_eq!(stored, json!({"apiVersion": "v1", "kind": "Event", "involvedObject": {"kind": "Pod"}, "message": "n", "reportingComponent": "c", "count": 2}));
+        assert_eq!((EVENTS_V1_STORED_AS_CORE.from_storage)(stored), served);
+        assert_eq!(EVENTS_V1_STORED_AS_CORE.group(), "");
+    }
 }
