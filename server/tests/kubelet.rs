@@ -1,7 +1,7 @@
 //! The subresources that reach a kubelet: a real HTTPS server plays a node's kubelet (its own
 //! CA, verifying this server's kubelet client certificate) with `/containerLogs` and a
-//! WebSocket `/exec`, and kubectl's `logs` and `exec` and the node's proxy go through this
-//! server to it.
+//! WebSocket `/exec`, and kubectl's `logs` and `exec`, the node's proxy and the pod's proxy go
+//! through this server to it.
 
 mod common;
 
@@ -157,6 +157,11 @@ async fn kubectl_logs_and_exec_reach_the_pods_kubelet() {
 
     // The node's proxy reaches any path of its kubelet.
     let reply = server.get("/api/v1/nodes/node-a/proxy/containerLogs/kubelet/web/app").await;
+    assert_eq!((reply.status, reply.text()), (200, "line one\nline two\n".to_string()));
+
+    // A pod's proxy reaches its IP, here over HTTPS on the port the name gives.
+    server.kubectl_ok(&["patch", "pod", "web", "-n", "kubelet", "--subresource=status", "--type=merge", "-p", r#"{"status":{"podIP":"127.0.0.1"}}"#]);
+    let reply = server.get(&format!("/api/v1/namespaces/kubelet/pods/https:web:{port}/proxy/containerLogs/kubelet/web/app")).await;
     assert_eq!((reply.status, reply.text()), (200, "line one\nline two\n".to_string()));
 
     // Kubernetes' refusals: a pod on no node, a container not named when there are several,

@@ -127,15 +127,20 @@ pub fn validate_label_value(v: &str, field: &str, causes: &mut Vec<Cause>) {
     }
 }
 
+/// A qualified name's problems; an empty one is refused twice, as Kubernetes does.
+pub fn validate_qualified_name(name: &str, field: &str, causes: &mut Vec<Cause>) {
+    if name.is_empty() {
+        causes.push(Cause::invalid(field, name, "name part must be non-empty"));
+    }
+    if let Some(p) = qualified_name_problem(name) {
+        causes.push(Cause::invalid(field, name, p));
+    }
+}
+
 /// Validates a map of labels (keys qualified names, values label values), reported at `field`.
 pub fn validate_labels(labels: &Value, field: &str, causes: &mut Vec<Cause>) {
     for (k, v) in labels.as_object().into_iter().flatten() {
-        if k.is_empty() {
-            causes.push(Cause::invalid(field, k, "name part must be non-empty"));
-        }
-        if let Some(p) = qualified_name_problem(k) {
-            causes.push(Cause::invalid(field, k, p));
-        }
+        validate_qualified_name(k, field, causes);
         validate_label_value(v.as_str().unwrap_or_default(), field, causes);
     }
 }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{json, Value};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::query::Params;
 use crate::registry::ResourceInfo;
@@ -103,11 +103,11 @@ pub fn admit(
     let mut obj = decoded.object;
     (info.ops.default)(info, &mut obj);
     let mut causes = meta::validate(info, &obj);
-    if old.is_some() {
+    if old.is_some() && !causes.is_empty() {
         // Kubernetes checks an updated object's labels and annotations four times (twice in
         // its generic update path, twice in a kind's update validation) and reports each
-        // problem as often.
-        let again = meta::validate_labels_and_annotations(&obj);
+        // problem as often: the problems found above, repeated (nothing is walked again).
+        let again: Vec<Cause> = causes.iter().filter(|c| c.field.starts_with("metadata.labels") || c.field.starts_with("metadata.annotations")).cloned().collect();
         for _ in 0..3 {
             causes.extend(again.iter().cloned());
         }

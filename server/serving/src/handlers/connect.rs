@@ -93,13 +93,12 @@ fn kubelet_query(query: &str) -> String {
     }
 }
 
-/// `name:port` (and `scheme:name:port`, as proxy requests may name them) split.
+/// `[scheme:]name[:port]`, as proxy requests may name their target: the name and the port.
 fn split_port(name: &str) -> (&str, Option<u16>) {
-    let parts: Vec<&str> = name.split(':').collect();
-    match parts.as_slice() {
-        [scheme, n, p] if matches!(*scheme, "http" | "https") => (n, p.parse().ok()),
-        [n, p] => (n, p.parse().ok()),
-        _ => (name, None),
+    let name = name.strip_prefix("https:").or_else(|| name.strip_prefix("http:")).unwrap_or(name);
+    match name.split_once(':') {
+        Some((n, port)) => (n, port.parse().ok()),
+        None => (name, None),
     }
 }
 

@@ -225,11 +225,8 @@ pub(crate) fn dns_label(v: &Value, field: &str, out: &mut Vec<Cause>) {
 /// A string field, when set, that must be a qualified name (`prefix/name`, as label keys); an
 /// empty one is refused twice, as Kubernetes does.
 pub(crate) fn qualified_name(v: &Value, field: &str, out: &mut Vec<Cause>) {
-    if v.as_str() == Some("") {
-        out.push(Cause::invalid(field, "", "name part must be non-empty"));
-    }
-    if let Some((s, p)) = v.as_str().and_then(|s| crate::meta::qualified_name_problem(s).map(|p| (s, p))) {
-        out.push(Cause::invalid(field, s, p));
+    if let Some(s) = v.as_str() {
+        crate::meta::validate_qualified_name(s, field, out);
     }
 }
 
