@@ -151,6 +151,20 @@ pub struct Args {
     #[arg(long, default_value = "*", value_delimiter = ',')]
     pub controllers: Vec<String>,
 
+    /// Admission plugins to run besides the defaults (kube-apiserver's names; the order they
+    /// run in is kube-apiserver's, whatever the order here).
+    #[arg(long, value_delimiter = ',')]
+    pub enable_admission_plugins: Vec<String>,
+
+    /// Default admission plugins not to run.
+    #[arg(long, value_delimiter = ',')]
+    pub disable_admission_plugins: Vec<String>,
+
+    /// The plugins' configuration: an `AdmissionConfiguration` (YAML or JSON) naming each
+    /// plugin's configuration inline or by a file path.
+    #[arg(long)]
+    pub admission_control_config_file: Option<PathBuf>,
+
     #[command(flatten)]
     pub authentication: AuthenticationOptions,
 

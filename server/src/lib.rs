@@ -6,6 +6,7 @@
 //! from its flags ([`cli`]) and runs what writes as a client of the router: the post-start hooks
 //! ([`poststart`]) and the built-in [`controllers`], through the in-process client ([`loopback`]).
 
+pub mod admission_chain;
 pub mod cli;
 pub mod context;
 pub mod controllers;

@@ -8,16 +8,11 @@ use std::time::Duration;
 use anyhow::Context;
 use raft_store::{CacheOptions, Observers, PeerTls, Store, StoreOptions};
 
-use admission::node_restriction::NodeRestriction;
-use admission::policy::{MutatingPolicies, ValidatingPolicies};
-use admission::webhooks::{MutatingWebhooks, ValidatingWebhooks};
-use admission::service_account::ServiceAccounts;
-use admission::certificates::CertificateSigners;
-use admission::{Admission, Replicated};
+use admission::plugins::Configurations;
+use admission::Replicated;
 use access::authz::metrics::AuthorizationMetrics;
 use access::authz;
 use access::node::NodeGraph;
-use admission::rbac_escalation::Escalation;
 use access::rbac::RbacIndex;
 use access::Auth;
 use crate::cli::Args;
@@ -27,7 +22,7 @@ use serving::context::{Ctx, Filters, Settings, Writes};
 use access::serviceaccount::Tokens;
 use serving::ipalloc::ServiceIps;
 use serving::nodeports::NodePorts;
-use crate::controllers;
+use crate::{admission_chain, controllers};
 use serving::{app, tls};
 
 /// How long a stopping node lets the peer service's connections end on their own.
@@ -142,21 +137,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let chain = authz::build(&args.authorization, args.node_id, &rbac, &nodes, &authz_metrics)?;
     let auth = Auth { chain, rbac };
     let replicated = Replicated { store: store.clone(), namespaces: namespaces.clone(), configuration };
-    let mut mutating: Vec<Arc<dyn admission::Mutating>> = vec![Arc::new(ServiceAccounts { store: store.clone() })];
-    if machinery::registry::gate_enabled("MutatingAdmissionPolicy") {
-        mutating.push(Arc::new(MutatingPolicies::new(replicated.clone(), auth.clone())));
-    }
-    mutating.push(Arc::new(MutatingWebhooks(replicated.clone())));
-    let admission = Admission::new(
-        mutating,
-        vec![
-            Arc::new(NodeRestriction { store: store.clone() }),
-            Arc::new(Escalation { auth: auth.clone() }),
-            Arc::new(CertificateSigners { auth: auth.clone() }),
-            Arc::new(ValidatingPolicies::new(replicated.clone(), auth.clone())),
-            Arc::new(ValidatingWebhooks(replicated)),
-        ],
-    );
+    let configurations = match &args.admission_control_config_file {
+        Some(path) => Configurations::load(path).map_err(|e| anyhow::anyhow!("--admission-control-config-file: {e}"))?,
+        None => Configurations::default(),
+    };
+    let admission = admission_chain::build(&args, &admission_chain::Parts { replicated, auth: auth.clone(), configurations })?;
     // Auditing needs both a policy and a log, as in kube-apiserver.
     let audit = match (&args.audit_policy_file, &args.audit_log_path) {
         (Some(policy), Some(log)) => Some(serving::audit::Auditor::open(policy, log)?),

@@ -1,7 +1,7 @@
 //! The subresources that reach a kubelet: a real HTTPS server plays a node's kubelet (its own
 //! CA, verifying this server's kubelet client certificate) with `/containerLogs` and a
-//! WebSocket `/exec`, and kubectl's `logs` and `exec`, the node's proxy and the pod's proxy go
-//! through this server to it.
+//! WebSocket `/exec`, and kubectl's `logs` and `exec`, the node's proxy, the pod's proxy and a
+//! Service's proxy go through this server to it (or to the pod's own server).
 
 mod common;
 
@@ -21,11 +21,11 @@ use tokio::io::AsyncWriteExt;
 /// client certificate of the kubelet client CA.
 type Seen = Arc<Mutex<Vec<(String, bool)>>>;
 
-/// A kubelet on a free loopback port: its CA (PEM), port and what it saw.
-async fn kubelet(client_ca: &str) -> (String, u16, Seen) {
+/// A kubelet on a free port of `ip`: its CA (PEM), port and what it saw.
+async fn kubelet(client_ca: &str, ip: &str) -> (String, u16, Seen) {
     let (config, ca) = tls_server_config("kubelet-ca", &[], Some(client_ca));
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen: Seen = Arc::default();
     let s = seen.clone();
@@ -45,6 +45,15 @@ async fn kubelet(client_ca: &str) -> (String, u16, Seen) {
         }
     });
     (ca, port, seen)
+}
+
+/// An address of this host other than loopback, as a pod's IP must be for the API server to
+/// proxy to it (kube-apiserver refuses loopback and link-local addresses).
+fn host_address() -> String {
+    let out = std::process::Command::new("ip").args(["-o", "-4", "addr", "show", "scope", "global"]).output().expect("run ip");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let cidr = text.split_whitespace().skip_while(|w| *w != "inet").nth(1).expect("this host has a global IPv4 address");
+    cidr.split('/').next().unwrap().to_string()
 }
 
 /// `/containerLogs/...` answers two lines; `/exec/...` upgrades to a WebSocket of Kubernetes'
@@ -121,7 +130,10 @@ fn client_certificate(dir: &std::path::Path) -> (std::path::PathBuf, std::path::
 async fn kubectl_logs_and_exec_reach_the_pods_kubelet() {
     let dir = tempfile::tempdir().unwrap();
     let (cert, key, client_ca) = client_certificate(dir.path());
-    let (kubelet_ca, port, seen) = kubelet(&client_ca).await;
+    let (kubelet_ca, port, seen) = kubelet(&client_ca, "127.0.0.1").await;
+    // The pod's own server (what its proxy reaches), on an address a pod may have.
+    let pod_ip = host_address();
+    let (_, pod_port, _) = kubelet(&client_ca, &pod_ip).await;
     let ca_path = dir.path().join("kubelet-ca.crt");
     std::fs::write(&ca_path, &kubelet_ca).unwrap();
     let server = TestServer::start_with(&[
@@ -159,10 +171,39 @@ async fn kubectl_logs_and_exec_reach_the_pods_kubelet() {
     let reply = server.get("/api/v1/nodes/node-a/proxy/containerLogs/kubelet/web/app").await;
     assert_eq!((reply.status, reply.text()), (200, "line one\nline two\n".to_string()));
 
-    // A pod's proxy reaches its IP, here over HTTPS on the port the name gives.
-    server.kubectl_ok(&["patch", "pod", "web", "-n", "kubelet", "--subresource=status", "--type=merge", "-p", r#"{"status":{"podIP":"127.0.0.1"}}"#]);
-    let reply = server.get(&format!("/api/v1/namespaces/kubelet/pods/https:web:{port}/proxy/containerLogs/kubelet/web/app")).await;
+    // A pod's proxy reaches its IP, here over HTTPS on the port the name gives; never a
+    // loopback address.
+    let status = |ip: &str| json!({"status": {"podIP": ip, "podIPs": [{"ip": ip}]}}).to_string();
+    server.kubectl_ok(&["patch", "pod", "web", "-n", "kubelet", "--subresource=status", "--type=merge", "-p", &status("127.0.0.1")]);
+    let pod_proxy = format!("/api/v1/namespaces/kubelet/pods/https:web:{pod_port}/proxy/containerLogs/kubelet/web/app");
+    assert_eq!(server.get(&pod_proxy).await.expect_status(400, "BadRequest")["message"], "address not allowed");
+    server.kubectl_ok(&["patch", "pod", "web", "-n", "kubelet", "--subresource=status", "--type=merge", "-p", &status(&pod_ip)]);
+    let reply = server.get(&pod_proxy).await;
     assert_eq!((reply.status, reply.text()), (200, "line one\nline two\n".to_string()));
+    let reply = server.get("/api/v1/namespaces/kubelet/pods/https:web:1:2/proxy/").await;
+    assert_eq!(reply.expect_status(400, "BadRequest")["message"], "invalid pod request \"https:web:1:2\"");
+
+    // A Service's proxy reaches one of its endpoints that is a pod with that IP, by the
+    // Service port's number or name.
+    let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "kubelet"},
+        "spec": {"ports": [{"name": "tls", "port": 443}]}});
+    let endpoints = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web", "namespace": "kubelet"},
+        "subsets": [{"addresses": [{"ip": pod_ip, "targetRef": {"kind": "Pod", "namespace": "kubelet", "name": "web"}}], "ports": [{"name": "tls", "port": pod_port}]}]});
+    let path = dir.path().join("obj.json");
+    std::fs::write(&path, service.to_string()).unwrap();
+    server.kubectl_ok(&["create", "-f", path.to_str().unwrap()]);
+    let reply = server.get("/api/v1/namespaces/kubelet/services/https:web:443/proxy/containerLogs/kubelet/web/app").await;
+    assert_eq!(reply.expect_status(404, "NotFound")["message"], "endpoints \"web\" not found");
+    std::fs::write(&path, endpoints.to_string()).unwrap();
+    server.kubectl_ok(&["create", "-f", path.to_str().unwrap()]);
+    for target in ["https:web:443", "https:web:tls"] {
+        let reply = server.get(&format!("/api/v1/namespaces/kubelet/services/{target}/proxy/containerLogs/kubelet/web/app")).await;
+        assert_eq!((reply.status, reply.text()), (200, "line one\nline two\n".to_string()), "{target}");
+    }
+    let reply = server.get("/api/v1/namespaces/kubelet/services/https:web:80/proxy/").await;
+    assert_eq!(reply.expect_status(503, "ServiceUnavailable")["message"], "no service port 80 found for service \"web\"");
+    let reply = server.get("/api/v1/namespaces/kubelet/services/https:web:other/proxy/").await;
+    assert_eq!(reply.expect_status(503, "ServiceUnavailable")["message"], "no endpoints available for service \"https:web:other\"");
 
     // Kubernetes' refusals: a pod on no node, a container not named when there are several,
     // a container the pod does not have.

@@ -76,7 +76,7 @@ async fn a_node_reads_only_what_its_pods_use() {
 
 #[tokio::test]
 async fn node_restriction_keeps_a_kubelet_to_its_own_objects() {
-    let server = TestServer::start().await;
+    let server = TestServer::start_with(&["--enable-admission-plugins=NodeRestriction"]).await;
     let n1 = server.kubeconfig_for("system:node:n1", &["system:nodes"]);
     let node = |name: &str, labels: Value| json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}});
 

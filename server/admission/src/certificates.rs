@@ -11,11 +11,24 @@ use machinery::error::{ApiError, ApiResult};
 
 const GROUP: &str = "certificates.k8s.io";
 
+/// One of the two plugins: [`CertificateSigners::approval`] or [`CertificateSigners::signing`].
 pub struct CertificateSigners {
-    pub auth: Auth,
+    auth: Auth,
+    /// The subresource it checks: `approval` or `status`.
+    subresource: &'static str,
 }
 
 impl CertificateSigners {
+    /// CertificateApproval: approving or denying needs `approve` on the signer.
+    pub fn approval(auth: Auth) -> CertificateSigners {
+        CertificateSigners { auth, subresource: "approval" }
+    }
+
+    /// CertificateSigning: issuing the certificate needs `sign` on the signer.
+    pub fn signing(auth: Auth) -> CertificateSigners {
+        CertificateSigners { auth, subresource: "status" }
+    }
+
     /// Whether the user may `verb` the signer `name`, or every signer of its domain.
     async fn may(&self, r: &Request<'_>, verb: &str, signer: &str) -> bool {
         let mut names = vec![signer.to_string()];
@@ -44,7 +57,10 @@ impl CertificateSigners {
 #[async_trait::async_trait]
 impl Validating for CertificateSigners {
     fn name(&self) -> &'static str {
-        "CertificateApproval"
+        match self.subresource {
+            "approval" => "CertificateApproval",
+            _ => "CertificateSigning",
+        }
     }
 
     async fn validate(&self, r: &Request<'_>) -> ApiResult<()> {
@@ -54,10 +70,12 @@ impl Validating for CertificateSigners {
             return Ok(());
         }
         let signer = obj["spec"]["signerName"].as_str().unwrap_or_default();
-        let (verb, needed) = match r.req.subresource.as_deref() {
-            Some("approval") => ("approve", true),
-            Some("status") => ("sign", obj["status"]["certificate"] != old["status"]["certificate"] && !cert_empty(&obj["status"]["certificate"])),
-            _ => return Ok(()),
+        if r.req.subresource.as_deref() != Some(self.subresource) {
+            return Ok(());
+        }
+        let (verb, needed) = match self.subresource {
+            "approval" => ("approve", true),
+            _ => ("sign", obj["status"]["certificate"] != old["status"]["certificate"] && !cert_empty(&obj["status"]["certificate"])),
         };
         if !needed || self.may(r, verb, signer).await {
             return Ok(());

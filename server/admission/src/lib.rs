@@ -13,6 +13,7 @@ pub mod configuration;
 pub mod matching;
 pub mod namespaces;
 pub mod node_restriction;
+pub mod plugins;
 pub mod policy;
 pub mod rbac_escalation;
 pub mod service_account;

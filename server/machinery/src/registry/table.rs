@@ -81,7 +81,7 @@ pub static ALL: &[ResourceInfo] = &[
         ops!(core::v1::Secret, "io.k8s.api.core.v1.Secret", corekinds::secret::STRATEGY)),
     res!(core::v1::Pod, NS, "pod", ["po"], ["all"], ["status", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy"], true,
         ops!(core::v1::Pod, "io.k8s.api.core.v1.Pod", corekinds::pod::STRATEGY)),
-    res!(core::v1::Service, NS, "service", ["svc"], ["all"], ["status"], false,
+    res!(core::v1::Service, NS, "service", ["svc"], ["all"], ["status", "proxy"], false,
         ops!(core::v1::Service, "io.k8s.api.core.v1.Service", corekinds::service::STRATEGY)),
     res!(core::v1::ServiceAccount, NS, "serviceaccount", ["sa"], [], ["token"], false,
         ops!(core::v1::ServiceAccount, "io.k8s.api.core.v1.ServiceAccount", corekinds::serviceaccount::STRATEGY)),

@@ -1,7 +1,7 @@
 //! The subresources that connect to a pod or node rather than read or write an object:
 //! `pods/log`, `exec`, `attach` and `portforward` go to the kubelet of the pod's node, as its
 //! `/containerLogs`, `/exec`, `/attach` and `/portForward`; `pods/proxy` goes to the pod's IP,
-//! `nodes/proxy` to the node's kubelet. Answers stream back as they come (a followed log), and
+//! `services/proxy` to one of the Service's endpoints, `nodes/proxy` to the node's kubelet. Answers stream back as they come (a followed log), and
 //! a request that upgrades (an exec session over WebSocket or SPDY) is relayed both ways once
 //! the other end has agreed to the upgrade. The caller's credentials never leave this server:
 //! kubelets see this server's kubelet client certificate.
@@ -40,32 +40,37 @@ pub async fn serve(ctx: &Ctx, req: &ResourceRequest, params: &Params, parts: &ht
 fn target(ctx: &Ctx, req: &ResourceRequest, params: &Params, parts: &http::request::Parts) -> ApiResult<(Endpoint, String)> {
     let sub = req.subresource.as_deref().unwrap_or_default();
     let query = kubelet_query(parts.uri.query().unwrap_or_default());
-    let (name, port) = split_port(req.name());
+    let proxied = || format!("/{}{query}", rest_of(parts.uri.path()));
+    let kind = req.info.resource.trim_end_matches('s');
+    let (scheme, name, port) = match sub {
+        "proxy" => split_scheme_name_port(req.name()).ok_or_else(|| ApiError::bad_request(format!("invalid {kind} request {:?}", req.name())))?,
+        _ => ("", req.name(), ""),
+    };
     match (req.info.resource, sub) {
         ("nodes", "proxy") => {
-            let node = object(ctx, req.info, None, name)?.ok_or_else(|| req.not_found())?;
-            let path = format!("/{}{query}", rest_of(parts.uri.path()));
-            Ok((ctx.settings.kubelet.endpoint(&node, port, &path)?, path))
+            let node = object(ctx, req.info, None, name)?.ok_or_else(|| not_found(req.info, name))?;
+            let path = proxied();
+            Ok((ctx.settings.kubelet.endpoint(&node, port.parse().ok(), &path)?, path))
         }
         ("pods", "proxy") => {
-            let pod = object(ctx, req.info, req.namespace.as_deref(), name)?.ok_or_else(|| req.not_found())?;
-            let ip = pod["status"]["podIP"].as_str().filter(|ip| !ip.is_empty()).ok_or_else(|| ApiError::bad_request(format!("pod {name} has no IP address")))?;
-            let host = if ip.contains(':') { format!("[{ip}]") } else { ip.to_string() };
-            let scheme = if req.name().starts_with("https:") { "https" } else { "http" };
-            let authority = match port {
-                Some(p) => format!("{host}:{p}"),
-                None => host,
-            };
-            let path = format!("/{}{query}", rest_of(parts.uri.path()));
-            let endpoint = Endpoint::new(&format!("{scheme}://{authority}{path}"), None, None, None, None).map_err(ApiError::internal)?;
-            Ok((endpoint.without_verification(None).map_err(ApiError::internal)?, path))
+            let pod = object(ctx, req.info, req.namespace.as_deref(), name)?.ok_or_else(|| not_found(req.info, name))?;
+            // Without a port, the first port a container declares.
+            let first_declared = || pod["spec"]["containers"].as_array().into_iter().flatten().find_map(|c| c["ports"][0]["containerPort"].as_i64()).map(|p| p.to_string());
+            let port = if port.is_empty() { first_declared().unwrap_or_default() } else { port.to_string() };
+            let ip = pod["status"]["podIP"].as_str().unwrap_or_default();
+            proxy_to(scheme, ip, &port, proxied())
+        }
+        ("services", "proxy") => {
+            let namespace = req.namespace.as_deref().unwrap_or_default();
+            let (ip, port) = service_endpoint(ctx, req, namespace, name, port)?;
+            proxy_to(scheme, &ip, &port.to_string(), proxied())
         }
         ("pods", _) => {
             let ns = req.namespace.as_deref().unwrap_or_default();
-            let pod = object(ctx, req.info, Some(ns), name)?.ok_or_else(|| req.not_found())?;
+            let pod = object(ctx, req.info, Some(ns), name)?.ok_or_else(|| not_found(req.info, name))?;
             let node_name = pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()).ok_or_else(|| ApiError::bad_request(format!("pod {name} does not have a host assigned")))?;
             let nodes = registry::lookup("", "v1", "nodes").expect("nodes are served");
-            let node = object(ctx, nodes, None, node_name)?.ok_or_else(|| ApiError::NotFound { group: String::new(), resource: "nodes".into(), name: node_name.into() })?;
+            let node = object(ctx, nodes, None, node_name)?.ok_or_else(|| not_found(nodes, node_name))?;
             let path = match sub {
                 "portforward" => format!("/portForward/{ns}/{name}{query}"),
                 _ => {
@@ -83,6 +88,85 @@ fn target(ctx: &Ctx, req: &ResourceRequest, params: &Params, parts: &http::reque
     }
 }
 
+fn not_found(info: &registry::ResourceInfo, name: &str) -> ApiError {
+    ApiError::NotFound { group: info.group.into(), resource: info.resource.into(), name: name.into() }
+}
+
+/// `[scheme:]name[:port]`, as proxy requests name their target: `name`, `name:port` or
+/// `scheme:name:port` (so `https:web` is the port `web` of `https`), the scheme `http`,
+/// `https` or empty.
+fn split_scheme_name_port(id: &str) -> Option<(&str, &str, &str)> {
+    let parts: Vec<&str> = id.split(':').collect();
+    let (scheme, name, port) = match parts.as_slice() {
+        [name] => ("", *name, ""),
+        [name, port] => ("", *name, *port),
+        [scheme, name, port] => (*scheme, *name, *port),
+        _ => return None,
+    };
+    (!name.is_empty() && ["", "http", "https"].contains(&scheme)).then_some((scheme, name, port))
+}
+
+/// A proxied request to a pod's address: only to a global unicast address (never this host's
+/// loopback, a link-local or multicast address), as kube-apiserver allows.
+fn proxy_to(scheme: &str, ip: &str, port: &str, path: String) -> ApiResult<(Endpoint, String)> {
+    let addr: std::net::IpAddr = ip.parse().ok().filter(global_unicast).ok_or_else(|| ApiError::bad_request("address not allowed"))?;
+    let host = if addr.is_ipv6() { format!("[{addr}]") } else { addr.to_string() };
+    let authority = if port.is_empty() { host } else { format!("{host}:{port}") };
+    let scheme = if scheme.is_empty() { "http" } else { scheme };
+    let endpoint = Endpoint::new(&format!("{scheme}://{authority}{path}"), None, None, None, None).map_err(ApiError::internal)?;
+    Ok((endpoint.without_verification(None).map_err(ApiError::internal)?, path))
+}
+
+/// Go's `IP.IsGlobalUnicast`.
+fn global_unicast(ip: &std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => !(v4.is_unspecified() || v4.is_loopback() || v4.is_multicast() || v4.is_link_local() || v4.is_broadcast()),
+        std::net::IpAddr::V6(v6) => !(v6.is_unspecified() || v6.is_loopback() || v6.is_multicast() || v6.is_unicast_link_local()),
+    }
+}
+
+/// The address and port a Service's proxy reaches: one of its Endpoints' ready addresses that
+/// carries the asked port (by name, or the Service port's number) and is a pod of the
+/// namespace with that IP, tried from a random place, as kube-apiserver picks.
+fn service_endpoint(ctx: &Ctx, req: &ResourceRequest, namespace: &str, name: &str, port: &str) -> ApiResult<(String, i64)> {
+    let mut port_name = port.to_string();
+    if let Ok(number) = port.parse::<i64>() {
+        let service = object(ctx, req.info, Some(namespace), name)?.ok_or_else(|| not_found(req.info, name))?;
+        let ports = service["spec"]["ports"].as_array().into_iter().flatten();
+        port_name = ports.filter(|p| p["port"].as_i64() == Some(number)).find_map(|p| Some(p["name"].as_str().unwrap_or_default().to_string()))
+            .ok_or_else(|| ApiError::Unavailable(format!("no service port {number} found for service {name:?}")))?;
+    }
+    let endpoints_info = registry::lookup("", "v1", "endpoints").expect("endpoints are served");
+    let endpoints = object(ctx, endpoints_info, Some(namespace), name)?.ok_or_else(|| not_found(endpoints_info, name))?;
+    let subsets = endpoints["subsets"].as_array().cloned().unwrap_or_default();
+    if subsets.is_empty() {
+        return Err(ApiError::Unavailable(format!("no endpoints available for service {name:?}")));
+    }
+    let pods = registry::lookup("", "v1", "pods").expect("pods are served");
+    let is_pod_address = |address: &Value| -> bool {
+        let target = &address["targetRef"];
+        if target.is_null() || target["namespace"].as_str() != Some(namespace) {
+            return false;
+        }
+        let Ok(Some(pod)) = object(ctx, pods, Some(namespace), target["name"].as_str().unwrap_or_default()) else { return false };
+        pod["status"]["podIPs"].as_array().into_iter().flatten().any(|p| p["ip"] == address["ip"])
+    };
+    let start = rand::random_range(0..subsets.len());
+    for subset in subsets.iter().cycle().skip(start).take(subsets.len()) {
+        let addresses = subset["addresses"].as_array().cloned().unwrap_or_default();
+        if addresses.is_empty() {
+            continue;
+        }
+        for p in subset["ports"].as_array().into_iter().flatten().filter(|p| p["name"].as_str().unwrap_or_default() == port_name) {
+            let first = rand::random_range(0..addresses.len());
+            if let Some(address) = addresses.iter().cycle().skip(first).take(addresses.len()).find(|a| is_pod_address(a)) {
+                return Ok((address["ip"].as_str().unwrap_or_default().to_string(), p["port"].as_i64().unwrap_or_default()));
+            }
+        }
+    }
+    Err(ApiError::Unavailable(format!("no endpoints available for service {:?}", req.name())))
+}
+
 /// The query a kubelet is asked with: the caller's, but for the container (named in the path).
 fn kubelet_query(query: &str) -> String {
     let kept: Vec<&str> = query.split('&').filter(|p| !p.is_empty() && !p.starts_with("container=")).collect();
@@ -90,15 +174,6 @@ fn kubelet_query(query: &str) -> String {
         String::new()
     } else {
         format!("?{}", kept.join("&"))
-    }
-}
-
-/// `[scheme:]name[:port]`, as proxy requests may name their target: the name and the port.
-fn split_port(name: &str) -> (&str, Option<u16>) {
-    let name = name.strip_prefix("https:").or_else(|| name.strip_prefix("http:")).unwrap_or(name);
-    match name.split_once(':') {
-        Some((n, port)) => (n, port.parse().ok()),
-        None => (name, None),
     }
 }
 
