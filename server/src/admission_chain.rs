@@ -5,12 +5,22 @@
 
 use std::sync::Arc;
 
+use admission::certificate_subject_restriction::CertificateSubjectRestriction;
 use admission::certificates::CertificateSigners;
+use admission::classes::Classes;
+use admission::default_ingress_class::DefaultIngressClass;
+use admission::default_storage_class::DefaultStorageClass;
+use admission::default_toleration_seconds::DefaultTolerationSeconds;
 use admission::node_restriction::NodeRestriction;
 use admission::plugins::{self, Configurations, Plugin};
 use admission::policy::{MutatingPolicies, ValidatingPolicies};
+use admission::priority::Priority;
+use admission::pvc_resize::PersistentVolumeClaimResize;
 use admission::rbac_escalation::Escalation;
+use admission::runtime_class::RuntimeClass;
 use admission::service_account::ServiceAccounts;
+use admission::storage_protection::StorageObjectInUseProtection;
+use admission::taint_nodes_by_condition::TaintNodesByCondition;
 use admission::webhooks::{MutatingWebhooks, ValidatingWebhooks};
 use admission::{Admission, Replicated};
 use access::Auth;
@@ -22,6 +32,9 @@ pub struct Parts {
     pub replicated: Replicated,
     pub auth: Auth,
     pub configurations: Configurations,
+    pub classes: Arc<Classes>,
+    /// `--default-not-ready-toleration-seconds`, `--default-unreachable-toleration-seconds`.
+    pub toleration_seconds: (i64, i64),
 }
 
 /// The plugins that run; an unknown, contradictory or unavailable name is an error at start.
@@ -45,15 +58,27 @@ pub fn build(args: &Args, parts: &Parts) -> anyhow::Result<Admission> {
 
 /// The plugin `name`, when this server has it.
 fn plugin(name: &str, parts: &Parts) -> Option<Plugin> {
-    let Parts { replicated, auth, .. } = parts;
+    let Parts { replicated, auth, classes, .. } = parts;
     let store = replicated.store.clone();
     Some(match name {
         // NamespaceLifecycle is the namespace check every namespaced write makes.
         "NamespaceLifecycle" => Plugin::default(),
         "ServiceAccount" => Plugin::mutating(Arc::new(ServiceAccounts { store })),
         "NodeRestriction" => Plugin::validating(Arc::new(NodeRestriction { store })),
+        "TaintNodesByCondition" => Plugin::mutating(Arc::new(TaintNodesByCondition)),
+        "Priority" => Plugin::both(Arc::new(Priority { classes: classes.priority.clone() })),
+        "DefaultTolerationSeconds" => {
+            let (not_ready, unreachable) = parts.toleration_seconds;
+            Plugin::mutating(Arc::new(DefaultTolerationSeconds { not_ready, unreachable }))
+        }
+        "DefaultStorageClass" => Plugin::mutating(Arc::new(DefaultStorageClass { classes: classes.storage.clone() })),
+        "StorageObjectInUseProtection" => Plugin::mutating(Arc::new(StorageObjectInUseProtection)),
+        "PersistentVolumeClaimResize" => Plugin::validating(Arc::new(PersistentVolumeClaimResize { classes: classes.storage.clone() })),
+        "RuntimeClass" => Plugin::both(Arc::new(RuntimeClass { classes: classes.runtime.clone() })),
         "CertificateApproval" => Plugin::validating(Arc::new(CertificateSigners::approval(auth.clone()))),
         "CertificateSigning" => Plugin::validating(Arc::new(CertificateSigners::signing(auth.clone()))),
+        "CertificateSubjectRestriction" => Plugin::validating(Arc::new(CertificateSubjectRestriction)),
+        "DefaultIngressClass" => Plugin::mutating(Arc::new(DefaultIngressClass { classes: classes.ingress.clone() })),
         "MutatingAdmissionPolicy" if machinery::registry::gate_enabled("MutatingAdmissionPolicy") => {
             Plugin::mutating(Arc::new(MutatingPolicies::new(replicated.clone(), auth.clone())))
         }

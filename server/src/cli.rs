@@ -146,8 +146,11 @@ pub struct Args {
     pub kubelet_preferred_address_types: Vec<String>,
 
     /// Controllers the leader runs, as kube-controller-manager's flag: `*` for the defaults,
-    /// `NAME` to add one, `-NAME` to leave one out (`serviceaccount`, `serviceaccount-token`,
-    /// `root-ca-cert-publisher`).
+    /// `NAME` to add one, `-NAME` to leave one out: those kube-controller-manager also runs
+    /// (`garbagecollector`, `podgc`, `serviceaccount`, `serviceaccount-token`,
+    /// `root-ca-cert-publisher`, `clusterrole-aggregation`, `validatingadmissionpolicy-status`,
+    /// `bootstrap-tokens`) when it runs beside this server, or this server's own
+    /// (`service-ip-repair`, `crd`, `apiservice-availability`).
     #[arg(long, default_value = "*", value_delimiter = ',')]
     pub controllers: Vec<String>,
 
@@ -159,6 +162,14 @@ pub struct Args {
     /// Default admission plugins not to run.
     #[arg(long, value_delimiter = ',')]
     pub disable_admission_plugins: Vec<String>,
+
+    /// How long pods tolerate their node's `not-ready` taint (DefaultTolerationSeconds).
+    #[arg(long, default_value_t = 300)]
+    pub default_not_ready_toleration_seconds: i64,
+
+    /// How long pods tolerate their node's `unreachable` taint (DefaultTolerationSeconds).
+    #[arg(long, default_value_t = 300)]
+    pub default_unreachable_toleration_seconds: i64,
 
     /// The plugins' configuration: an `AdmissionConfiguration` (YAML or JSON) naming each
     /// plugin's configuration inline or by a file path.

@@ -84,6 +84,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let rbac = RbacIndex::new();
     let nodes = Arc::new(NodeGraph::default());
     let namespaces = Arc::new(admission::namespaces::Namespaces::default());
+    let classes = Arc::new(admission::classes::Classes::default());
     let configuration = Arc::new(admission::configuration::Configuration::default());
     let flowcontrol =
         Arc::new(FlowControl::new(args.enable_priority_and_fairness, args.max_requests_inflight, args.max_mutating_requests_inflight));
@@ -100,7 +101,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             election_timeout: Duration::from_millis(args.election_timeout),
             peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
-            observers: Observers(vec![rbac.clone(), nodes.clone(), flowcontrol.clone(), namespaces.clone(), configuration.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())]),
+            observers: Observers([vec![rbac.clone() as Arc<dyn raft_store::ApplyObserver>, nodes.clone(), flowcontrol.clone(), namespaces.clone(), configuration.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())], classes.observers()].concat()),
         },
     )
     .await
@@ -141,7 +142,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => Configurations::load(path).map_err(|e| anyhow::anyhow!("--admission-control-config-file: {e}"))?,
         None => Configurations::default(),
     };
-    let admission = admission_chain::build(&args, &admission_chain::Parts { replicated, auth: auth.clone(), configurations })?;
+    let toleration_seconds = (args.default_not_ready_toleration_seconds, args.default_unreachable_toleration_seconds);
+    let admission = admission_chain::build(&args, &admission_chain::Parts { replicated, auth: auth.clone(), configurations, classes, toleration_seconds })?;
     // Auditing needs both a policy and a log, as in kube-apiserver.
     let audit = match (&args.audit_policy_file, &args.audit_log_path) {
         (Some(policy), Some(log)) => Some(serving::audit::Auditor::open(policy, log)?),

@@ -1,6 +1,6 @@
-//! `admission`: the admission stage of the API server. After a handler has decoded, defaulted
-//! and validated an object and before it is stored (dry-run included), mutating plugins may
-//! change it, then validating plugins may refuse it. Deletions are admitted too, with the stored
+//! `admission`: the admission stage of the API server, in two phases as in Kubernetes: after a
+//! handler has decoded and defaulted an object, mutating plugins may change it; once it is
+//! validated, and before it is stored (dry-run included), validating plugins may refuse it. Deletions are admitted too, with the stored
 //! object as `old`. Each plugin is a file of its own behind [`Mutating`] or [`Validating`];
 //! admission policies ([`policy`]) and webhooks ([`webhooks`]) are plugins too.
 //!
@@ -8,15 +8,26 @@
 //! escalation checks ask it) and `machinery`; above it, the API server.
 
 pub mod audit_annotations;
+pub mod certificate_subject_restriction;
 pub mod certificates;
+pub mod classes;
 pub mod configuration;
+pub mod default_ingress_class;
+pub mod default_storage_class;
+pub mod default_toleration_seconds;
+pub mod kept;
 pub mod matching;
 pub mod namespaces;
 pub mod node_restriction;
 pub mod plugins;
 pub mod policy;
+pub mod priority;
+pub mod pvc_resize;
 pub mod rbac_escalation;
+pub mod runtime_class;
 pub mod service_account;
+pub mod storage_protection;
+pub mod taint_nodes_by_condition;
 pub mod webhooks;
 
 use std::sync::{Arc, Mutex};
@@ -67,6 +78,16 @@ pub struct Request<'a> {
 }
 
 impl Request<'_> {
+    /// Whether the write is to an object (not a subresource) of `group`/`resource`.
+    pub fn concerns(&self, group: &str, resource: &str) -> bool {
+        self.req.info.group == group && self.req.info.resource == resource && self.req.subresource.is_none()
+    }
+
+    /// A 403 for the object written, in the words of Kubernetes' `admission.NewForbidden`.
+    pub fn forbidden(&self, detail: impl std::fmt::Display) -> machinery::error::ApiError {
+        machinery::error::ApiError::forbidden(self.req.info.group, self.req.info.resource, self.req.name(), detail)
+    }
+
     /// Passes a warning on to the client.
     pub fn warn(&self, warning: String) {
         self.warnings.lock().unwrap_or_else(|e| e.into_inner()).push(warning);
@@ -99,25 +120,22 @@ impl Admission {
         Admission { mutating: Arc::new(mutating), validating: Arc::new(validating) }
     }
 
-    /// Runs every mutating plugin on `object` (absent for a deletion), then every validating
-    /// plugin on the result; the first refusal is the answer. Returns the plugins' warnings.
-    pub async fn admit(
-        &self,
-        req: &ResourceRequest,
-        operation: Operation,
-        object: Option<&mut Value>,
-        old: Option<&Value>,
-        dry_run: bool,
-    ) -> ApiResult<Vec<String>> {
+    /// Runs every mutating plugin on `object`, in order, as Kubernetes does after decoding and
+    /// defaulting and before validation; returns the plugins' warnings.
+    pub async fn mutate(&self, req: &ResourceRequest, operation: Operation, object: &mut Value, old: Option<&Value>, dry_run: bool) -> ApiResult<Vec<String>> {
         let warnings = Mutex::new(Vec::new());
-        let mut object = object;
         for m in self.mutating.iter() {
-            if let Some(obj) = object.as_deref_mut() {
-                let view = Request { req, operation, object: None, old, dry_run, warnings: &warnings };
-                m.admit(&view, obj).await?;
-            }
+            let view = Request { req, operation, object: None, old, dry_run, warnings: &warnings };
+            m.admit(&view, object).await?;
         }
-        let request = Request { req, operation, object: object.as_deref(), old, dry_run, warnings: &warnings };
+        Ok(warnings.into_inner().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Runs every validating plugin on the validated object (absent for a deletion); the first
+    /// refusal is the answer. Returns the plugins' warnings.
+    pub async fn validate(&self, req: &ResourceRequest, operation: Operation, object: Option<&Value>, old: Option<&Value>, dry_run: bool) -> ApiResult<Vec<String>> {
+        let warnings = Mutex::new(Vec::new());
+        let request = Request { req, operation, object, old, dry_run, warnings: &warnings };
         for v in self.validating.iter() {
             v.validate(&request).await?;
         }

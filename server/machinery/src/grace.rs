@@ -13,7 +13,8 @@ use crate::registry::ResourceInfo;
 /// The default of `terminationGracePeriodSeconds`.
 const DEFAULT_PERIOD: i64 = 30;
 
-fn is_pod(info: &ResourceInfo) -> bool {
+/// Whether the kind is deleted gracefully (pods only).
+pub fn is_pod(info: &ResourceInfo) -> bool {
     info.group.is_empty() && info.resource == "pods"
 }
 

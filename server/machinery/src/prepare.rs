@@ -74,16 +74,9 @@ pub fn check_type_meta(info: &ResourceInfo, obj: &mut Value, expect_kind: &str, 
 
 /// Decodes through the kind's typed schema (unknown fields dropped), reports the unknown fields
 /// and the `duplicates` found in the body per `fieldValidation` (Strict: one 400 naming them
-/// all, unknown ones first, as Kubernetes words it), applies defaults and validates (an update
-/// against the stored object `old`). Returns the object to store.
-pub fn admit(
-    info: &ResourceInfo,
-    obj: Value,
-    old: Option<&Value>,
-    validation: FieldValidation,
-    duplicates: &[String],
-    warnings: &mut Vec<String>,
-) -> ApiResult<Value> {
+/// all, unknown ones first, as Kubernetes words it) and applies defaults, as Kubernetes decodes
+/// a request's object before mutating admission.
+pub fn decode(info: &ResourceInfo, obj: Value, validation: FieldValidation, duplicates: &[String], warnings: &mut Vec<String>) -> ApiResult<Value> {
     let decoded = (info.ops.decode)(info, obj).map_err(ApiError::BadRequest)?;
     let problems: Vec<String> = decoded
         .unknown_fields
@@ -102,7 +95,13 @@ pub fn admit(
     }
     let mut obj = decoded.object;
     (info.ops.default)(info, &mut obj);
-    let mut causes = meta::validate(info, &obj);
+    Ok(obj)
+}
+
+/// Validates an object (an update against the stored object `old`), as Kubernetes does after
+/// mutating admission: 422 with every problem found.
+pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
+    let mut causes = meta::validate(info, obj);
     if old.is_some() && !causes.is_empty() {
         // Kubernetes checks an updated object's labels and annotations four times (twice in
         // its generic update path, twice in a kind's update validation) and reports each
@@ -112,12 +111,12 @@ pub fn admit(
             causes.extend(again.iter().cloned());
         }
     }
-    causes.extend((info.ops.validate)(info, &obj, old));
-    causes.extend(crate::registry::kinds::enums::check(info, &obj));
+    causes.extend((info.ops.validate)(info, obj, old));
+    causes.extend(crate::registry::kinds::enums::check(info, obj));
     if !causes.is_empty() {
-        return Err(info.invalid(meta::meta_str(&obj, "name").unwrap_or_default(), causes));
+        return Err(info.invalid(meta::meta_str(obj, "name").unwrap_or_default(), causes));
     }
-    Ok(obj)
+    Ok(())
 }
 
 /// The paths (`spec.replicas`, `spec.containers[0].name`) of keys a JSON body repeats within

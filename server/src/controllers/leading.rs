@@ -45,9 +45,14 @@ pub trait LeaderController: Send + Sync {
     }
 }
 
-/// Runs `controller` for the life of the node, acting while the node leads.
+/// Runs `controller` for the life of the node, acting while the node leads (unless
+/// `--controllers` leaves it out).
 pub async fn run(ctx: Context, controller: impl LeaderController) {
     let name = controller.name();
+    if !ctx.settings.controller_enabled(name) {
+        tracing::info!(controller = name, "controller turned off by --controllers");
+        return;
+    }
     let prefixes = controller.watches();
     let mut leading = false;
     loop {

@@ -140,8 +140,9 @@ impl Mutating for MutatingWebhooks {
             }
         }
         if changed {
-            // What the webhooks made is decoded, defaulted and validated like a client's object.
-            *object = machinery::prepare::admit(r.req.info, object.clone(), r.old, machinery::prepare::FieldValidation::Ignore, &[], &mut Vec::new())?;
+            // What the webhooks made is decoded and defaulted like a client's object (and validated
+            // with it after the mutating phase).
+            *object = machinery::prepare::decode(r.req.info, object.clone(), machinery::prepare::FieldValidation::Ignore, &[], &mut Vec::new())?;
         }
         Ok(())
     }

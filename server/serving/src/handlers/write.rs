@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::finalizers::{self, finalizers_empty};
 use machinery::delete_options::DeleteOptions;
-use machinery::prepare::{admit, FieldValidation};
+use machinery::prepare::{self, FieldValidation};
 use admission::Operation;
 use super::reply::Reply;
 use crate::context::Ctx;
@@ -91,6 +91,13 @@ async fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>) -> Ap
     }
 }
 
+/// An object entering deletion moves to its next generation, when it has generations.
+fn bump_generation(metadata: &mut serde_json::Map<String, Value>) {
+    if let Some(generation) = metadata.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+        metadata.insert("generation".into(), json!(generation + 1));
+    }
+}
+
 /// How a create checks and records what it writes.
 pub struct Create<'a> {
     pub validation: FieldValidation,
@@ -142,15 +149,24 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
     }
     // The server's metadata first: defaults may use it (a Job's generated selector its uid).
     meta::stamp_create(info, &mut obj);
-    let mut obj = admit(info, obj, None, validation, duplicates, warnings)?;
+    let mut obj = prepare::decode(info, obj, validation, duplicates, warnings)?;
     if (info.group, info.kind) == ("certificates.k8s.io", "CertificateSigningRequest") {
         super::certificates::stamp_requestor(&mut obj, &req.user);
     }
     let name = meta_str(&obj, "name").unwrap_or_default().to_string();
-    let key = info.key(req.namespace.as_deref(), &name);
     check_namespace(ctx, info, req.namespace.as_deref()).await?;
     let named = ResourceRequest { name: Some(name.clone()), ..req.clone() };
-    warnings.extend(ctx.writes.admission.admit(&named, Operation::Create, Some(&mut obj), None, dry_run).await?);
+    // Kubernetes' order: mutating admission, then what the kind derives, then validation, then
+    // validating admission.
+    warnings.extend(ctx.writes.admission.mutate(&named, Operation::Create, &mut obj, None, dry_run).await?);
+    if let Some(prepare) = info.ops.strategy.prepare_create {
+        prepare(&mut obj);
+    }
+    prepare::validate(info, &obj, None)?;
+    warnings.extend(ctx.writes.admission.validate(&named, Operation::Create, Some(&obj), None, dry_run).await?);
+    // A mutating plugin may not rename the object.
+    let name = meta_str(&obj, "name").unwrap_or_default().to_string();
+    let key = info.key(req.namespace.as_deref(), &name);
     if let Some(m) = manager {
         fieldmanager::update(None, &mut obj, m, &info.schema_definition(), &meta::now());
     }
@@ -297,8 +313,10 @@ pub async fn update(
         let old = convert::in_version(&ctx.store, info, parse(&current)?).await?;
         let mut new = mutate(&old)?;
         let mut w = Vec::new();
-        new = admit(info, new, Some(&old), opts.validation, &opts.duplicates, &mut w)?;
+        new = prepare::decode(info, new, opts.validation, &opts.duplicates, &mut w)?;
         meta::carry_over(info, &old, &mut new);
+        w.extend(ctx.writes.admission.mutate(req, Operation::Update, &mut new, Some(&old), opts.dry_run).await?);
+        prepare::validate(info, &new, Some(&old))?;
         // A subresource with its own rules (a pod's binding) changes what a plain update may not.
         let causes = if req.subresource.as_deref() == Some("binding") { Vec::new() } else { (info.ops.strategy.update)(&old, &mut new) };
         if !causes.is_empty() {
@@ -308,7 +326,7 @@ pub async fn update(
             true => ctx.writes.node_ports.plan(ctx.store.cache(), Some(&old), &mut new, req.namespace.as_deref().unwrap_or_default(), req.name())?,
             false => nodeports::Plan::default(),
         };
-        w.extend(ctx.writes.admission.admit(req, Operation::Update, Some(&mut new), Some(&old), opts.dry_run).await?);
+        w.extend(ctx.writes.admission.validate(req, Operation::Update, Some(&new), Some(&old), opts.dry_run).await?);
         if meta::without_rv(&new) == meta::without_rv(&old) {
             warnings.extend(w);
             return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, current.data).await?));
@@ -373,7 +391,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
     for _ in 0..MAX_RETRIES {
         let current = current(ctx, req, &key, opts.resource_version).await?;
         let mut obj = parse(&current)?;
-        ctx.writes.admission.admit(req, Operation::Delete, None, Some(&obj), opts.dry_run).await?;
+        ctx.writes.admission.validate(req, Operation::Delete, None, Some(&obj), opts.dry_run).await?;
         let uid = meta_str(&obj, "uid").map(str::to_string);
         if let Some(want) = &opts.uid {
             if uid.as_deref() != Some(want.as_str()) {
@@ -403,6 +421,9 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
                 return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, current.data).await?));
             }
             let m = meta_mut(&mut obj);
+            if !already {
+                bump_generation(m);
+            }
             if !already || shortened {
                 m.insert("deletionTimestamp".into(), json!(machinery::grace::deadline(period)));
                 // A namespace is marked with the time only, as Kubernetes' namespace registry does.
@@ -426,6 +447,14 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
                 TxnResult::Failed { current, .. } if opts.resource_version.is_some() => return Err(lost(req, current)),
                 _ => continue,
             }
+        }
+        if machinery::grace::is_pod(info) {
+            // A pod is deleted gracefully even with no time to wait: it goes at once, and the
+            // answer shows it marked as Kubernetes marks it on the way.
+            let m = meta_mut(&mut obj);
+            bump_generation(m);
+            m.insert("deletionTimestamp".into(), json!(machinery::grace::deadline(0)));
+            m.insert("deletionGracePeriodSeconds".into(), json!(0));
         }
         if opts.dry_run {
             return removed(ctx, req, uid.as_deref(), obj).await;

@@ -98,12 +98,15 @@ pub struct Strategy {
     /// The group Kubernetes names the kind by when refusing an object, when not the one it is
     /// served in (`events.k8s.io` Events are refused as core `Event`s).
     pub refused_as_group: Option<&'static str>,
+    /// What a new object derives from itself once mutating admission has changed it, before it
+    /// is validated (a pod's QoS class from its resources), as Kubernetes' `PrepareForCreate`.
+    pub prepare_create: Option<fn(&mut Value)>,
 }
 
 impl Strategy {
     /// No defaults, no checks beyond types and metadata, every field mutable, the default table
     /// (Name, Created At).
-    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false, orphans_by_default: None, refused_as_group: None };
+    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false, orphans_by_default: None, refused_as_group: None, prepare_create: None };
 }
 
 /// A kind whose fields may all change on update.

@@ -1,4 +1,5 @@
-//! Pods: defaults (the pod spec's, service links, priority, requests, phase, QoS class),
+//! Pods: defaults (the pod spec's, service links, requests, phase, QoS class; the priority is
+//! the Priority admission plugin's),
 //! validation, the spec fields an update may change, and kubectl's columns.
 
 use serde_json::{json, Value};
@@ -18,16 +19,15 @@ pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
     returns_deleted: true,
+    prepare_create: Some(set_qos_class),
     ..Strategy::NONE
 };
 
-/// Pods get the pod spec defaults and, unlike templates, service links and a priority.
+/// Pods get the pod spec defaults and, unlike templates, service links.
 pub fn defaults(obj: &mut Value) {
     if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
         pod_spec::defaults(spec);
         set(spec, "enableServiceLinks", json!(true));
-        set(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
-        set(spec, "priority", json!(0));
         requests_from_limits(spec);
     }
     if obj["status"]["phase"].is_null() {
@@ -36,6 +36,11 @@ pub fn defaults(obj: &mut Value) {
     if obj["status"]["qosClass"].is_null() {
         obj["status"]["qosClass"] = json!(qos_class(&obj["spec"]));
     }
+}
+
+/// A new pod's QoS class, from its resources as admission left them (LimitRanger's defaults).
+fn set_qos_class(obj: &mut Value) {
+    obj["status"]["qosClass"] = json!(qos_class(&obj["spec"]));
 }
 
 /// A container's limits are its requests for the resources it requests nothing of (pods only,

@@ -29,6 +29,9 @@ pub fn defaults(spec: &mut Value) {
     set(spec, "terminationGracePeriodSeconds", json!(30));
     set(spec, "schedulerName", json!("default-scheduler"));
     set(spec, "securityContext", json!({}));
+    for volume in spec.get_mut("volumes").and_then(Value::as_array_mut).into_iter().flatten() {
+        volume_defaults(volume);
+    }
     for c in containers_mut(spec) {
         set(c, "terminationMessagePath", json!("/dev/termination-log"));
         set(c, "terminationMessagePolicy", json!("File"));
@@ -54,6 +57,31 @@ pub fn defaults(spec: &mut Value) {
         if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
             for p in ports {
                 set(p, "protocol", json!("TCP"));
+            }
+        }
+    }
+}
+
+/// The volume sources whose file mode defaults to 0644.
+const MODE_DEFAULTED: &[&str] = &["secret", "configMap", "downwardAPI", "projected"];
+
+/// A volume's defaults: a volume naming no source is an empty directory; the file sources' mode
+/// 0644; a host path's type empty (unchecked); iSCSI's and RBD's settings.
+fn volume_defaults(volume: &mut Value) {
+    let Some(fields) = volume.as_object_mut() else { return };
+    if fields.keys().all(|k| k == "name") {
+        fields.insert("emptyDir".into(), json!({}));
+    }
+    for source in MODE_DEFAULTED {
+        if let Some(s) = fields.get_mut(*source).filter(|s| s.is_object()) {
+            set(s, "defaultMode", json!(420));
+        }
+    }
+    let settings: &[(&str, &[(&str, &str)])] = &[("hostPath", &[("type", "")]), ("iscsi", &[("iscsiInterface", "default")]), ("rbd", &[("pool", "rbd"), ("user", "admin"), ("keyring", "/etc/ceph/keyring")])];
+    for (source, defaults) in settings {
+        if let Some(s) = fields.get_mut(*source).filter(|s| s.is_object()) {
+            for (field, value) in *defaults {
+                set(s, field, json!(value));
             }
         }
     }

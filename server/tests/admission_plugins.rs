@@ -1,0 +1,161 @@
+//! kube-apiserver's default admission plugins against the real binary, with kubectl: what
+//! Priority, DefaultTolerationSeconds, TaintNodesByCondition, RuntimeClass, DefaultIngressClass,
+//! DefaultStorageClass, StorageObjectInUseProtection, PersistentVolumeClaimResize and
+//! CertificateSubjectRestriction add to objects and refuse, in Kubernetes' words; plugins turned
+//! off and on by flag, and unknown names refused at start.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use base64::Engine;
+use common::TestServer;
+use serde_json::{json, Value};
+
+/// `kubectl create -f -` of `object`: its output, or its error.
+fn create(server: &TestServer, object: &Value) -> Result<String, String> {
+    let mut cmd = server.kubectl_command(&["create", "-o", "json", "-f", "-"]);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(object.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+    }
+}
+
+fn created(server: &TestServer, object: Value) -> Value {
+    serde_json::from_str(&create(server, &object).unwrap_or_else(|e| panic!("create: {e}"))).unwrap()
+}
+
+fn refused(server: &TestServer, object: Value, message: &str) {
+    let err = create(server, &object).expect_err("should be refused");
+    assert!(err.contains(message), "expected {message:?} in {err}");
+}
+
+fn pod(name: &str, spec: Value) -> Value {
+    let mut spec = spec;
+    spec["containers"] = json!([{"name": "app", "image": "registry.k8s.io/pause:3.10"}]);
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec})
+}
+
+#[tokio::test]
+async fn pods_get_priority_tolerations_and_runtime_class() {
+    let server = TestServer::start().await;
+
+    // DefaultTolerationSeconds and Priority without a default class.
+    let plain = created(&server, pod("plain", json!({})));
+    let tolerations = json!([
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]);
+    assert_eq!(plain["spec"]["tolerations"], tolerations);
+    assert_eq!((&plain["spec"]["priority"], &plain["spec"]["preemptionPolicy"]), (&json!(0), &json!("PreemptLowerPriority")));
+    // A pod tolerating every NoExecute taint gets nothing added.
+    let tolerant = created(&server, pod("tolerant", json!({"tolerations": [{"operator": "Exists", "effect": "NoExecute"}]})));
+    assert_eq!(tolerant["spec"]["tolerations"].as_array().unwrap().len(), 1);
+
+    // Priority: a class by name, the default class, a missing class, a priority of its own.
+    created(&server, json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000, "preemptionPolicy": "Never"}));
+    created(&server, json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "fallback"}, "value": 10, "globalDefault": true}));
+    let high = created(&server, pod("high", json!({"priorityClassName": "high"})));
+    assert_eq!((&high["spec"]["priority"], &high["spec"]["preemptionPolicy"]), (&json!(1000), &json!("Never")));
+    let defaulted = created(&server, pod("defaulted", json!({})));
+    assert_eq!((&defaulted["spec"]["priorityClassName"], &defaulted["spec"]["priority"]), (&json!("fallback"), &json!(10)));
+    refused(&server, pod("missing", json!({"priorityClassName": "nope"})), r#"pods "missing" is forbidden: no PriorityClass with name nope was found"#);
+    refused(&server, pod("own", json!({"priorityClassName": "high", "priority": 5})),
+        r#"pods "own" is forbidden: the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name"#);
+    refused(&server, json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "second"}, "value": 20, "globalDefault": true}),
+        r#"priorityclasses.scheduling.k8s.io "second" is forbidden: PriorityClass fallback is already marked as default. Only one default can exist"#);
+
+    // RuntimeClass: missing, overhead and scheduling merged, a conflicting node selector.
+    refused(&server, pod("no-class", json!({"runtimeClassName": "gvisor"})), r#"pods "no-class" is forbidden: pod rejected: RuntimeClass "gvisor" not found"#);
+    created(&server, json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "gvisor"}, "handler": "runsc",
+        "overhead": {"podFixed": {"cpu": "250m", "memory": "64Mi"}},
+        "scheduling": {"nodeSelector": {"sandbox": "gvisor"}, "tolerations": [{"key": "sandbox", "operator": "Exists", "effect": "NoSchedule"}]}}));
+    let sandboxed = created(&server, pod("sandboxed", json!({"runtimeClassName": "gvisor", "nodeSelector": {"zone": "a"}})));
+    assert_eq!(sandboxed["spec"]["overhead"], json!({"cpu": "250m", "memory": "64Mi"}));
+    assert_eq!(sandboxed["spec"]["nodeSelector"], json!({"sandbox": "gvisor", "zone": "a"}));
+    assert!(sandboxed["spec"]["tolerations"].as_array().unwrap().iter().any(|t| t["key"] == "sandbox"), "{sandboxed}");
+    refused(&server, pod("conflict", json!({"runtimeClassName": "gvisor", "nodeSelector": {"sandbox": "kata"}})),
+        r#"pods "conflict" is forbidden: conflict: runtimeClass.scheduling.nodeSelector[sandbox] = gvisor; pod.spec.nodeSelector[sandbox] = kata"#);
+    refused(&server, pod("overhead", json!({"runtimeClassName": "gvisor", "overhead": {"cpu": "1"}})), "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead");
+    refused(&server, pod("no-overhead", json!({"overhead": {"cpu": "1"}})), "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead");
+}
+
+#[tokio::test]
+async fn nodes_claims_ingresses_and_requests() {
+    let server = TestServer::start().await;
+
+    // TaintNodesByCondition.
+    let node = created(&server, json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}));
+    assert_eq!(node["spec"]["taints"], json!([{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]));
+
+    // DefaultStorageClass (the newest default) and StorageObjectInUseProtection.
+    let claim = |name: &str| json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": "default"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}});
+    let unclassed = created(&server, claim("before"));
+    assert!(unclassed["spec"]["storageClassName"].is_null(), "{unclassed}");
+    assert_eq!(unclassed["metadata"]["finalizers"], json!(["kubernetes.io/pvc-protection"]));
+    let class = |name: &str, expand: bool| json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "provisioner": "example.com/disk", "allowVolumeExpansion": expand,
+        "metadata": {"name": name, "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}});
+    created(&server, class("older", false));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    created(&server, class("newer", true));
+    let classed = created(&server, claim("after"));
+    assert_eq!(classed["spec"]["storageClassName"], "newer");
+    let volume = created(&server, json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv1"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/mnt/pv1"}}}));
+    assert_eq!(volume["metadata"]["finalizers"], json!(["kubernetes.io/pv-protection"]));
+
+    // PersistentVolumeClaimResize: only a bound claim of a class that allows expansion grows.
+    let grow = |name: &str| server.kubectl(&["patch", "pvc", name, "--type=merge", "-p", r#"{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}"#]);
+    let out = grow("after");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Only bound persistent volume claims can be expanded"), "{out:?}");
+    server.kubectl_ok(&["patch", "pvc", "after", "--subresource=status", "--type=merge", "-p", r#"{"status":{"phase":"Bound"}}"#]);
+    server.kubectl_ok(&["patch", "pvc", "before", "--subresource=status", "--type=merge", "-p", r#"{"status":{"phase":"Bound"}}"#]);
+    server.kubectl_ok(&["patch", "pvc", "after", "--type=merge", "-p", r#"{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}"#]);
+    let out = grow("before");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"), "{out:?}");
+
+    // DefaultIngressClass: an Ingress naming no class gets the default one.
+    created(&server, json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": "nginx", "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}}, "spec": {"controller": "k8s.io/ingress-nginx"}}));
+    let ingress = |name: &str| json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": name, "namespace": "default"},
+        "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}});
+    assert_eq!(created(&server, ingress("web"))["spec"]["ingressClassName"], "nginx");
+
+    // CertificateSubjectRestriction: no client certificate for system:masters.
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(rcgen::DnType::CommonName, "root");
+    params.distinguished_name.push(rcgen::DnType::OrganizationName, "system:masters");
+    let pem = params.serialize_request(&rcgen::KeyPair::generate().unwrap()).unwrap().pem().unwrap();
+    refused(&server, json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": "root"},
+        "spec": {"request": base64::engine::general_purpose::STANDARD.encode(pem), "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}}),
+        r#"certificatesigningrequests.certificates.k8s.io "root" is forbidden: use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed"#);
+}
+
+#[tokio::test]
+async fn plugins_are_chosen_by_flag() {
+    let server = TestServer::start_with(&["--disable-admission-plugins=DefaultTolerationSeconds,TaintNodesByCondition", "--default-unreachable-toleration-seconds=60"]).await;
+    let plain = created(&server, pod("plain", json!({})));
+    assert!(plain["spec"]["tolerations"].is_null(), "{plain}");
+    let node = created(&server, json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}));
+    assert!(node["spec"]["taints"].is_null(), "{node}");
+
+    let tuned = TestServer::start_with(&["--default-unreachable-toleration-seconds=60"]).await;
+    let pod = created(&tuned, pod("tuned", json!({})));
+    assert_eq!(pod["spec"]["tolerations"][1]["tolerationSeconds"], 60);
+
+    // Unknown names and a name both enabled and disabled stop the server at start.
+    for (flags, message) in [
+        (vec!["--enable-admission-plugins=NoSuchPlugin"], "enable-admission-plugins plugin \"NoSuchPlugin\" is unknown"),
+        (vec!["--enable-admission-plugins=Priority", "--disable-admission-plugins=Priority"], "\"Priority\" found in both --enable-admission-plugins and --disable-admission-plugins"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_apiserver")).arg("--data-dir").arg(dir.path()).args(["--secure-port", "0"]).args(&flags).output().unwrap();
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains(message), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
