@@ -279,3 +279,41 @@ async fn an_authenticating_proxy_names_the_user_in_headers() {
     assert_eq!(cm["data"]["requestheader-username-headers"], "[\"X-Remote-User\"]");
     assert!(cm["data"]["requestheader-client-ca-file"].as_str().unwrap().contains("BEGIN CERTIFICATE"));
 }
+
+/// A client certificate of X.509 version 1, as `openssl x509 -req` makes it by default,
+/// identifies its user as kube-apiserver's verifier does; one the cluster CA did not sign is
+/// refused at the handshake.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_x509_version_1_client_certificate_names_its_user() {
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pki = server.data_dir().join("pki");
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl").args(args).current_dir(dir.path()).output().expect("run openssl");
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let (ca_crt, ca_key) = (pki.join("ca.crt"), pki.join("ca.key"));
+    openssl(&["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "jane.key", "-out", "jane.csr", "-subj", "/CN=jane/O=devs"]);
+    openssl(&["x509", "-req", "-in", "jane.csr", "-CA", ca_crt.to_str().unwrap(), "-CAkey", ca_key.to_str().unwrap(), "-CAcreateserial", "-out", "jane.crt", "-days", "1"]);
+    // A CA of its own, which the server does not trust.
+    openssl(&["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "other.key", "-out", "other.crt", "-subj", "/CN=other", "-days", "1"]);
+    openssl(&["x509", "-req", "-in", "jane.csr", "-CA", "other.crt", "-CAkey", "other.key", "-CAcreateserial", "-out", "forged.crt", "-days", "1"]);
+    let text = std::process::Command::new("openssl").args(["x509", "-noout", "-text", "-in"]).arg(dir.path().join("jane.crt")).output().unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("Version: 1 (0x0)"), "not a version 1 certificate");
+
+    let whoami = |cert: &str| {
+        let kubeconfig = dir.path().join(format!("{cert}.kubeconfig"));
+        let config = json!({"apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": format!("https://127.0.0.1:{}", server.port()), "certificate-authority": ca_crt}}],
+            "users": [{"name": "u", "user": {"client-certificate": dir.path().join(cert), "client-key": dir.path().join("jane.key")}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]});
+        std::fs::write(&kubeconfig, config.to_string()).unwrap();
+        server.kubectl_as(&kubeconfig, &["auth", "whoami", "-o", "json"])
+    };
+    let out = whoami("jane.crt");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let review: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(review["status"]["userInfo"]["username"], "jane");
+    assert_eq!(review["status"]["userInfo"]["groups"], json!(["devs", "system:authenticated"]));
+    assert!(!whoami("forged.crt").status.success(), "a certificate of another CA was accepted");
+}

@@ -8,6 +8,7 @@
 pub mod certs;
 pub mod kubeconfig;
 pub mod serve;
+pub mod v1_certs;
 
 pub use certs::{ensure_pki, Pki, TlsOptions, ADMIN_GROUP, ADMIN_USER, CA_COMMON_NAME};
 pub use kubeconfig::{admin_kubeconfig, write_admin_kubeconfig};

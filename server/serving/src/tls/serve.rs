@@ -25,6 +25,7 @@ use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use super::certs::{parse_certs, Pki};
+use super::v1_certs::AcceptingV1;
 use access::authn::x509::{ClientIdentity, ProxyIdentity};
 
 /// A client that has not finished the TLS handshake by then is dropped.
@@ -44,15 +45,18 @@ pub struct Tls {
 
 fn verifier(pems: &[&str], provider: &Arc<rustls::crypto::CryptoProvider>) -> anyhow::Result<Arc<dyn ClientCertVerifier>> {
     let mut roots = rustls::RootCertStore::empty();
+    let mut cas = Vec::new();
     for pem in pems {
         for cert in parse_certs(pem)? {
-            roots.add(cert).context("adding a client CA certificate")?;
+            roots.add(cert.clone()).context("adding a client CA certificate")?;
+            cas.push(cert);
         }
     }
-    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+    let webpki = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .allow_unauthenticated()
         .build()
-        .context("building the client certificate verifier")
+        .context("building the client certificate verifier")?;
+    Ok(Arc::new(AcceptingV1::new(webpki, &cas, provider.signature_verification_algorithms)))
 }
 
 /// The rustls server configuration for `pki`: the serving certificate, client certificates
