@@ -459,7 +459,10 @@ async fn namespace_create_use_and_delete() {
     // While it terminates (held by a finalizer), nothing new may be made in it.
     let err = api_error(cms.create(&PostParams::default(), &configmap("during", &[])).await);
     assert_eq!((err.code, err.reason.as_str()), (403, "Forbidden"), "{err:?}");
-    assert!(err.message.contains("unable to create new content in namespace team-a because it is being terminated"), "{err:?}");
+    assert_eq!(err.message, "configmaps \"during\" is forbidden: unable to create new content in namespace team-a because it is being terminated");
+    let terminating = s.request(http::Request::post("/api/v1/namespaces/team-a/configmaps").header("content-type", "application/json")
+        .body(serde_json::to_vec(&json!({"metadata": {"name": "during"}})).unwrap()).unwrap()).await.json();
+    assert_eq!(terminating["details"]["causes"], json!([{"reason": "NamespaceTerminating", "message": "namespace team-a is being terminated", "field": "metadata.namespace"}]));
     cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(15);
     while namespaces.get_opt("team-a").await.unwrap().is_some() {

@@ -47,6 +47,9 @@ pub enum ApiError {
     /// 403; `resource` and `name` (either may be empty) go into the details.
     #[error("{message}")]
     Forbidden { group: String, resource: String, name: String, message: String },
+    /// 403 of a create in a namespace being deleted, with Kubernetes' `NamespaceTerminating` cause.
+    #[error("{} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated", qualified(.group, .resource))]
+    NamespaceTerminating { group: String, resource: String, name: String, namespace: String },
     /// An admission policy refused the write, with the reason it gives (`Invalid` (422),
     /// `Forbidden`, `Unauthorized`, `RequestEntityTooLarge`).
     #[error("{message}")]
@@ -139,7 +142,7 @@ impl ApiError {
         match self {
             BadRequest(_) | StrictDecoding { .. } => StatusCode::BAD_REQUEST,
             Unauthorized => StatusCode::UNAUTHORIZED,
-            Forbidden { .. } => StatusCode::FORBIDDEN,
+            Forbidden { .. } | NamespaceTerminating { .. } => StatusCode::FORBIDDEN,
             Passed { code, .. } => StatusCode::from_u16(*code).unwrap_or(StatusCode::BAD_REQUEST),
             Denied { reason, .. } => match *reason {
                 "Forbidden" => StatusCode::FORBIDDEN,
@@ -168,7 +171,7 @@ impl ApiError {
             Passed { reason, .. } => reason,
             BadRequest(_) | StrictDecoding { .. } => "BadRequest",
             Unauthorized => "Unauthorized",
-            Forbidden { .. } => "Forbidden",
+            Forbidden { .. } | NamespaceTerminating { .. } => "Forbidden",
             Denied { reason, .. } => reason,
             NotFound { .. } | NoRoute => "NotFound",
             AlreadyExists { .. } => "AlreadyExists",
@@ -244,6 +247,15 @@ impl ApiError {
                         details.insert(k.into(), json!(v));
                     }
                 }
+            }
+            NamespaceTerminating { group, resource, name, namespace } => {
+                for (k, v) in [("name", name), ("group", group), ("kind", resource)] {
+                    if !v.is_empty() {
+                        details.insert(k.into(), json!(v));
+                    }
+                }
+                let cause = json!({"reason": "NamespaceTerminating", "message": format!("namespace {namespace} is being terminated"), "field": "metadata.namespace"});
+                details.insert("causes".into(), json!([cause]));
             }
             Denied { refusal, .. } => {
                 let Refusal { group, resource, name, cause } = refusal.as_ref();

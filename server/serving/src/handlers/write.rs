@@ -62,9 +62,9 @@ async fn read_settled(ctx: &Ctx, key: &str, settled: impl Fn(&Object) -> bool) -
     Ok(cache.get(key, None)?)
 }
 
-/// A namespaced write needs its namespace to exist and not be terminating (kube-apiserver's
+/// A namespaced create needs its namespace to exist and not be terminating (kube-apiserver's
 /// NamespaceLifecycle admission), as the namespace index has it.
-async fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>) -> ApiResult<()> {
+async fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>, name: &str) -> ApiResult<()> {
     let Some(ns) = ns.filter(|_| info.namespaced) else { return Ok(()) };
     // Not here yet, it may have been made a moment ago through another replica: look again once
     // caught up with the leader.
@@ -79,12 +79,7 @@ async fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>) -> Ap
         None => Err(ApiError::NotFound { group: String::new(), resource: "namespaces".into(), name: ns.into() }),
         Some(v) => {
             if Namespaces::terminating(&v) {
-                return Err(ApiError::forbidden(
-                    info.group,
-                    info.resource,
-                    meta_str(&v, "name").unwrap_or_default(),
-                    format!("unable to create new content in namespace {ns} because it is being terminated"),
-                ));
+                return Err(ApiError::NamespaceTerminating { group: info.group.into(), resource: info.resource.into(), name: name.into(), namespace: ns.into() });
             }
             Ok(())
         }
@@ -154,7 +149,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
         super::certificates::stamp_requestor(&mut obj, &req.user);
     }
     let name = meta_str(&obj, "name").unwrap_or_default().to_string();
-    check_namespace(ctx, info, req.namespace.as_deref()).await?;
+    check_namespace(ctx, info, req.namespace.as_deref(), &name).await?;
     let named = ResourceRequest { name: Some(name.clone()), ..req.clone() };
     // Kubernetes' order: mutating admission, then what the kind derives, then validation, then
     // validating admission.
