@@ -8,6 +8,7 @@ use std::sync::Arc;
 use admission::certificates::CertificateSigners;
 use admission::node_restriction::NodeRestriction;
 use admission::plugins::{self, Configurations, Plugin};
+use admission::pod_security::PodSecurity;
 use admission::policy::{MutatingPolicies, ValidatingPolicies};
 use admission::rbac_escalation::Escalation;
 use admission::service_account::ServiceAccounts;
@@ -30,7 +31,7 @@ pub fn build(args: &Args, parts: &Parts) -> anyhow::Result<Admission> {
     let mut mutating = Vec::new();
     let mut validating: Vec<Arc<dyn admission::Validating>> = vec![Arc::new(Escalation { auth: parts.auth.clone() })];
     for name in names {
-        let plugin = match plugin(name, parts) {
+        let plugin = match plugin(name, parts)? {
             Some(plugin) => plugin,
             // A default this server does not have (or one whose feature gate is off) is left out
             // quietly; one asked for by name is not.
@@ -43,15 +44,16 @@ pub fn build(args: &Args, parts: &Parts) -> anyhow::Result<Admission> {
     Ok(Admission::new(mutating, validating))
 }
 
-/// The plugin `name`, when this server has it.
-fn plugin(name: &str, parts: &Parts) -> Option<Plugin> {
-    let Parts { replicated, auth, .. } = parts;
+/// The plugin `name`, when this server has it; an error when its configuration is invalid.
+fn plugin(name: &str, parts: &Parts) -> anyhow::Result<Option<Plugin>> {
+    let Parts { replicated, auth, configurations } = parts;
     let store = replicated.store.clone();
-    Some(match name {
+    Ok(Some(match name {
         // NamespaceLifecycle is the namespace check every namespaced write makes.
         "NamespaceLifecycle" => Plugin::default(),
         "ServiceAccount" => Plugin::mutating(Arc::new(ServiceAccounts { store })),
         "NodeRestriction" => Plugin::validating(Arc::new(NodeRestriction { store })),
+        "PodSecurity" => Plugin::validating(Arc::new(PodSecurity::new(replicated, configurations.get(name)).map_err(anyhow::Error::msg)?)),
         "CertificateApproval" => Plugin::validating(Arc::new(CertificateSigners::approval(auth.clone()))),
         "CertificateSigning" => Plugin::validating(Arc::new(CertificateSigners::signing(auth.clone()))),
         "MutatingAdmissionPolicy" if machinery::registry::gate_enabled("MutatingAdmissionPolicy") => {
@@ -60,6 +62,6 @@ fn plugin(name: &str, parts: &Parts) -> Option<Plugin> {
         "MutatingAdmissionWebhook" => Plugin::mutating(Arc::new(MutatingWebhooks(replicated.clone()))),
         "ValidatingAdmissionPolicy" => Plugin::validating(Arc::new(ValidatingPolicies::new(replicated.clone(), auth.clone()))),
         "ValidatingAdmissionWebhook" => Plugin::validating(Arc::new(ValidatingWebhooks(replicated.clone()))),
-        _ => return None,
-    })
+        _ => return Ok(None),
+    }))
 }

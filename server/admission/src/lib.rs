@@ -14,6 +14,7 @@ pub mod matching;
 pub mod namespaces;
 pub mod node_restriction;
 pub mod plugins;
+pub mod pod_security;
 pub mod policy;
 pub mod rbac_escalation;
 pub mod service_account;
