@@ -13,6 +13,7 @@ use admission::default_storage_class::DefaultStorageClass;
 use admission::default_toleration_seconds::DefaultTolerationSeconds;
 use admission::node_restriction::NodeRestriction;
 use admission::plugins::{self, Configurations, Plugin};
+use admission::pod_security::PodSecurity;
 use admission::policy::{MutatingPolicies, ValidatingPolicies};
 use admission::priority::Priority;
 use admission::pvc_resize::PersistentVolumeClaimResize;
@@ -43,7 +44,7 @@ pub fn build(args: &Args, parts: &Parts) -> anyhow::Result<Admission> {
     let mut mutating = Vec::new();
     let mut validating: Vec<Arc<dyn admission::Validating>> = vec![Arc::new(Escalation { auth: parts.auth.clone() })];
     for name in names {
-        let plugin = match plugin(name, parts) {
+        let plugin = match plugin(name, parts)? {
             Some(plugin) => plugin,
             // A default this server does not have (or one whose feature gate is off) is left out
             // quietly; one asked for by name is not.
@@ -56,11 +57,11 @@ pub fn build(args: &Args, parts: &Parts) -> anyhow::Result<Admission> {
     Ok(Admission::new(mutating, validating))
 }
 
-/// The plugin `name`, when this server has it.
-fn plugin(name: &str, parts: &Parts) -> Option<Plugin> {
-    let Parts { replicated, auth, classes, .. } = parts;
+/// The plugin `name`, when this server has it; an error when its configuration is invalid.
+fn plugin(name: &str, parts: &Parts) -> anyhow::Result<Option<Plugin>> {
+    let Parts { replicated, auth, classes, configurations, .. } = parts;
     let store = replicated.store.clone();
-    Some(match name {
+    Ok(Some(match name {
         // NamespaceLifecycle is the namespace check every namespaced write makes.
         "NamespaceLifecycle" => Plugin::default(),
         "ServiceAccount" => Plugin::mutating(Arc::new(ServiceAccounts { store })),
@@ -75,6 +76,7 @@ fn plugin(name: &str, parts: &Parts) -> Option<Plugin> {
         "StorageObjectInUseProtection" => Plugin::mutating(Arc::new(StorageObjectInUseProtection)),
         "PersistentVolumeClaimResize" => Plugin::validating(Arc::new(PersistentVolumeClaimResize { classes: classes.storage.clone() })),
         "RuntimeClass" => Plugin::both(Arc::new(RuntimeClass { classes: classes.runtime.clone() })),
+        "PodSecurity" => Plugin::validating(Arc::new(PodSecurity::new(replicated, configurations.get(name)).map_err(anyhow::Error::msg)?)),
         "CertificateApproval" => Plugin::validating(Arc::new(CertificateSigners::approval(auth.clone()))),
         "CertificateSigning" => Plugin::validating(Arc::new(CertificateSigners::signing(auth.clone()))),
         "CertificateSubjectRestriction" => Plugin::validating(Arc::new(CertificateSubjectRestriction)),
@@ -85,6 +87,6 @@ fn plugin(name: &str, parts: &Parts) -> Option<Plugin> {
         "MutatingAdmissionWebhook" => Plugin::mutating(Arc::new(MutatingWebhooks(replicated.clone()))),
         "ValidatingAdmissionPolicy" => Plugin::validating(Arc::new(ValidatingPolicies::new(replicated.clone(), auth.clone()))),
         "ValidatingAdmissionWebhook" => Plugin::validating(Arc::new(ValidatingWebhooks(replicated.clone()))),
-        _ => return None,
-    })
+        _ => return Ok(None),
+    }))
 }

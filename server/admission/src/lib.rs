@@ -20,6 +20,7 @@ pub mod matching;
 pub mod namespaces;
 pub mod node_restriction;
 pub mod plugins;
+pub mod pod_security;
 pub mod policy;
 pub mod priority;
 pub mod pvc_resize;

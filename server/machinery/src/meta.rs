@@ -34,6 +34,9 @@ pub fn name_suffix() -> String {
 /// Kubernetes' words for a name that is not a DNS subdomain.
 pub const DNS1123_SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
+/// Kubernetes' words for a value that is not a DNS-1123 label.
+pub const DNS1123_LABEL: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
 /// Kubernetes' words for a name that is not a DNS-1035 label.
 pub const DNS1035_LABEL: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
@@ -62,9 +65,7 @@ pub fn path_segment_problems(name: &str) -> Vec<String> {
 fn name_problems(group: &str, resource: &str, name: &str) -> Vec<String> {
     match (group, resource) {
         ("", "namespaces") if name.contains('.') => vec!["must not contain dots".into()],
-        ("", "namespaces") if !is_dns_label(name, 63, false) => vec![
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into(),
-        ],
+        ("", "namespaces") if !is_dns_label(name, 63, false) => vec![DNS1123_LABEL.into()],
         ("", "services") if !is_dns_label(name, 63, true) => vec![DNS1035_LABEL.into()],
         // Names Kubernetes does not check beyond their use in a URL: RBAC's, APIServices',
         // core Events' (kubelets name theirs `pod.17a8c4e5...`), PodDisruptionBudgets' and

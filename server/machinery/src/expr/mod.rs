@@ -13,6 +13,7 @@ pub mod quantity;
 pub mod regex;
 pub mod sets;
 mod support;
+pub use support::quote;
 pub mod types;
 pub mod urls;
 

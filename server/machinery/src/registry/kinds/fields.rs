@@ -8,6 +8,9 @@ use serde_json::{json, Value};
 use crate::error::Cause;
 use crate::registry::Column;
 
+/// Kubernetes' words for a value that is not a DNS-1123 label.
+pub(crate) use crate::meta::DNS1123_LABEL;
+
 /// Sets `obj[key]` when absent or null.
 pub(crate) fn set(obj: &mut Value, key: &str, value: Value) {
     if obj.get(key).is_none_or(Value::is_null) {
@@ -174,8 +177,6 @@ pub(crate) fn port(v: &Value, field: &str, out: &mut Vec<Cause>) {
 pub(crate) const IP: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
 /// Kubernetes' words for a value that is not a CIDR.
 pub(crate) const CIDR: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
-/// Kubernetes' words for a value that is not a DNS-1123 label.
-pub(crate) const DNS1123_LABEL: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
 /// An IP address, parsed as Kubernetes parses one (no leading zeros, no zone).
 pub(crate) fn parse_ip(s: &str) -> Option<std::net::IpAddr> {
