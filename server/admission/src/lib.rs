@@ -8,14 +8,19 @@
 //! escalation checks ask it) and `machinery`; above it, the API server.
 
 pub mod audit_annotations;
+pub mod by_namespace;
 pub mod certificates;
 pub mod configuration;
+pub mod limit_ranger;
 pub mod matching;
 pub mod namespaces;
 pub mod node_restriction;
 pub mod plugins;
+pub mod pod_resources;
 pub mod policy;
 pub mod rbac_escalation;
+pub mod resource_list;
+pub mod resource_quota;
 pub mod service_account;
 pub mod webhooks;
 
@@ -27,12 +32,15 @@ use machinery::error::ApiResult;
 use access::request::ResourceRequest;
 
 /// What plugins read of the replicated state: the store, and what the apply path keeps decoded
-/// for them (namespaces, webhook configurations, policy bindings). Cheap to clone.
+/// for them (namespaces, webhook configurations, policy bindings, LimitRanges and
+/// ResourceQuotas). Cheap to clone.
 #[derive(Clone)]
 pub struct Replicated {
     pub store: raft_store::Store,
     pub namespaces: Arc<namespaces::Namespaces>,
     pub configuration: Arc<configuration::Configuration>,
+    pub limit_ranges: Arc<by_namespace::ByNamespace>,
+    pub quotas: Arc<by_namespace::ByNamespace>,
 }
 
 /// What a write does to the object.
