@@ -6,10 +6,12 @@
 use std::sync::Arc;
 
 use admission::certificates::CertificateSigners;
+use admission::limit_ranger::LimitRanger;
 use admission::node_restriction::NodeRestriction;
 use admission::plugins::{self, Configurations, Plugin};
 use admission::policy::{MutatingPolicies, ValidatingPolicies};
 use admission::rbac_escalation::Escalation;
+use admission::resource_quota::ResourceQuota;
 use admission::service_account::ServiceAccounts;
 use admission::webhooks::{MutatingWebhooks, ValidatingWebhooks};
 use admission::{Admission, Replicated};
@@ -50,6 +52,7 @@ fn plugin(name: &str, parts: &Parts) -> Option<Plugin> {
     Some(match name {
         // NamespaceLifecycle is the namespace check every namespaced write makes.
         "NamespaceLifecycle" => Plugin::default(),
+        "LimitRanger" => Plugin::both(Arc::new(LimitRanger { ranges: replicated.limit_ranges.clone() })),
         "ServiceAccount" => Plugin::mutating(Arc::new(ServiceAccounts { store })),
         "NodeRestriction" => Plugin::validating(Arc::new(NodeRestriction { store })),
         "CertificateApproval" => Plugin::validating(Arc::new(CertificateSigners::approval(auth.clone()))),
@@ -60,6 +63,7 @@ fn plugin(name: &str, parts: &Parts) -> Option<Plugin> {
         "MutatingAdmissionWebhook" => Plugin::mutating(Arc::new(MutatingWebhooks(replicated.clone()))),
         "ValidatingAdmissionPolicy" => Plugin::validating(Arc::new(ValidatingPolicies::new(replicated.clone(), auth.clone()))),
         "ValidatingAdmissionWebhook" => Plugin::validating(Arc::new(ValidatingWebhooks(replicated.clone()))),
+        "ResourceQuota" => Plugin::validating(Arc::new(ResourceQuota::new(replicated.store.clone(), replicated.quotas.clone()))),
         _ => return None,
     })
 }

@@ -147,7 +147,7 @@ pub struct Args {
 
     /// Controllers the leader runs, as kube-controller-manager's flag: `*` for the defaults,
     /// `NAME` to add one, `-NAME` to leave one out (`serviceaccount`, `serviceaccount-token`,
-    /// `root-ca-cert-publisher`).
+    /// `root-ca-cert-publisher`, `resourcequota`).
     #[arg(long, default_value = "*", value_delimiter = ',')]
     pub controllers: Vec<String>,
 

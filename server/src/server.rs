@@ -9,6 +9,7 @@ use anyhow::Context;
 use raft_store::{CacheOptions, Observers, PeerTls, Store, StoreOptions};
 
 use admission::plugins::Configurations;
+use admission::by_namespace::ByNamespace;
 use admission::Replicated;
 use access::authz::metrics::AuthorizationMetrics;
 use access::authz;
@@ -85,6 +86,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let nodes = Arc::new(NodeGraph::default());
     let namespaces = Arc::new(admission::namespaces::Namespaces::default());
     let configuration = Arc::new(admission::configuration::Configuration::default());
+    let limit_ranges = Arc::new(ByNamespace::new(admission::limit_ranger::PREFIX));
+    let quotas = Arc::new(ByNamespace::new(admission::resource_quota::PREFIX));
     let flowcontrol =
         Arc::new(FlowControl::new(args.enable_priority_and_fairness, args.max_requests_inflight, args.max_mutating_requests_inflight));
     let peer_tls = pki.peer.clone().map(|(cert_pem, key_pem)| PeerTls { ca_pem: pki.ca_pem.clone(), cert_pem, key_pem });
@@ -100,7 +103,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             election_timeout: Duration::from_millis(args.election_timeout),
             peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
-            observers: Observers(vec![rbac.clone(), nodes.clone(), flowcontrol.clone(), namespaces.clone(), configuration.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())]),
+            observers: Observers(vec![rbac.clone(), nodes.clone(), flowcontrol.clone(), namespaces.clone(), configuration.clone(), limit_ranges.clone(), quotas.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())]),
         },
     )
     .await
@@ -136,7 +139,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let authz_metrics: Arc<dyn AuthorizationMetrics> = metrics.clone();
     let chain = authz::build(&args.authorization, args.node_id, &rbac, &nodes, &authz_metrics)?;
     let auth = Auth { chain, rbac };
-    let replicated = Replicated { store: store.clone(), namespaces: namespaces.clone(), configuration };
+    let replicated = Replicated { store: store.clone(), namespaces: namespaces.clone(), configuration, limit_ranges, quotas };
     let configurations = match &args.admission_control_config_file {
         Some(path) => Configurations::load(path).map_err(|e| anyhow::anyhow!("--admission-control-config-file: {e}"))?,
         None => Configurations::default(),
