@@ -6,6 +6,8 @@
 
 use serde_json::{json, Map, Value};
 
+use machinery::expr::amount::Amount;
+
 pub const ANNOTATION: &str = "kubernetes.io/limit-ranger";
 
 /// The range's container defaults: (requests, limits).
@@ -23,7 +25,9 @@ fn fill(container: &mut Value, side: &str, defaults: &Map<String, Value>) -> Vec
     let mut set = Vec::new();
     for (resource, amount) in defaults {
         if container["resources"][side].get(resource).is_none() {
-            container["resources"][side][resource] = amount.clone();
+            // Written as Kubernetes writes a quantity it copied: canonical (`0.1` as `100m`).
+            let canonical = amount.as_str().and_then(|a| Amount::parse(a).ok()).map_or_else(|| amount.clone(), |a| json!(a.to_string()));
+            container["resources"][side][resource] = canonical;
             set.push(resource.clone());
         }
     }
@@ -64,7 +68,7 @@ mod tests {
 
     #[test]
     fn fills_what_is_missing_and_says_so() {
-        let range = json!({"spec": {"limits": [{"type": "Container", "default": {"cpu": "500m", "memory": "256Mi"}, "defaultRequest": {"cpu": "100m", "memory": "128Mi"}}]}});
+        let range = json!({"spec": {"limits": [{"type": "Container", "default": {"cpu": "500m", "memory": "256Mi"}, "defaultRequest": {"cpu": "0.1", "memory": "128Mi"}}]}});
         let mut pod = json!({"metadata": {"name": "p"}, "spec": {
             "containers": [{"name": "app", "resources": {"limits": {"memory": "1Gi"}, "requests": {"memory": "1Gi"}}}],
             "initContainers": [{"name": "setup"}],
