@@ -11,6 +11,7 @@ use admission::classes::Classes;
 use admission::default_ingress_class::DefaultIngressClass;
 use admission::default_storage_class::DefaultStorageClass;
 use admission::default_toleration_seconds::DefaultTolerationSeconds;
+use admission::limit_ranger::LimitRanger;
 use admission::node_restriction::NodeRestriction;
 use admission::plugins::{self, Configurations, Plugin};
 use admission::pod_security::PodSecurity;
@@ -19,6 +20,7 @@ use admission::priority::Priority;
 use admission::pvc_resize::PersistentVolumeClaimResize;
 use admission::rbac_escalation::Escalation;
 use admission::runtime_class::RuntimeClass;
+use admission::resource_quota::ResourceQuota;
 use admission::service_account::ServiceAccounts;
 use admission::storage_protection::StorageObjectInUseProtection;
 use admission::taint_nodes_by_condition::TaintNodesByCondition;
@@ -64,6 +66,7 @@ fn plugin(name: &str, parts: &Parts) -> anyhow::Result<Option<Plugin>> {
     Ok(Some(match name {
         // NamespaceLifecycle is the namespace check every namespaced write makes.
         "NamespaceLifecycle" => Plugin::default(),
+        "LimitRanger" => Plugin::both(Arc::new(LimitRanger { ranges: replicated.limit_ranges.clone() })),
         "ServiceAccount" => Plugin::mutating(Arc::new(ServiceAccounts { store })),
         "NodeRestriction" => Plugin::validating(Arc::new(NodeRestriction { store })),
         "TaintNodesByCondition" => Plugin::mutating(Arc::new(TaintNodesByCondition)),
@@ -87,6 +90,7 @@ fn plugin(name: &str, parts: &Parts) -> anyhow::Result<Option<Plugin>> {
         "MutatingAdmissionWebhook" => Plugin::mutating(Arc::new(MutatingWebhooks(replicated.clone()))),
         "ValidatingAdmissionPolicy" => Plugin::validating(Arc::new(ValidatingPolicies::new(replicated.clone(), auth.clone()))),
         "ValidatingAdmissionWebhook" => Plugin::validating(Arc::new(ValidatingWebhooks(replicated.clone()))),
+        "ResourceQuota" => Plugin::validating(Arc::new(ResourceQuota::new(replicated.store.clone(), replicated.quotas.clone()))),
         _ => return Ok(None),
     }))
 }

@@ -90,6 +90,13 @@ impl Client {
         })
     }
 
+    /// Replaces the object `req` names with `obj` as given, its `resourceVersion` the
+    /// precondition, without reading it first (client-go's Update of an informer's copy, for a
+    /// controller that may not read the object directly); a conflict is the caller's to handle.
+    pub async fn replace(&self, req: &ResourceRequest, obj: Value) -> ApiResult<Value> {
+        self.send(Method::PUT, &format!("{}?fieldManager={MANAGER}", path(req, true)), Some(obj), JSON).await
+    }
+
     /// Every object in `req`'s collection (in its namespace, or in all), read consistently: the
     /// `List` as the server answers it.
     pub async fn list(&self, req: &ResourceRequest) -> ApiResult<Value> {

@@ -9,6 +9,7 @@ use anyhow::Context;
 use raft_store::{CacheOptions, Observers, PeerTls, Store, StoreOptions};
 
 use admission::plugins::Configurations;
+use admission::by_namespace::ByNamespace;
 use admission::Replicated;
 use access::authz::metrics::AuthorizationMetrics;
 use access::authz;
@@ -86,6 +87,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let namespaces = Arc::new(admission::namespaces::Namespaces::default());
     let classes = Arc::new(admission::classes::Classes::default());
     let configuration = Arc::new(admission::configuration::Configuration::default());
+    let limit_ranges = Arc::new(ByNamespace::new(admission::limit_ranger::PREFIX));
+    let quotas = Arc::new(ByNamespace::new(admission::resource_quota::PREFIX));
     let flowcontrol =
         Arc::new(FlowControl::new(args.enable_priority_and_fairness, args.max_requests_inflight, args.max_mutating_requests_inflight));
     let peer_tls = pki.peer.clone().map(|(cert_pem, key_pem)| PeerTls { ca_pem: pki.ca_pem.clone(), cert_pem, key_pem });
@@ -101,7 +104,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             election_timeout: Duration::from_millis(args.election_timeout),
             peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
-            observers: Observers([vec![rbac.clone() as Arc<dyn raft_store::ApplyObserver>, nodes.clone(), flowcontrol.clone(), namespaces.clone(), configuration.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())], classes.observers()].concat()),
+            observers: Observers([vec![rbac.clone() as Arc<dyn raft_store::ApplyObserver>, nodes.clone(), flowcontrol.clone(), namespaces.clone(), configuration.clone(), limit_ranges.clone(), quotas.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())], classes.observers()].concat()),
         },
     )
     .await
@@ -137,7 +140,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let authz_metrics: Arc<dyn AuthorizationMetrics> = metrics.clone();
     let chain = authz::build(&args.authorization, args.node_id, &rbac, &nodes, &authz_metrics)?;
     let auth = Auth { chain, rbac };
-    let replicated = Replicated { store: store.clone(), namespaces: namespaces.clone(), configuration };
+    let replicated = Replicated { store: store.clone(), namespaces: namespaces.clone(), configuration, limit_ranges, quotas };
     let configurations = match &args.admission_control_config_file {
         Some(path) => Configurations::load(path).map_err(|e| anyhow::anyhow!("--admission-control-config-file: {e}"))?,
         None => Configurations::default(),

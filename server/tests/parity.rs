@@ -293,8 +293,8 @@ async fn built_in_kinds_answer_as_kube_apiserver_does() {
         return;
     }
     // kube-apiserver answered alone: without what kube-controller-manager would add (the
-    // admission policies' type-checking status).
-    let server = TestServer::start_with(&["--controllers=*,-validatingadmissionpolicy-status"]).await;
+    // admission policies' type-checking status, quotas' usage).
+    let server = TestServer::start_with(&["--controllers=*,-validatingadmissionpolicy-status,-resourcequota"]).await;
     let client = server.client();
     prepare(&client).await;
     let known = known_differences();

@@ -8,6 +8,7 @@
 //! escalation checks ask it) and `machinery`; above it, the API server.
 
 pub mod audit_annotations;
+pub mod by_namespace;
 pub mod certificate_subject_restriction;
 pub mod certificates;
 pub mod classes;
@@ -16,15 +17,19 @@ pub mod default_ingress_class;
 pub mod default_storage_class;
 pub mod default_toleration_seconds;
 pub mod kept;
+pub mod limit_ranger;
 pub mod matching;
 pub mod namespaces;
 pub mod node_restriction;
 pub mod plugins;
+pub mod pod_resources;
 pub mod pod_security;
 pub mod policy;
 pub mod priority;
 pub mod pvc_resize;
 pub mod rbac_escalation;
+pub mod resource_list;
+pub mod resource_quota;
 pub mod runtime_class;
 pub mod service_account;
 pub mod storage_protection;
@@ -39,12 +44,15 @@ use machinery::error::ApiResult;
 use access::request::ResourceRequest;
 
 /// What plugins read of the replicated state: the store, and what the apply path keeps decoded
-/// for them (namespaces, webhook configurations, policy bindings). Cheap to clone.
+/// for them (namespaces, webhook configurations, policy bindings, LimitRanges and
+/// ResourceQuotas). Cheap to clone.
 #[derive(Clone)]
 pub struct Replicated {
     pub store: raft_store::Store,
     pub namespaces: Arc<namespaces::Namespaces>,
     pub configuration: Arc<configuration::Configuration>,
+    pub limit_ranges: Arc<by_namespace::ByNamespace>,
+    pub quotas: Arc<by_namespace::ByNamespace>,
 }
 
 /// What a write does to the object.

@@ -3,8 +3,8 @@
 //! [`leading::run`], which starts and stops it as leadership moves), the namespace controller,
 //! ClusterRole aggregation, the FlowSchema status, the service-account and bootstrap token
 //! controllers, the garbage collector, the end of terminating pods, the Service IP repair, the
-//! CRD and APIService status controllers and the admission policy type check; on every node,
-//! its identity Lease.
+//! CRD and APIService status controllers, the admission policy type check and the resource
+//! quota controller; on every node, its identity Lease.
 
 pub mod apiservice_availability;
 pub mod bootstrap_tokens;
@@ -19,6 +19,7 @@ pub mod leading;
 pub mod namespace;
 pub mod pod_gc;
 pub mod policy_type_check;
+pub mod resource_quota;
 pub mod service_accounts;
 
 use bootstrap_tokens::BootstrapTokenControllers;
@@ -68,10 +69,19 @@ pub async fn run(ctx: Context, server: Client) {
             leading::run(ctx.clone(), policy_type_check::TypeCheckController { client: controller("validatingadmissionpolicy-status-controller") }),
             leading::run(ctx.clone(), apiservice_availability::AvailabilityController { client: server.clone() }),
             bootstrap_token_controllers(ctx.clone(), controller("token-cleaner"), controller("bootstrap-signer")),
+            quota_controller(ctx.clone(), controller("resourcequota-controller")),
             namespace::run(ctx.clone(), controller("namespace-controller"))
         );
     };
     tokio::join!(crate::poststart::run(&ctx, &server), controllers);
+}
+
+/// The resource quota controller, unless `--controllers` turns it off (kube-controller-manager
+/// runs it instead).
+async fn quota_controller(ctx: Context, client: Client) {
+    if ctx.settings.controller_enabled("resourcequota") {
+        leading::run(ctx, resource_quota::QuotaController::new(client)).await;
+    }
 }
 
 /// The token cleaner and signer, when bootstrap tokens are on.

@@ -59,7 +59,7 @@ struct Selected {
 impl Policies {
     /// `policies` and `bindings` are the storage key prefixes of the two kinds.
     fn new(state: Replicated, auth: Auth, policies: &'static str, bindings: &'static str) -> Policies {
-        let Replicated { store, namespaces, configuration } = state;
+        let Replicated { store, namespaces, configuration, .. } = state;
         Policies { store, auth, namespaces, configuration, policies, bindings, compiled: Mutex::new(HashMap::new()) }
     }
 

@@ -2,6 +2,7 @@
 //! validation rules and authorization match conditions: compile once, bind named JSON values,
 //! evaluate, with the libraries Kubernetes adds to the standard one.
 
+pub mod amount;
 pub mod check;
 pub mod format;
 #[cfg(test)]

@@ -229,7 +229,8 @@ impl Quantity {
         }
     }
 
-    fn decimal(&self) -> (BigInt, i64) {
+    /// The exact value as `unscaled × 10^exp`.
+    pub(crate) fn decimal(&self) -> (BigInt, i64) {
         match self {
             Quantity::Small { value, scale } => (BigInt::from(*value), *scale),
             Quantity::Big { unscaled, exp } => (unscaled.clone(), *exp),
@@ -280,7 +281,7 @@ impl Quantity {
     }
 
     /// Quantity.Add or, `subtract`ing, Quantity.Sub.
-    fn add(&self, y: &Quantity, subtract: bool) -> Result<Quantity, &'static str> {
+    pub(crate) fn add(&self, y: &Quantity, subtract: bool) -> Result<Quantity, &'static str> {
         if let (Quantity::Small { value: a, scale: sa }, Quantity::Small { value: b, scale: sb }) = (self, y) {
             let b = if subtract { b.wrapping_neg() } else { *b };
             let small = match (a, b) {

@@ -58,7 +58,8 @@ fn requests_from_limits(spec: &mut Value) {
 
 /// The pod's quality of service: `BestEffort` without CPU or memory requests and limits,
 /// `Guaranteed` when every container's requests equal its limits for both, else `Burstable`.
-fn qos_class(spec: &Value) -> &'static str {
+/// Admission reads it too (quota's BestEffort scope; LimitRanger's defaults change it).
+pub fn qos_class(spec: &Value) -> &'static str {
     let containers: Vec<&Value> = ["containers", "initContainers"].iter().flat_map(|l| spec[*l].as_array().into_iter().flatten()).collect();
     let amount = |c: &Value, kind: &str, resource: &str| parse_quantity(c["resources"][kind][resource].as_str()?).ok().filter(|q| *q != Quantity::Small { value: 0, scale: 0 });
     let resources = ["cpu", "memory"];
