@@ -5,12 +5,17 @@
 
 use std::sync::Arc;
 
+use admission::always::AlwaysDeny;
+use admission::always_pull_images::AlwaysPullImages;
+use admission::anti_affinity_topology::LimitPodHardAntiAffinityTopology;
 use admission::certificate_subject_restriction::CertificateSubjectRestriction;
 use admission::certificates::CertificateSigners;
 use admission::classes::Classes;
 use admission::default_ingress_class::DefaultIngressClass;
 use admission::default_storage_class::DefaultStorageClass;
 use admission::default_toleration_seconds::DefaultTolerationSeconds;
+use admission::deny_service_external_ips::DenyServiceExternalIPs;
+use admission::extended_resource_toleration::ExtendedResourceToleration;
 use admission::limit_ranger::LimitRanger;
 use admission::node_restriction::NodeRestriction;
 use admission::plugins::{self, Configurations, Plugin};
@@ -64,8 +69,14 @@ fn plugin(name: &str, parts: &Parts) -> anyhow::Result<Option<Plugin>> {
     let Parts { replicated, auth, classes, configurations, .. } = parts;
     let store = replicated.store.clone();
     Ok(Some(match name {
-        // NamespaceLifecycle is the namespace check every namespaced write makes.
-        "NamespaceLifecycle" => Plugin::default(),
+        // NamespaceLifecycle is the namespace check every namespaced write makes; AlwaysAdmit
+        // admits what the others do.
+        "NamespaceLifecycle" | "AlwaysAdmit" => Plugin::default(),
+        "AlwaysDeny" => Plugin::validating(Arc::new(AlwaysDeny)),
+        "LimitPodHardAntiAffinityTopology" => Plugin::validating(Arc::new(LimitPodHardAntiAffinityTopology)),
+        "AlwaysPullImages" => Plugin::both(Arc::new(AlwaysPullImages)),
+        "ExtendedResourceToleration" => Plugin::mutating(Arc::new(ExtendedResourceToleration)),
+        "DenyServiceExternalIPs" => Plugin::validating(Arc::new(DenyServiceExternalIPs)),
         "LimitRanger" => Plugin::both(Arc::new(LimitRanger { ranges: replicated.limit_ranges.clone() })),
         "ServiceAccount" => Plugin::mutating(Arc::new(ServiceAccounts { store })),
         "NodeRestriction" => Plugin::validating(Arc::new(NodeRestriction { store })),

@@ -159,3 +159,27 @@ async fn plugins_are_chosen_by_flag() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(message), "{}", String::from_utf8_lossy(&out.stderr));
     }
 }
+
+#[tokio::test]
+async fn the_optional_plugins_when_enabled() {
+    let server = TestServer::start_with(&["--enable-admission-plugins=AlwaysPullImages,DenyServiceExternalIPs,LimitPodHardAntiAffinityTopology,ExtendedResourceToleration"]).await;
+    let mut spec = json!({});
+    let gpu = created(&server, {
+        let mut p = pod("gpu", spec.take());
+        p["spec"]["containers"][0]["imagePullPolicy"] = json!("IfNotPresent");
+        p["spec"]["containers"][0]["resources"] = json!({"requests": {"example.com/gpu": "1", "cpu": "1"}, "limits": {"example.com/gpu": "1"}});
+        p
+    });
+    assert_eq!(gpu["spec"]["containers"][0]["imagePullPolicy"], "Always");
+    assert!(gpu["spec"]["tolerations"].as_array().unwrap().contains(&json!({"key": "example.com/gpu", "operator": "Exists", "effect": "NoSchedule"})), "{gpu}");
+    let zone_wide = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "topology.kubernetes.io/zone"}]}});
+    refused(&server, pod("zonal", json!({"affinity": zone_wide})),
+        r#"pods "zonal" is forbidden: affinity.PodAntiAffinity.RequiredDuringScheduling has TopologyKey topology.kubernetes.io/zone but only key kubernetes.io/hostname is allowed"#);
+    let service = |ips: Value| json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"}, "spec": {"ports": [{"port": 80}], "externalIPs": ips}});
+    refused(&server, service(json!(["192.0.2.10"])), r#"services "web" is forbidden: Use of external IPs is denied by admission control"#);
+    created(&server, service(json!([])));
+
+    let deny = TestServer::start_with(&["--enable-admission-plugins=AlwaysDeny"]).await;
+    let out = deny.kubectl(&["create", "configmap", "c"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(r#"configmaps "c" is forbidden: admission control is denying all modifications"#), "{out:?}");
+}

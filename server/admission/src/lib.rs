@@ -7,6 +7,9 @@
 //! Below it are `access` (who asks, and what they may do: the policies' `authorizer` and the
 //! escalation checks ask it) and `machinery`; above it, the API server.
 
+pub mod always;
+pub mod always_pull_images;
+pub mod anti_affinity_topology;
 pub mod audit_annotations;
 pub mod by_namespace;
 pub mod certificate_subject_restriction;
@@ -16,6 +19,8 @@ pub mod configuration;
 pub mod default_ingress_class;
 pub mod default_storage_class;
 pub mod default_toleration_seconds;
+pub mod deny_service_external_ips;
+pub mod extended_resource_toleration;
 pub mod kept;
 pub mod limit_ranger;
 pub mod matching;
