@@ -39,6 +39,7 @@ pub async fn run(ctx: &Context, client: &Client) {
                 RBAC_HOOK => bootstrap_roles(ctx, client).await,
                 "priority-and-fairness-config-producer" => flowcontrol_config(client).await,
                 "start-cluster-authentication-info-controller" => authentication_info(ctx, client).await,
+                "start-legacy-token-tracking-controller" => legacy_token_tracking(client).await,
                 "kube-apiserver-autoregistration" => api_services(client).await,
                 _ => Ok(()),
             };
@@ -154,6 +155,15 @@ async fn authentication_info(ctx: &Context, client: &Client) -> ApiResult<()> {
         data.extend(proxy.published(ca));
     }
     let cm = ConfigMap { metadata: named("extension-apiserver-authentication"), data: Some(data), ..Default::default() };
+    client.api::<ConfigMap>(Some("kube-system"))?.ensure(&cm).await
+}
+
+/// `kube-system/kube-apiserver-legacy-service-account-token-tracking`: the day since which the
+/// cluster's servers record the use of legacy (Secret-based) service-account tokens, which
+/// kube-controller-manager's legacy token cleaner reads; written once, as kube-apiserver does.
+async fn legacy_token_tracking(client: &Client) -> ApiResult<()> {
+    let since = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let cm = ConfigMap { metadata: named("kube-apiserver-legacy-service-account-token-tracking"), data: Some(BTreeMap::from([("since".to_string(), since)])), ..Default::default() };
     client.api::<ConfigMap>(Some("kube-system"))?.ensure(&cm).await
 }
 

@@ -28,6 +28,7 @@ async fn post_start_hooks_create_what_every_cluster_has() {
         "[+]poststarthook/rbac/bootstrap-roles ok",
         "[+]poststarthook/priority-and-fairness-config-producer ok",
         "[+]poststarthook/start-cluster-authentication-info-controller ok",
+        "[+]poststarthook/start-legacy-token-tracking-controller ok",
         "[+]poststarthook/kube-apiserver-autoregistration ok",
         "[+]autoregister-completion ok",
         "[+]poststarthook/start-apiextensions-informers ok",
@@ -84,6 +85,8 @@ async fn post_start_hooks_create_what_every_cluster_has() {
     assert_eq!(rows, vec![vec!["controller-manager", "Healthy", "ok"], vec!["etcd-0", "Healthy", "ok"]], "{statuses}");
     let ca = s.kubectl_ok(&["get", "configmap", "-n", "kube-system", "extension-apiserver-authentication", "-o", "jsonpath={.data.client-ca-file}"]);
     assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
+    let since = s.kubectl_ok(&["get", "configmap", "-n", "kube-system", "kube-apiserver-legacy-service-account-token-tracking", "-o", "jsonpath={.data.since}"]);
+    assert_eq!(since, chrono::Utc::now().format("%Y-%m-%d").to_string());
 
     let services: Value = serde_json::from_str(&s.kubectl_ok(&["get", "apiservices", "-o", "json"])).unwrap();
     let items = services["items"].as_array().unwrap();

@@ -17,6 +17,7 @@ pub const HOOKS: &[&str] = &[
     RBAC_HOOK,
     "priority-and-fairness-config-producer",
     "start-cluster-authentication-info-controller",
+    "start-legacy-token-tracking-controller",
     "kube-apiserver-autoregistration",
 ];
 

@@ -31,11 +31,55 @@ use crate::error::Cause;
 /// Decodes through the typed schema `T`; fields the input has and the typed round trip lost
 /// are unknown. Null and empty values that the types drop are not reported.
 pub fn decode<T: DeserializeOwned + Serialize>(input: Value) -> Result<Decoded, String> {
-    let typed = T::deserialize(&input).map_err(|e| format!("json: {e}"))?;
-    let object = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+    let object = match T::deserialize(&input) {
+        Ok(typed) => serde_json::to_value(&typed).map_err(|e| e.to_string())?,
+        Err(e) if e.to_string().contains(TRANSITION_TIME) => decode_zero_times::<T>(&input).ok_or_else(|| format!("json: {e}"))?,
+        Err(e) => return Err(format!("json: {e}")),
+    };
     let mut unknown_fields = Vec::new();
     diff("", &input, &object, &mut unknown_fields);
     Ok(Decoded { object, unknown_fields })
+}
+
+const TRANSITION_TIME: &str = "lastTransitionTime";
+/// Go's zero time, which Kubernetes writes as `null`.
+const ZERO_TIME: &str = "0001-01-01T00:00:00Z";
+
+/// A condition whose `lastTransitionTime` is `null` or missing is Go's zero time to Kubernetes
+/// (a client-go `metav1.Condition` left unset), kept and written back as `null`; the typed
+/// schema requires a time: it is decoded with the zero time in its place, then `null` again.
+fn decode_zero_times<T: DeserializeOwned + Serialize>(input: &Value) -> Option<Value> {
+    let mut filled = input.clone();
+    walk_conditions(&mut filled, &mut |c| {
+        if c.get(TRANSITION_TIME).is_none_or(Value::is_null) {
+            c.insert(TRANSITION_TIME.into(), Value::from(ZERO_TIME));
+        }
+    });
+    let mut object = serde_json::to_value(T::deserialize(&filled).ok()?).ok()?;
+    walk_conditions(&mut object, &mut |c| {
+        if c.get(TRANSITION_TIME).and_then(Value::as_str).is_some_and(|t| t == ZERO_TIME) {
+            c.insert(TRANSITION_TIME.into(), Value::Null);
+        }
+    });
+    Some(object)
+}
+
+/// Every object in a `conditions` list, anywhere in `v`.
+fn walk_conditions(v: &mut Value, f: &mut dyn FnMut(&mut serde_json::Map<String, Value>)) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map.iter_mut() {
+                if k == "conditions" {
+                    for c in child.as_array_mut().into_iter().flatten().filter_map(Value::as_object_mut) {
+                        f(c);
+                    }
+                }
+                walk_conditions(child, f);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| walk_conditions(i, f)),
+        _ => {}
+    }
 }
 
 fn is_empty(v: &Value) -> bool {
@@ -124,6 +168,20 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
     use serde_json::json;
+
+    #[test]
+    fn a_condition_without_a_transition_time_keeps_it_null() {
+        use k8s_openapi::api::core::v1::Service;
+        let d = decode::<Service>(json!({"metadata": {"name": "s"}, "status": {"conditions": [
+            {"type": "A", "status": "True", "reason": "R", "message": "m", "lastTransitionTime": null},
+            {"type": "B", "status": "True", "reason": "R", "message": "m"},
+            {"type": "C", "status": "True", "reason": "R", "message": "m", "lastTransitionTime": "2026-11-28T00:00:00Z"}]}}))
+        .unwrap();
+        let times: Vec<&Value> = d.object["status"]["conditions"].as_array().unwrap().iter().map(|c| &c["lastTransitionTime"]).collect();
+        assert_eq!(times, [&Value::Null, &Value::Null, &json!("2026-11-28T00:00:00Z")]);
+        assert!(d.unknown_fields.is_empty());
+        assert!(decode::<Service>(json!({"metadata": {"name": "s"}, "status": {"conditions": [{"type": "A", "lastTransitionTime": 5}]}})).is_err());
+    }
 
     #[test]
     fn unknown_fields_are_found_but_empty_ones_are_not() {
