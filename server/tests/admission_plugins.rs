@@ -179,7 +179,18 @@ async fn the_optional_plugins_when_enabled() {
     refused(&server, service(json!(["192.0.2.10"])), r#"services "web" is forbidden: Use of external IPs is denied by admission control"#);
     created(&server, service(json!([])));
 
-    let deny = TestServer::start_with(&["--enable-admission-plugins=AlwaysDeny"]).await;
-    let out = deny.kubectl(&["create", "configmap", "c"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains(r#"configmaps "c" is forbidden: admission control is denying all modifications"#), "{out:?}");
+    // AlwaysDeny refuses the server's own start-up writes too (it never becomes ready, as with
+    // kube-apiserver), but answers.
+    let mut deny = TestServer::new(&["--enable-admission-plugins=AlwaysDeny"]);
+    deny.launch();
+    let refusal = r#"namespaces "n" is forbidden: admission control is denying all modifications"#;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let out = deny.kubectl(&["create", "namespace", "n"]);
+        if String::from_utf8_lossy(&out.stderr).contains(refusal) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{out:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }

@@ -33,8 +33,7 @@ use crate::error::Cause;
 pub fn decode<T: DeserializeOwned + Serialize>(input: Value) -> Result<Decoded, String> {
     let object = match T::deserialize(&input) {
         Ok(typed) => serde_json::to_value(&typed).map_err(|e| e.to_string())?,
-        Err(e) if e.to_string().contains(TRANSITION_TIME) => decode_zero_times::<T>(&input).ok_or_else(|| format!("json: {e}"))?,
-        Err(e) => return Err(format!("json: {e}")),
+        Err(e) => decode_zero_times::<T>(&input).ok_or_else(|| format!("json: {e}"))?,
     };
     let mut unknown_fields = Vec::new();
     diff("", &input, &object, &mut unknown_fields);
@@ -50,11 +49,16 @@ const ZERO_TIME: &str = "0001-01-01T00:00:00Z";
 /// schema requires a time: it is decoded with the zero time in its place, then `null` again.
 fn decode_zero_times<T: DeserializeOwned + Serialize>(input: &Value) -> Option<Value> {
     let mut filled = input.clone();
+    let mut zeroed = false;
     walk_conditions(&mut filled, &mut |c| {
         if c.get(TRANSITION_TIME).is_none_or(Value::is_null) {
             c.insert(TRANSITION_TIME.into(), Value::from(ZERO_TIME));
+            zeroed = true;
         }
     });
+    if !zeroed {
+        return None;
+    }
     let mut object = serde_json::to_value(T::deserialize(&filled).ok()?).ok()?;
     walk_conditions(&mut object, &mut |c| {
         if c.get(TRANSITION_TIME).and_then(Value::as_str).is_some_and(|t| t == ZERO_TIME) {
