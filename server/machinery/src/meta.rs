@@ -50,7 +50,7 @@ pub fn is_dns_label(s: &str, max: usize, alpha_first: bool) -> bool {
 }
 
 pub fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(|part| is_dns_label(part, 63, false))
+    s.len() <= 253 && s.split('.').all(|part| is_dns_label(part, 253, false))
 }
 
 /// What is wrong with a name that must be usable as one segment of a URL path: each problem.
@@ -235,6 +235,8 @@ mod tests {
     fn names() {
         assert!(is_dns_subdomain("a.b-c"));
         assert!(!is_dns_subdomain("A"));
+        // Only the whole name is bounded (253), not its parts: a 70-character name is one.
+        assert!(is_dns_subdomain(&"a".repeat(70)) && !is_dns_subdomain(&"a".repeat(254)));
         assert!(!name_problems("", "services", "1abc").is_empty());
         assert!(name_problems("", "configmaps", "1abc").is_empty());
         assert!(!name_problems("", "namespaces", "a.b").is_empty());
