@@ -35,11 +35,7 @@ impl Mutating for DefaultTolerationSeconds {
         };
         for (key, seconds) in [(NOT_READY, self.not_ready), (UNREACHABLE, self.unreachable)] {
             if !tolerates(pod, key) {
-                let toleration = json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds});
-                match pod["spec"]["tolerations"].as_array_mut() {
-                    Some(list) => list.push(toleration),
-                    None => pod["spec"]["tolerations"] = json!([toleration]),
-                }
+                crate::push(&mut pod["spec"]["tolerations"], json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds}));
             }
         }
         Ok(())

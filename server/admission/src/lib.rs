@@ -108,6 +108,14 @@ impl Request<'_> {
     }
 }
 
+/// Appends `item` to the list at `list` (an absent or null list becomes `[item]`).
+pub fn push(list: &mut Value, item: Value) {
+    match list.as_array_mut() {
+        Some(items) => items.push(item),
+        None => *list = Value::Array(vec![item]),
+    }
+}
+
 /// A plugin that may change the object before validation.
 #[async_trait::async_trait]
 pub trait Mutating: Send + Sync {

@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::kept::Kept;
+use crate::resource_list;
 use crate::{Mutating, Operation, Request, Validating};
 use machinery::error::ApiResult;
-use machinery::expr::quantity;
 
 pub struct RuntimeClass {
     pub classes: Arc<Kept>,
@@ -93,13 +93,7 @@ fn has_overhead(pod: &Value) -> bool {
 
 /// Two resource lists with the same resources in equal amounts (`1` is `1000m`).
 fn same_quantities(a: &Value, b: &Value) -> bool {
-    let empty = Map::new();
-    let (a, b) = (a.as_object().unwrap_or(&empty), b.as_object().unwrap_or(&empty));
-    let amount = |v: &Value| v.as_str().and_then(|s| quantity::parse(s).ok());
-    a.len() == b.len() && a.iter().all(|(k, v)| match (amount(v), b.get(k).and_then(amount)) {
-        (Some(x), Some(y)) => x.compare(&y).is_eq(),
-        _ => false,
-    })
+    resource_list::equal(&resource_list::read(a), &resource_list::read(b))
 }
 
 /// Whether toleration `a` tolerates everything `b` does (Kubernetes' superset rule: the same

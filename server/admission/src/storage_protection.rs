@@ -25,11 +25,9 @@ impl Mutating for StorageObjectInUseProtection {
 
     async fn admit(&self, r: &Request<'_>, object: &mut Value) -> ApiResult<()> {
         let Some((_, _, finalizer)) = PROTECTED.iter().find(|(g, res, _)| r.concerns(g, res)).filter(|_| r.operation == Operation::Create) else { return Ok(()) };
-        let metadata = &mut object["metadata"];
-        match metadata["finalizers"].as_array_mut() {
-            Some(list) if list.iter().any(|f| f == finalizer) => {}
-            Some(list) => list.push(json!(finalizer)),
-            None => metadata["finalizers"] = json!([finalizer]),
+        let finalizers = &mut object["metadata"]["finalizers"];
+        if !finalizers.as_array().is_some_and(|list| list.iter().any(|f| f == finalizer)) {
+            crate::push(finalizers, json!(finalizer));
         }
         Ok(())
     }

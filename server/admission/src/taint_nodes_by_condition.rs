@@ -22,11 +22,7 @@ impl Mutating for TaintNodesByCondition {
         }
         let tainted = node["spec"]["taints"].as_array().into_iter().flatten().any(|t| t["key"] == NOT_READY && t["effect"] == "NoSchedule");
         if !tainted {
-            let taint = json!({"key": NOT_READY, "effect": "NoSchedule"});
-            match node["spec"]["taints"].as_array_mut() {
-                Some(list) => list.push(taint),
-                None => node["spec"]["taints"] = json!([taint]),
-            }
+            crate::push(&mut node["spec"]["taints"], json!({"key": NOT_READY, "effect": "NoSchedule"}));
         }
         Ok(())
     }
