@@ -17,6 +17,9 @@ use admission::default_toleration_seconds::DefaultTolerationSeconds;
 use admission::deny_service_external_ips::DenyServiceExternalIPs;
 use admission::extended_resource_toleration::ExtendedResourceToleration;
 use admission::limit_ranger::LimitRanger;
+use admission::namespace_autoprovision::{self, NamespaceAutoProvision};
+use admission::namespace_exists::NamespaceExists;
+use admission::namespace_lifecycle::NamespaceLifecycle;
 use admission::node_restriction::NodeRestriction;
 use admission::plugins::{self, Configurations, Plugin};
 use admission::pod_security::PodSecurity;
@@ -43,6 +46,18 @@ pub struct Parts {
     pub classes: Arc<Classes>,
     /// `--default-not-ready-toleration-seconds`, `--default-unreachable-toleration-seconds`.
     pub toleration_seconds: (i64, i64),
+    /// How NamespaceAutoProvision creates namespaces, once the server has its loopback client.
+    pub namespace_creator: namespace_autoprovision::Creator,
+}
+
+/// NamespaceAutoProvision's namespaces are created by the server's own client.
+#[async_trait::async_trait]
+impl namespace_autoprovision::CreateNamespace for crate::loopback::Client {
+    async fn create_namespace(&self, name: &str) -> machinery::error::ApiResult<()> {
+        let namespaces = machinery::registry::lookup("", "v1", "namespaces").expect("namespaces are served");
+        let namespace = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        self.create(&crate::loopback::request(namespaces, None, "", access::request::Verb::Create), namespace).await
+    }
 }
 
 /// The plugins that run; an unknown, contradictory or unavailable name is an error at start.
@@ -69,9 +84,13 @@ fn plugin(name: &str, parts: &Parts) -> anyhow::Result<Option<Plugin>> {
     let Parts { replicated, auth, classes, configurations, .. } = parts;
     let store = replicated.store.clone();
     Ok(Some(match name {
-        // NamespaceLifecycle is the namespace check every namespaced write makes; AlwaysAdmit
-        // admits what the others do.
-        "NamespaceLifecycle" | "AlwaysAdmit" => Plugin::default(),
+        // AlwaysAdmit admits what the others do.
+        "AlwaysAdmit" => Plugin::default(),
+        "NamespaceAutoProvision" => {
+            Plugin::mutating(Arc::new(NamespaceAutoProvision { namespaces: replicated.namespaces.clone(), creator: parts.namespace_creator.clone() }))
+        }
+        "NamespaceLifecycle" => Plugin::both(Arc::new(NamespaceLifecycle { namespaces: replicated.namespaces.clone(), store })),
+        "NamespaceExists" => Plugin::validating(Arc::new(NamespaceExists { namespaces: replicated.namespaces.clone(), store })),
         "AlwaysDeny" => Plugin::validating(Arc::new(AlwaysDeny)),
         "LimitPodHardAntiAffinityTopology" => Plugin::validating(Arc::new(LimitPodHardAntiAffinityTopology)),
         "AlwaysPullImages" => Plugin::both(Arc::new(AlwaysPullImages)),

@@ -149,7 +149,7 @@ pub struct Args {
     /// `NAME` to add one, `-NAME` to leave one out: those kube-controller-manager also runs
     /// (`garbagecollector`, `podgc`, `serviceaccount`, `serviceaccount-token`,
     /// `root-ca-cert-publisher`, `clusterrole-aggregation`, `validatingadmissionpolicy-status`,
-    /// `bootstrap-tokens`, `resourcequota`) when it runs beside this server, or this server's own
+    /// `bootstrap-tokens`, `resourcequota`, `namespace`) when it runs beside this server, or this server's own
     /// (`service-ip-repair`, `crd`, `apiservice-availability`).
     #[arg(long, default_value = "*", value_delimiter = ',')]
     pub controllers: Vec<String>,

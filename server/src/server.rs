@@ -146,7 +146,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => Configurations::default(),
     };
     let toleration_seconds = (args.default_not_ready_toleration_seconds, args.default_unreachable_toleration_seconds);
-    let admission = admission_chain::build(&args, &admission_chain::Parts { replicated, auth: auth.clone(), configurations, classes, toleration_seconds })?;
+    let namespace_creator = admission::namespace_autoprovision::Creator::default();
+    let parts = admission_chain::Parts { replicated, auth: auth.clone(), configurations, classes, toleration_seconds, namespace_creator: namespace_creator.clone() };
+    let admission = admission_chain::build(&args, &parts)?;
     // Auditing needs both a policy and a log, as in kube-apiserver.
     let audit = match (&args.audit_policy_file, &args.audit_log_path) {
         (Some(policy), Some(log)) => Some(serving::audit::Auditor::open(policy, log)?),
@@ -156,7 +158,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         store: store.clone(),
         settings: Arc::new(settings),
         filters: Arc::new(Filters { authn, audit, auth, flowcontrol, metrics }),
-        writes: Arc::new(Writes { admission, namespaces, ips: Arc::new(ServiceIps::new(range)), node_ports: NodePorts::new(node_ports) }),
+        writes: Arc::new(Writes { admission, ips: Arc::new(ServiceIps::new(range)), node_ports: NodePorts::new(node_ports) }),
         tokens,
     };
 
@@ -164,6 +166,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     tls::write_admin_kubeconfig(&kubeconfig, &address, &pki)?;
     let router = app::router(ctx.clone());
     let loopback = crate::loopback::Client::new(router.clone(), access::authn::loopback::Loopback::apiserver());
+    // Set once, here: the chain was built before the router existed.
+    let _ = namespace_creator.set(Arc::new(loopback.clone()));
     let controllers = tokio::spawn(controllers::run(crate::context::Context::new(&ctx), loopback));
 
     println!("apiserver serving on {address}");

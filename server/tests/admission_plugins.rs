@@ -194,3 +194,30 @@ async fn the_optional_plugins_when_enabled() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test]
+async fn namespace_plugins() {
+    // NamespaceLifecycle (a default): no create in a missing namespace, the server's own
+    // namespaces are never deleted.
+    let server = TestServer::start().await;
+    let out = server.kubectl(&["create", "configmap", "c", "-n", "nowhere"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(r#"namespaces "nowhere" not found"#), "{out:?}");
+    let out = server.kubectl(&["delete", "namespace", "kube-public"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(r#"namespaces "kube-public" is forbidden: this namespace may not be deleted"#), "{out:?}");
+
+    // NamespaceAutoProvision instead: the namespace is made on the first create in it (not by a
+    // dry run), and without NamespaceLifecycle the server's namespaces may be deleted.
+    let auto = TestServer::start_with(&["--enable-admission-plugins=NamespaceAutoProvision", "--disable-admission-plugins=NamespaceLifecycle"]).await;
+    auto.kubectl_ok(&["create", "configmap", "c", "-n", "dry", "--dry-run=server"]);
+    assert!(!auto.kubectl(&["get", "namespace", "dry"]).status.success());
+    auto.kubectl_ok(&["create", "configmap", "c", "-n", "made"]);
+    let made: Value = serde_json::from_str(&auto.kubectl_ok(&["get", "namespace", "made", "-o", "json"])).unwrap();
+    assert_eq!((&made["status"]["phase"], &made["spec"]["finalizers"]), (&json!("Active"), &json!(["kubernetes"])));
+    auto.kubectl_ok(&["get", "configmap", "c", "-n", "made"]);
+    auto.kubectl_ok(&["delete", "namespace", "kube-public", "--dry-run=server"]);
+
+    // NamespaceExists alone refuses as NamespaceLifecycle does.
+    let exists = TestServer::start_with(&["--enable-admission-plugins=NamespaceExists", "--disable-admission-plugins=NamespaceLifecycle"]).await;
+    let out = exists.kubectl(&["create", "configmap", "c", "-n", "nowhere"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(r#"namespaces "nowhere" not found"#), "{out:?}");
+}

@@ -443,6 +443,11 @@ async fn several_versions_share_one_storage_version() {
     assert_eq!((v1["apiVersion"].as_str(), v1["spec"]["teeth"].as_i64()), (Some("example.com/v1"), Some(14)));
     let crd: Value = serde_json::from_str(&server.kubectl_ok(&["get", "crd", "gears.example.com", "-o", "json"])).unwrap();
     assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+    // Moving the storage version to v1beta1: objects stored at v1 remain, so both are listed,
+    // in the answer to the update itself.
+    let patch = r#"[{"op": "replace", "path": "/spec/versions/0/storage", "value": true}, {"op": "replace", "path": "/spec/versions/1/storage", "value": false}]"#;
+    let crd: Value = serde_json::from_str(&server.kubectl_ok(&["patch", "crd", "gears.example.com", "--type=json", "-p", patch, "-o", "json"])).unwrap();
+    assert_eq!(crd["status"]["storedVersions"], json!(["v1", "v1beta1"]));
 }
 
 const PORTED: &str = r#"

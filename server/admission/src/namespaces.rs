@@ -3,11 +3,13 @@
 //! namespace up instead of reading and decoding it again.
 
 use std::ops::Deref;
+use std::sync::Arc;
 
 use raft_store::{ApplyObserver, Object};
 use serde_json::Value;
 
 use crate::kept::Kept;
+use machinery::error::ApiResult;
 
 const PREFIX: &str = "/registry/namespaces/";
 
@@ -29,6 +31,16 @@ impl Deref for Namespaces {
 }
 
 impl Namespaces {
+    /// The namespace `name`; when this replica has not seen it, it may have been made a moment
+    /// ago through another replica, so it looks again once caught up with the leader.
+    pub async fn lookup(&self, store: &raft_store::Store, name: &str) -> ApiResult<Option<Arc<Value>>> {
+        if let Some(found) = self.get(name) {
+            return Ok(Some(found));
+        }
+        store.linearizable_rev().await?;
+        Ok(self.get(name))
+    }
+
     /// Whether the namespace is being deleted.
     pub fn terminating(namespace: &Value) -> bool {
         namespace["metadata"].get("deletionTimestamp").is_some()

@@ -38,8 +38,6 @@ pub struct Filters {
 /// What a create, update or delete consults beyond the store.
 pub struct Writes {
     pub admission: admission::Admission,
-    /// Namespaces as applied, decoded once (the lifecycle check of every namespaced create).
-    pub namespaces: Arc<admission::namespaces::Namespaces>,
     /// The Service IP ranges new Services are given addresses from.
     pub ips: Arc<ServiceIps>,
     /// The range Services' node ports are given from.

@@ -20,8 +20,12 @@ fn namespaces() -> &'static registry::ResourceInfo {
 }
 
 /// A pass over terminating namespaces every second while this node leads, acting as
-/// `namespace-controller`.
+/// `namespace-controller`; not at all when `--controllers` turns `namespace` off
+/// (kube-controller-manager runs it instead).
 pub async fn run(ctx: Context, client: Client) {
+    if !ctx.settings.controller_enabled("namespace") {
+        return;
+    }
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;

@@ -22,6 +22,7 @@ pub const STRATEGY: Strategy = Strategy {
     update: |old, new| {
         let mut out = Vec::new();
         crate::registry::kinds::fields::unchanged(old, new, "/spec/scope", &mut out);
+        record_storage_version(new);
         out
     },
     initial_status: Some(|| json!({"acceptedNames": {"plural": "", "kind": ""}, "conditions": null, "storedVersions": []})),
@@ -46,15 +47,26 @@ pub fn defaults(crd: &mut Value) {
             names["listKind"] = json!(format!("{kind}List"));
         }
     }
-    let storage = crd["spec"]["versions"].as_array().into_iter().flatten().find(|v| v["storage"] == true).map(|v| v["name"].clone());
-    if let (Some(version), Some(status)) = (storage, crd.get_mut("status").filter(|s| s["storedVersions"].as_array().is_some_and(Vec::is_empty))) {
-        status["storedVersions"] = json!([version]);
+    if crd.get("status").is_some() {
+        record_storage_version(crd);
     }
     if crd["spec"]["conversion"]["strategy"].as_str().is_none() {
         crd["spec"]["conversion"] = json!({"strategy": "None"});
     }
     if let Some(service) = crd.pointer_mut("/spec/conversion/webhook/clientConfig/service").and_then(Value::as_object_mut) {
         service.entry("port").or_insert(json!(443));
+    }
+}
+
+/// The storage version joins `status.storedVersions` when it is not there yet: objects stored at
+/// every version the list names may remain.
+fn record_storage_version(crd: &mut Value) {
+    let Some(version) = crd["spec"]["versions"].as_array().into_iter().flatten().find(|v| v["storage"] == true).map(|v| v["name"].clone()) else { return };
+    let stored = &mut crd["status"]["storedVersions"];
+    match stored.as_array_mut() {
+        Some(versions) if versions.contains(&version) => {}
+        Some(versions) => versions.push(version),
+        None => *stored = json!([version]),
     }
 }
 

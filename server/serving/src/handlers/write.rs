@@ -2,7 +2,6 @@
 //! patch, and delete (whose finalizers are in `finalizers.rs`). Each mutation is one
 //! compare-and-set transaction through Raft.
 
-use admission::namespaces::Namespaces;
 use bytes::Bytes;
 use http::StatusCode;
 use raft_store::{Action, Cond, Object, Op, Txn, TxnResult};
@@ -60,30 +59,6 @@ async fn read_settled(ctx: &Ctx, key: &str, settled: impl Fn(&Object) -> bool) -
     }
     ctx.store.linearizable_rev().await?;
     Ok(cache.get(key, None)?)
-}
-
-/// A namespaced create needs its namespace to exist and not be terminating (kube-apiserver's
-/// NamespaceLifecycle admission), as the namespace index has it.
-async fn check_namespace(ctx: &Ctx, info: &ResourceInfo, ns: Option<&str>, name: &str) -> ApiResult<()> {
-    let Some(ns) = ns.filter(|_| info.namespaced) else { return Ok(()) };
-    // Not here yet, it may have been made a moment ago through another replica: look again once
-    // caught up with the leader.
-    let found = match ctx.writes.namespaces.get(ns) {
-        Some(found) => Some(found),
-        None => {
-            ctx.store.linearizable_rev().await?;
-            ctx.writes.namespaces.get(ns)
-        }
-    };
-    match found {
-        None => Err(ApiError::NotFound { group: String::new(), resource: "namespaces".into(), name: ns.into() }),
-        Some(v) => {
-            if Namespaces::terminating(&v) {
-                return Err(ApiError::NamespaceTerminating { group: info.group.into(), resource: info.resource.into(), name: name.into(), namespace: ns.into() });
-            }
-            Ok(())
-        }
-    }
 }
 
 /// An object entering deletion moves to its next generation, when it has generations.
@@ -149,7 +124,6 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
         super::certificates::stamp_requestor(&mut obj, &req.user);
     }
     let name = meta_str(&obj, "name").unwrap_or_default().to_string();
-    check_namespace(ctx, info, req.namespace.as_deref(), &name).await?;
     let named = ResourceRequest { name: Some(name.clone()), ..req.clone() };
     // Kubernetes' order: mutating admission, then what the kind derives, then validation, then
     // validating admission.
@@ -372,17 +346,11 @@ fn release_ops(info: &ResourceInfo, obj: &Value) -> Vec<Op> {
     ips.chain(nodeports::ports_of(obj).into_iter().map(nodeports::release)).collect()
 }
 
-/// Namespaces the server needs and never deletes.
-const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
-
 /// Deletes one object. Objects with finalizers (and namespaces, which the namespace
 /// controller empties first) are marked with `deletionTimestamp` and stay until finalized.
 pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> ApiResult<Reply> {
     let info = req.info;
     let key = req.key();
-    if info.resource == "namespaces" && info.group.is_empty() && IMMORTAL_NAMESPACES.contains(&req.name()) {
-        return Err(ApiError::forbidden("", "namespaces", req.name(), "this namespace may not be deleted"));
-    }
     for _ in 0..MAX_RETRIES {
         let current = current(ctx, req, &key, opts.resource_version).await?;
         let mut obj = parse(&current)?;
