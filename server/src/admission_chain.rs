@@ -16,6 +16,7 @@ use admission::default_storage_class::DefaultStorageClass;
 use admission::default_toleration_seconds::DefaultTolerationSeconds;
 use admission::deny_service_external_ips::DenyServiceExternalIPs;
 use admission::extended_resource_toleration::ExtendedResourceToleration;
+use admission::image_policy_webhook::ImagePolicyWebhook;
 use admission::limit_ranger::LimitRanger;
 use admission::namespace_autoprovision::{self, NamespaceAutoProvision};
 use admission::namespace_exists::NamespaceExists;
@@ -94,6 +95,7 @@ fn plugin(name: &str, parts: &Parts) -> anyhow::Result<Option<Plugin>> {
         "AlwaysDeny" => Plugin::validating(Arc::new(AlwaysDeny)),
         "LimitPodHardAntiAffinityTopology" => Plugin::validating(Arc::new(LimitPodHardAntiAffinityTopology)),
         "AlwaysPullImages" => Plugin::both(Arc::new(AlwaysPullImages)),
+        "ImagePolicyWebhook" => Plugin::validating(Arc::new(ImagePolicyWebhook::new(configurations.get(name)).map_err(anyhow::Error::msg)?)),
         "ExtendedResourceToleration" => Plugin::mutating(Arc::new(ExtendedResourceToleration)),
         "DenyServiceExternalIPs" => Plugin::validating(Arc::new(DenyServiceExternalIPs)),
         "LimitRanger" => Plugin::both(Arc::new(LimitRanger { ranges: replicated.limit_ranges.clone() })),

@@ -221,3 +221,71 @@ async fn namespace_plugins() {
     let out = exists.kubectl(&["create", "configmap", "c", "-n", "nowhere"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains(r#"namespaces "nowhere" not found"#), "{out:?}");
 }
+
+/// An `ImageReview` answer refusing images whose name says `forbidden`.
+fn image_review(review: &Value) -> (std::time::Duration, u16, Value) {
+    let refused = review["spec"]["containers"].as_array().into_iter().flatten().any(|c| c["image"].as_str().unwrap_or_default().contains("forbidden"));
+    let status = match refused {
+        true => json!({"allowed": false, "reason": "image forbidden"}),
+        false => json!({"allowed": true, "auditAnnotations": {"checked": "yes"}}),
+    };
+    (std::time::Duration::ZERO, 200, json!({"apiVersion": "imagepolicy.k8s.io/v1alpha1", "kind": "ImageReview", "status": status}))
+}
+
+/// The flags enabling ImagePolicyWebhook with `image_policy` as its configuration, in `dir`.
+fn image_policy_flags(dir: &std::path::Path, image_policy: Value) -> Vec<String> {
+    let config = json!({"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AdmissionConfiguration",
+        "plugins": [{"name": "ImagePolicyWebhook", "configuration": {"imagePolicy": image_policy}}]});
+    let file = dir.join("admission.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    vec!["--enable-admission-plugins=ImagePolicyWebhook".into(), format!("--admission-control-config-file={}", file.display())]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn image_policy_webhook_reviews_pod_images() {
+    let webhook = common::webhook_server::WebhookServer::start(std::sync::Arc::new(image_review)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("webhook.kubeconfig");
+    webhook.write_kubeconfig(&kubeconfig);
+    let policy = dir.path().join("audit-policy.yaml");
+    std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [pods]}]\n").unwrap();
+    let log = dir.path().join("audit.log");
+    let mut flags = image_policy_flags(dir.path(), json!({"kubeConfigFile": kubeconfig, "allowTTL": 50, "denyTTL": 50, "retryBackoff": 1}));
+    flags.extend(["--audit-policy-file".to_string(), policy.display().to_string(), "--audit-log-path".into(), log.display().to_string()]);
+    let server = TestServer::start_with(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await;
+
+    let mut annotated = pod("allowed", json!({"initContainers": [{"name": "init", "image": "registry.k8s.io/busybox"}]}));
+    annotated["metadata"]["annotations"] = json!({"team.image-policy.k8s.io/ticket": "T-1", "unrelated": "x"});
+    created(&server, annotated);
+    let review = webhook.received().pop().expect("the webhook was asked");
+    assert_eq!(review["apiVersion"], "imagepolicy.k8s.io/v1alpha1");
+    assert_eq!(review["spec"], json!({"containers": [{"image": "registry.k8s.io/pause:3.10"}, {"image": "registry.k8s.io/busybox"}],
+        "annotations": {"team.image-policy.k8s.io/ticket": "T-1"}, "namespace": "default"}));
+    let audited = std::fs::read_to_string(&log).unwrap();
+    assert!(audited.contains(r#""imagepolicywebhook.image-policy.k8s.io/checked":"yes""#), "{audited}");
+
+    let mut bad = pod("bad", json!({}));
+    bad["spec"]["containers"][0]["image"] = json!("example.com/forbidden:1");
+    refused(&server, bad.clone(), r#"pods "bad" is forbidden: image policy webhook backend denied one or more images: image forbidden"#);
+    // The refusal is remembered for denyTTL: the webhook is not asked again.
+    let asked = webhook.received().len();
+    bad["metadata"]["name"] = json!("bad-again");
+    refused(&server, bad, r#"pods "bad-again" is forbidden: image policy webhook backend denied one or more images: image forbidden"#);
+    assert_eq!(webhook.received().len(), asked);
+
+    // A webhook that fails refuses pods, or admits them marked with defaultAllow.
+    webhook.answer_with(std::sync::Arc::new(|_: &Value| (std::time::Duration::ZERO, 500, json!({}))));
+    refused(&server, pod("unreviewed", json!({})), r#"pods "unreviewed" is forbidden: Error contacting webhook: 500"#);
+    let open_dir = tempfile::tempdir().unwrap();
+    let open = TestServer::start_with(&image_policy_flags(open_dir.path(), json!({"kubeConfigFile": kubeconfig, "defaultAllow": true, "retryBackoff": 1})).iter().map(String::as_str).collect::<Vec<_>>()).await;
+    let admitted = created(&open, pod("unreviewed", json!({})));
+    assert_eq!(admitted["metadata"]["annotations"]["alpha.image-policy.k8s.io/failed-open"], "true");
+
+    // A configuration out of bounds stops the server at start.
+    let out = Command::new(env!("CARGO_BIN_EXE_apiserver"))
+        .arg("--data-dir").arg(dir.path().join("data")).args(["--secure-port", "0"])
+        .args(image_policy_flags(open_dir.path(), json!({"kubeConfigFile": kubeconfig, "allowTTL": 3000})))
+        .output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("valid value is between 1s and 30m0s, got 50m0s"), "{}", String::from_utf8_lossy(&out.stderr));
+}

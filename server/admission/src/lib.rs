@@ -21,6 +21,7 @@ pub mod default_storage_class;
 pub mod default_toleration_seconds;
 pub mod deny_service_external_ips;
 pub mod extended_resource_toleration;
+pub mod image_policy_webhook;
 pub mod kept;
 pub mod limit_ranger;
 pub mod matching;
@@ -92,6 +93,8 @@ pub struct Request<'a> {
     pub dry_run: bool,
     /// Warnings for the client (`Warning` headers), which plugins add with [`Request::warn`].
     warnings: &'a Mutex<Vec<String>>,
+    /// Annotations a validating plugin records on the object stored ([`Request::annotate`]).
+    annotations: &'a Mutex<Vec<(String, String)>>,
 }
 
 impl Request<'_> {
@@ -109,6 +112,12 @@ impl Request<'_> {
     pub fn warn(&self, warning: String) {
         self.warnings.lock().unwrap_or_else(|e| e.into_inner()).push(warning);
     }
+
+    /// Records an annotation on the object stored, as a validating plugin of Kubernetes may
+    /// (ImagePolicyWebhook marks a pod admitted without its review).
+    pub fn annotate(&self, key: &str, value: &str) {
+        self.annotations.lock().unwrap_or_else(|e| e.into_inner()).push((key.to_string(), value.to_string()));
+    }
 }
 
 /// Appends `item` to the list at `list` (an absent or null list becomes `[item]`).
@@ -116,6 +125,13 @@ pub fn push(list: &mut Value, item: Value) {
     match list.as_array_mut() {
         Some(items) => items.push(item),
         None => *list = Value::Array(vec![item]),
+    }
+}
+
+/// Sets the annotations plugins recorded with [`Request::annotate`] on `object`.
+fn set_annotations(object: &mut Value, annotations: Mutex<Vec<(String, String)>>) {
+    for (key, value) in annotations.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        object["metadata"]["annotations"][key] = Value::String(value);
     }
 }
 
@@ -149,20 +165,27 @@ impl Admission {
     /// defaulting and before validation; returns the plugins' warnings.
     pub async fn mutate(&self, req: &ResourceRequest, operation: Operation, object: &mut Value, old: Option<&Value>, dry_run: bool) -> ApiResult<Vec<String>> {
         let warnings = Mutex::new(Vec::new());
+        let annotations = Mutex::new(Vec::new());
         for m in self.mutating.iter() {
-            let view = Request { req, operation, object: None, old, dry_run, warnings: &warnings };
+            let view = Request { req, operation, object: None, old, dry_run, warnings: &warnings, annotations: &annotations };
             m.admit(&view, object).await?;
         }
+        set_annotations(object, annotations);
         Ok(warnings.into_inner().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Runs every validating plugin on the validated object (absent for a deletion); the first
-    /// refusal is the answer. Returns the plugins' warnings.
-    pub async fn validate(&self, req: &ResourceRequest, operation: Operation, object: Option<&Value>, old: Option<&Value>, dry_run: bool) -> ApiResult<Vec<String>> {
+    /// refusal is the answer. Returns the plugins' warnings; the annotations they record are
+    /// set on the object.
+    pub async fn validate(&self, req: &ResourceRequest, operation: Operation, mut object: Option<&mut Value>, old: Option<&Value>, dry_run: bool) -> ApiResult<Vec<String>> {
         let warnings = Mutex::new(Vec::new());
-        let request = Request { req, operation, object, old, dry_run, warnings: &warnings };
+        let annotations = Mutex::new(Vec::new());
+        let request = Request { req, operation, object: object.as_deref(), old, dry_run, warnings: &warnings, annotations: &annotations };
         for v in self.validating.iter() {
             v.validate(&request).await?;
+        }
+        if let Some(object) = object.as_deref_mut() {
+            set_annotations(object, annotations);
         }
         Ok(warnings.into_inner().unwrap_or_else(|e| e.into_inner()))
     }

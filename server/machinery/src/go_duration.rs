@@ -1,5 +1,6 @@
 //! Go's duration syntax (`300ms`, `1m30s`, `1.5h`), as Kubernetes' flags, configuration files
-//! and the `timeout` query parameter write durations.
+//! and the `timeout` query parameter write durations, and as Go prints one (`50m0s`) in the
+//! messages Kubernetes gives.
 
 use std::time::Duration;
 
@@ -40,6 +41,39 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(total).map_err(|_| invalid())
 }
 
+/// A duration of `nanos` nanoseconds as Go prints it: `0s`, `1.5ms`, `30s`, `50m0s`, `1h0m0s`.
+pub fn format_nanos(nanos: i128) -> String {
+    let sign = if nanos < 0 { "-" } else { "" };
+    let n = nanos.unsigned_abs();
+    if n == 0 {
+        return "0s".into();
+    }
+    if n < 1_000_000_000 {
+        let (unit, scale) = match n {
+            0..1_000 => ("ns", 1),
+            1_000..1_000_000 => ("µs", 1_000),
+            _ => ("ms", 1_000_000),
+        };
+        return format!("{sign}{}{unit}", decimal(n, scale));
+    }
+    let seconds = decimal(n % 60_000_000_000, 1_000_000_000);
+    let (minutes, hours) = ((n / 60_000_000_000) % 60, n / 3_600_000_000_000);
+    match (hours, minutes) {
+        (0, 0) => format!("{sign}{seconds}s"),
+        (0, m) => format!("{sign}{m}m{seconds}s"),
+        (h, m) => format!("{sign}{h}h{m}m{seconds}s"),
+    }
+}
+
+/// `value / scale` with the fraction's trailing zeros left out (`scale` a power of ten).
+fn decimal(value: u128, scale: u128) -> String {
+    let (whole, rest) = (value / scale, value % scale);
+    match rest {
+        0 => whole.to_string(),
+        _ => format!("{whole}.{}", format!("{rest:0width$}", width = scale.ilog10() as usize).trim_end_matches('0')),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,6 +85,14 @@ mod tests {
         }
         for bad in ["", "3", "s", "1x", "-1s", "1..5s", "invalid"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn printed_as_go_prints_them() {
+        let s = 1_000_000_000i128;
+        for (nanos, want) in [(0, "0s"), (1, "1ns"), (1_500_000, "1.5ms"), (s, "1s"), (30 * s, "30s"), (90 * s, "1m30s"), (3000 * s, "50m0s"), (3600 * s, "1h0m0s"), (-5 * s, "-5s"), (s + s / 4, "1.25s")] {
+            assert_eq!(format_nanos(nanos), want);
         }
     }
 

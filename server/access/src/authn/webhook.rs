@@ -5,9 +5,7 @@
 //! token's hash. A webhook that cannot be reached, or answers in another TokenReview version,
 //! refuses the token (401), after a few tries.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::json;
@@ -15,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::{Authenticated, TokenAuthenticator};
 use crate::UserInfo;
+use machinery::webhook::expiring::Expiring;
 use machinery::webhook::{kubeconfig, CallError, Endpoint};
 
 /// How long one call may take.
@@ -62,7 +61,7 @@ pub struct TokenWebhook {
     ttl: Duration,
     /// This server's audiences, which an answer without audiences is taken to grant.
     api_audiences: Vec<String>,
-    cache: Mutex<HashMap<[u8; 32], (Instant, ReviewStatus)>>,
+    cache: Expiring<[u8; 32], ReviewStatus>,
 }
 
 impl TokenWebhook {
@@ -71,7 +70,7 @@ impl TokenWebhook {
             return Err(format!("--authentication-token-webhook-version must be v1 or v1beta1, not {version:?}"));
         }
         let endpoint = kubeconfig::load(path)?;
-        Ok(TokenWebhook { endpoint, version: version.to_string(), ttl, api_audiences, cache: Mutex::new(HashMap::new()) })
+        Ok(TokenWebhook { endpoint, version: version.to_string(), ttl, api_audiences, cache: Expiring::new(CACHE_ENTRIES) })
     }
 
     fn key(token: &str, audiences: &[String]) -> [u8; 32] {
@@ -82,26 +81,6 @@ impl TokenWebhook {
             hash.update(a.as_bytes());
         }
         hash.finalize().into()
-    }
-
-    fn cached(&self, key: &[u8; 32]) -> Option<ReviewStatus> {
-        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache.get(key).filter(|(until, _)| *until > Instant::now()).map(|(_, s)| s.clone())
-    }
-
-    fn remember(&self, key: [u8; 32], status: &ReviewStatus) {
-        if self.ttl.is_zero() {
-            return;
-        }
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if cache.len() >= CACHE_ENTRIES {
-            let now = Instant::now();
-            cache.retain(|_, (until, _)| *until > now);
-            if cache.len() >= CACHE_ENTRIES {
-                cache.clear();
-            }
-        }
-        cache.insert(key, (Instant::now() + self.ttl, status.clone()));
     }
 
     /// Sends the review, trying again on failures that may pass (resets, 429, 5xx).
@@ -153,11 +132,11 @@ impl TokenAuthenticator for TokenWebhook {
 
     async fn authenticate(&self, token: &str, audiences: &[String]) -> Result<Option<Authenticated>, String> {
         let key = TokenWebhook::key(token, audiences);
-        let status = match self.cached(&key) {
+        let status = match self.cache.get(&key) {
             Some(status) => status,
             None => {
                 let status = self.ask(token, audiences).await?;
-                self.remember(key, &status);
+                self.cache.insert(key, status.clone(), self.ttl);
                 status
             }
         };

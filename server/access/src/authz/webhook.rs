@@ -2,9 +2,8 @@
 //! caches its answers (allowed and refused for their own TTLs), and decides by the failure
 //! policy when it cannot get one. `matchConditions` choose which requests are sent.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -15,6 +14,7 @@ use super::{Authorizer, Decision, UserRules, Verdict};
 use crate::attributes::Attributes;
 use crate::user::UserInfo;
 use super::metrics::AuthorizationMetrics;
+use machinery::webhook::expiring::Expiring;
 use machinery::webhook::{kubeconfig, CallError, Endpoint};
 
 /// Answers kept at most; when full, expired ones are dropped, then all.
@@ -47,7 +47,7 @@ pub struct Webhook {
     endpoint: Endpoint,
     settings: WebhookSettings,
     conditions: MatchConditions,
-    cache: Mutex<HashMap<String, (Instant, ReviewStatus)>>,
+    cache: Expiring<String, ReviewStatus>,
     metrics: Arc<dyn AuthorizationMetrics>,
 }
 
@@ -62,7 +62,7 @@ impl Webhook {
             endpoint,
             settings: settings.clone(),
             conditions: MatchConditions::compile(&settings.match_conditions)?,
-            cache: Mutex::new(HashMap::new()),
+            cache: Expiring::new(CACHE_ENTRIES),
             metrics: metrics.clone(),
         })
     }
@@ -75,25 +75,11 @@ impl Webhook {
         Verdict { decision, reason: String::new(), error: Some(error) }
     }
 
-    fn cached(&self, key: &str) -> Option<ReviewStatus> {
-        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache.get(key).filter(|(until, _)| *until > Instant::now()).map(|(_, s)| s.clone())
-    }
-
     fn remember(&self, key: String, status: &ReviewStatus) {
         let ttl = if status.allowed { self.settings.authorized_ttl } else { self.settings.unauthorized_ttl };
-        if ttl.is_zero() || key.len() > MAX_CACHED_ATTRIBUTES {
-            return;
+        if key.len() <= MAX_CACHED_ATTRIBUTES {
+            self.cache.insert(key, status.clone(), ttl);
         }
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if cache.len() >= CACHE_ENTRIES {
-            let now = Instant::now();
-            cache.retain(|_, (until, _)| *until > now);
-            if cache.len() >= CACHE_ENTRIES {
-                cache.clear();
-            }
-        }
-        cache.insert(key, (Instant::now() + ttl, status.clone()));
     }
 
     /// Sends the review, trying again (with backoff) on failures that may pass. A failure
@@ -192,7 +178,7 @@ impl Authorizer for Webhook {
         }
         let spec = review_spec(attrs, &self.settings.sar_version);
         let key = spec.to_string();
-        let status = match self.cached(&key) {
+        let status = match self.cache.get(&key) {
             Some(status) => status,
             None => match self.ask(&spec).await {
                 Ok(status) => {

@@ -37,7 +37,7 @@ fn selects(state: &Replicated, webhook: &Value, r: &Request<'_>, object: Option<
         "namespaceSelector": webhook["namespaceSelector"],
         "objectSelector": webhook["objectSelector"],
     });
-    let view = Request { req: r.req, operation: r.operation, object, old: r.old, dry_run: r.dry_run, warnings: r.warnings };
+    let view = Request { req: r.req, operation: r.operation, object, old: r.old, dry_run: r.dry_run, warnings: r.warnings, annotations: r.annotations };
     if !matching::matches(&constraints, &view, namespace.as_deref()) {
         return Ok(false);
     }

@@ -3,6 +3,7 @@
 //! URL says so) with a deadline.
 
 pub mod client_config;
+pub mod expiring;
 mod insecure;
 pub mod kubeconfig;
 

@@ -132,7 +132,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
         prepare(&mut obj);
     }
     prepare::validate(info, &obj, None)?;
-    warnings.extend(ctx.writes.admission.validate(&named, Operation::Create, Some(&obj), None, dry_run).await?);
+    warnings.extend(ctx.writes.admission.validate(&named, Operation::Create, Some(&mut obj), None, dry_run).await?);
     // A mutating plugin may not rename the object.
     let name = meta_str(&obj, "name").unwrap_or_default().to_string();
     let key = info.key(req.namespace.as_deref(), &name);
@@ -295,7 +295,7 @@ pub async fn update(
             true => ctx.writes.node_ports.plan(ctx.store.cache(), Some(&old), &mut new, req.namespace.as_deref().unwrap_or_default(), req.name())?,
             false => nodeports::Plan::default(),
         };
-        w.extend(ctx.writes.admission.validate(req, Operation::Update, Some(&new), Some(&old), opts.dry_run).await?);
+        w.extend(ctx.writes.admission.validate(req, Operation::Update, Some(&mut new), Some(&old), opts.dry_run).await?);
         if meta::without_rv(&new) == meta::without_rv(&old) {
             warnings.extend(w);
             return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, current.data).await?));
