@@ -122,7 +122,10 @@ fn plugin(name: &str, parts: &Parts) -> anyhow::Result<Option<Plugin>> {
         "MutatingAdmissionWebhook" => Plugin::mutating(Arc::new(MutatingWebhooks(replicated.clone()))),
         "ValidatingAdmissionPolicy" => Plugin::validating(Arc::new(ValidatingPolicies::new(replicated.clone(), auth.clone()))),
         "ValidatingAdmissionWebhook" => Plugin::validating(Arc::new(ValidatingWebhooks(replicated.clone()))),
-        "ResourceQuota" => Plugin::validating(Arc::new(ResourceQuota::new(replicated.store.clone(), replicated.quotas.clone()))),
+        "ResourceQuota" => {
+            let quota = ResourceQuota::new(replicated.store.clone(), replicated.quotas.clone(), configurations.get(name)).map_err(anyhow::Error::msg)?;
+            Plugin::validating(Arc::new(quota))
+        }
         _ => return Ok(None),
     }))
 }

@@ -139,3 +139,31 @@ async fn the_controller_can_be_left_to_kube_controller_manager() {
     let err = refusal(&s.kubectl(&["-n", "off", "create", "configmap", "d"]));
     assert!(err.contains(r#"configmaps "d" is forbidden: exceeded quota: q, requested: configmaps=1, used: configmaps=0, limited: configmaps=0"#), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limited_resources_need_a_covering_quota() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("admission.yaml");
+    std::fs::write(&config, "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ResourceQuota\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: ResourceQuotaConfiguration\n    limitedResources:\n    - resource: pods\n      matchContains: [requests.memory]\n    - resource: pods\n      matchScopes:\n      - {scopeName: PriorityClass, operator: In, values: [cluster-services]}\n").unwrap();
+    let s = TestServer::start_with(&["--admission-control-config-file", config.to_str().unwrap()]).await;
+    s.kubectl_ok(&["create", "namespace", "limited"]);
+    s.kubectl_ok(&["create", "priorityclass", "cluster-services", "--value=1000"]);
+
+    // Memory is consumed only under a quota that limits it; a pod without requests is free.
+    let out = create(&s, "limited", &pod("hungry", json!({"memory": "64Mi"})));
+    assert!(refusal(&out).contains(r#"pods "hungry" is forbidden: insufficient quota to consume: requests.memory"#), "{}", refusal(&out));
+    assert!(create(&s, "limited", &pod("free", json!({}))).status.success());
+    // The cluster's own priority class only where a quota of that scope is.
+    let mut critical = pod("critical", json!({}));
+    critical["spec"]["priorityClassName"] = json!("cluster-services");
+    let out = create(&s, "limited", &critical);
+    assert!(refusal(&out).contains("insufficient quota to match these scopes: [{PriorityClass In [cluster-services]}]"), "{}", refusal(&out));
+
+    let scoped = quota("critical", json!({"hard": {"pods": "10"}, "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["cluster-services"]}]}}));
+    assert!(create(&s, "limited", &scoped).status.success());
+    used_becomes(&s, "limited", "critical", json!({"pods": "0"})).await;
+    assert!(create(&s, "limited", &critical).status.success());
+    assert!(create(&s, "limited", &quota("memory", json!({"hard": {"requests.memory": "1Gi"}}))).status.success());
+    used_becomes(&s, "limited", "memory", json!({"requests.memory": "0"})).await;
+    assert!(create(&s, "limited", &pod("hungry", json!({"memory": "64Mi"}))).status.success());
+}

@@ -332,6 +332,10 @@ impl ApiError {
         if let ContinueExpired { continue_token, .. } = self {
             status["metadata"] = json!({"continue": continue_token});
         }
+        // An error that is no Status of Kubernetes' (reason `Unknown`) has no reason.
+        if self.reason().is_empty() {
+            status.as_object_mut().map(|s| s.remove("reason"));
+        }
         // Kubernetes' Forbidden errors always carry details, empty or not.
         if !details.is_empty() || matches!(self, Forbidden { .. }) {
             status["details"] = Value::Object(details);

@@ -20,6 +20,7 @@
 pub mod check;
 pub mod claims;
 pub mod evaluators;
+pub mod limited;
 pub mod pods;
 pub mod scopes;
 pub mod services;
@@ -34,8 +35,9 @@ use tokio::sync::Mutex;
 use crate::by_namespace::ByNamespace;
 use crate::resource_list::write;
 use crate::{Operation, Request, Validating};
-use check::{Quota, Write};
+use check::{Quota, Refusal, Write};
 use evaluators::Evaluator;
+use limited::Limited;
 use machinery::error::{ApiError, ApiResult};
 
 /// Where ResourceQuotas are stored.
@@ -50,12 +52,15 @@ const STRIPES: usize = 64;
 pub struct ResourceQuota {
     store: Store,
     quotas: Arc<ByNamespace>,
+    /// `limitedResources` of the plugin's configuration.
+    limited: Vec<Limited>,
     stripes: [Mutex<()>; STRIPES],
 }
 
 impl ResourceQuota {
-    pub fn new(store: Store, quotas: Arc<ByNamespace>) -> ResourceQuota {
-        ResourceQuota { store, quotas, stripes: std::array::from_fn(|_| Mutex::new(())) }
+    /// The plugin, with its configuration (a `ResourceQuotaConfiguration`) if any.
+    pub fn new(store: Store, quotas: Arc<ByNamespace>, config: Option<&serde_json::Value>) -> Result<ResourceQuota, String> {
+        Ok(ResourceQuota { store, quotas, limited: limited::parse(config)?, stripes: std::array::from_fn(|_| Mutex::new(())) })
     }
 
     fn stripe(&self, namespace: &str) -> &Mutex<()> {
@@ -92,11 +97,14 @@ impl Validating for ResourceQuota {
             return Ok(());
         }
         let mut quotas: Vec<Quota> = self.quotas.list(namespace).into_iter().map(|s| Quota { rev: s.rev, object: s.value }).collect();
-        if quotas.is_empty() {
+        if quotas.is_empty() && self.limited.is_empty() {
             return Ok(());
         }
-        let write = Write { evaluator: &evaluator, operation: r.operation, subresource, object, old: r.old };
-        let refuse = |message: String| ApiError::forbidden(info.group, info.resource, r.req.name(), message);
+        let write = Write { evaluator: &evaluator, resource: (info.group, info.resource), limited: &self.limited, operation: r.operation, subresource, object, old: r.old };
+        let refuse = |refusal| match refusal {
+            Refusal::Forbidden(message) => r.forbidden(message),
+            Refusal::Unscoped(message) => ApiError::Passed { code: 500, reason: String::new(), message },
+        };
         let _turn = self.stripe(namespace).lock().await;
         let mut lost_to = String::new();
         for _ in 0..RETRIES {
