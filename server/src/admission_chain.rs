@@ -24,6 +24,7 @@ use admission::namespace_lifecycle::NamespaceLifecycle;
 use admission::node_restriction::NodeRestriction;
 use admission::plugins::{self, Configurations, Plugin};
 use admission::pod_security::PodSecurity;
+use admission::pod_topology_labels::PodTopologyLabels;
 use admission::policy::{MutatingPolicies, ValidatingPolicies};
 use admission::priority::Priority;
 use admission::pvc_resize::PersistentVolumeClaimResize;
@@ -115,6 +116,7 @@ fn plugin(name: &str, parts: &Parts) -> anyhow::Result<Option<Plugin>> {
         "CertificateApproval" => Plugin::validating(Arc::new(CertificateSigners::approval(auth.clone()))),
         "CertificateSigning" => Plugin::validating(Arc::new(CertificateSigners::signing(auth.clone()))),
         "CertificateSubjectRestriction" => Plugin::validating(Arc::new(CertificateSubjectRestriction)),
+        "PodTopologyLabels" if machinery::registry::gate_enabled("PodTopologyLabelsAdmission") => Plugin::mutating(Arc::new(PodTopologyLabels { store })),
         "DefaultIngressClass" => Plugin::mutating(Arc::new(DefaultIngressClass { classes: classes.ingress.clone() })),
         "MutatingAdmissionPolicy" if machinery::registry::gate_enabled("MutatingAdmissionPolicy") => {
             Plugin::mutating(Arc::new(MutatingPolicies::new(replicated.clone(), auth.clone())))

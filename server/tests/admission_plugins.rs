@@ -289,3 +289,23 @@ async fn image_policy_webhook_reviews_pod_images() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("valid value is between 1s and 30m0s, got 50m0s"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[tokio::test]
+async fn bound_pods_get_their_nodes_topology_labels() {
+    let server = TestServer::start().await;
+    let labels = json!({"topology.kubernetes.io/zone": "z1", "topology.kubernetes.io/region": "r1", "kubernetes.io/hostname": "n1"});
+    created(&server, json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": labels}}));
+    let placed = created(&server, pod("placed", json!({"nodeName": "n1"})));
+    assert_eq!(placed["metadata"]["labels"], json!({"topology.kubernetes.io/zone": "z1", "topology.kubernetes.io/region": "r1"}));
+    assert!(created(&server, pod("pending", json!({})))["metadata"]["labels"].is_null());
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "pending", "labels": {"team": "a"}}, "target": {"kind": "Node", "name": "n1"}});
+    let req = http::Request::post("/api/v1/namespaces/default/pods/pending/binding").header("content-type", "application/json").body(binding.to_string().into_bytes()).unwrap();
+    assert_eq!(server.request(req).await.status, 201);
+    let bound: Value = serde_json::from_str(&server.kubectl_ok(&["get", "pod", "pending", "-o", "json"])).unwrap();
+    assert_eq!(bound["metadata"]["labels"], json!({"team": "a", "topology.kubernetes.io/zone": "z1", "topology.kubernetes.io/region": "r1"}));
+
+    // Its feature gate off, the plugin does nothing.
+    let off = TestServer::start_with(&["--feature-gates=PodTopologyLabelsAdmission=false"]).await;
+    created(&off, json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": labels}}));
+    assert!(created(&off, pod("placed", json!({"nodeName": "n1"})))["metadata"]["labels"].is_null());
+}

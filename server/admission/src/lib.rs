@@ -33,6 +33,7 @@ pub mod node_restriction;
 pub mod plugins;
 pub mod pod_resources;
 pub mod pod_security;
+pub mod pod_topology_labels;
 pub mod policy;
 pub mod priority;
 pub mod pvc_resize;

@@ -89,7 +89,7 @@ pub struct ResourceInfo {
 /// Feature gates that are not about serving a resource, with their defaults as in
 /// Kubernetes 1.34.
 const OTHER_GATES: &[(&str, bool)] =
-    &[("APIResponseCompression", true), ("CBORServingAndStorage", false), (UNSAFE_DELETION_GATE, false), (STORAGE_READINESS_GATE, false), ("PodLevelResources", true)];
+    &[("APIResponseCompression", true), ("CBORServingAndStorage", false), (UNSAFE_DELETION_GATE, false), (STORAGE_READINESS_GATE, false), ("PodLevelResources", true), ("PodTopologyLabelsAdmission", true)];
 
 /// The gate of the unsafe deletion of objects storage cannot decode.
 pub const UNSAFE_DELETION_GATE: &str = "AllowUnsafeMalformedObjectDeletion";

@@ -1,6 +1,7 @@
 //! Binding a pod to a node, as a scheduler does: `POST pods/{name}/binding` or `POST bindings`
 //! with a Binding whose target is the node. The pod gets `spec.nodeName` (once: a bound pod is a
-//! 409) and a `PodScheduled` condition; the answer is a success `Status`.
+//! 409), the Binding's annotations and labels, and a `PodScheduled` condition; the answer is a
+//! success `Status`.
 
 use http::StatusCode;
 use serde_json::{json, Value};
@@ -49,7 +50,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, binding: Value, dry_run: b
         verb: Verb::Update,
         user: req.user.clone(),
     };
-    let annotations = binding["metadata"]["annotations"].clone();
+    let (annotations, labels) = (binding["metadata"]["annotations"].clone(), binding["metadata"]["labels"].clone());
     let opts = Update { precondition: None, validation: FieldValidation::Ignore, duplicates: Vec::new(), dry_run, manager: None };
     write::update(ctx, &pod_req, opts, &mut Vec::new(), |old| {
         let conflict = |message: String| ApiError::Conflict { group: String::new(), resource: "pods".into(), name: pod.clone(), message };
@@ -61,9 +62,9 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, binding: Value, dry_run: b
         }
         let mut new = old.clone();
         new["spec"]["nodeName"] = json!(node);
-        if let Some(extra) = annotations.as_object() {
-            for (k, v) in extra {
-                new["metadata"]["annotations"][k] = v.clone();
+        for (field, extra) in [("annotations", &annotations), ("labels", &labels)] {
+            for (k, v) in extra.as_object().into_iter().flatten() {
+                new["metadata"][field][k] = v.clone();
             }
         }
         let mut conditions: Vec<Value> = old["status"]["conditions"].as_array().cloned().unwrap_or_default();
