@@ -15,6 +15,7 @@ use admission::default_ingress_class::DefaultIngressClass;
 use admission::default_storage_class::DefaultStorageClass;
 use admission::default_toleration_seconds::DefaultTolerationSeconds;
 use admission::deny_service_external_ips::DenyServiceExternalIPs;
+use admission::event_rate_limit::EventRateLimit;
 use admission::extended_resource_toleration::ExtendedResourceToleration;
 use admission::image_policy_webhook::ImagePolicyWebhook;
 use admission::limit_ranger::LimitRanger;
@@ -22,6 +23,7 @@ use admission::namespace_autoprovision::{self, NamespaceAutoProvision};
 use admission::namespace_exists::NamespaceExists;
 use admission::namespace_lifecycle::NamespaceLifecycle;
 use admission::node_restriction::NodeRestriction;
+use admission::owner_references::OwnerReferencesPermissionEnforcement;
 use admission::plugins::{self, Configurations, Plugin};
 use admission::pod_security::PodSecurity;
 use admission::pod_topology_labels::PodTopologyLabels;
@@ -97,6 +99,7 @@ fn plugin(name: &str, parts: &Parts) -> anyhow::Result<Option<Plugin>> {
         "LimitPodHardAntiAffinityTopology" => Plugin::validating(Arc::new(LimitPodHardAntiAffinityTopology)),
         "AlwaysPullImages" => Plugin::both(Arc::new(AlwaysPullImages)),
         "ImagePolicyWebhook" => Plugin::validating(Arc::new(ImagePolicyWebhook::new(configurations.get(name)).map_err(anyhow::Error::msg)?)),
+        "EventRateLimit" => Plugin::validating(Arc::new(EventRateLimit::new(configurations.get(name)).map_err(anyhow::Error::msg)?)),
         "ExtendedResourceToleration" => Plugin::mutating(Arc::new(ExtendedResourceToleration)),
         "DenyServiceExternalIPs" => Plugin::validating(Arc::new(DenyServiceExternalIPs)),
         "LimitRanger" => Plugin::both(Arc::new(LimitRanger { ranges: replicated.limit_ranges.clone() })),
@@ -110,6 +113,7 @@ fn plugin(name: &str, parts: &Parts) -> anyhow::Result<Option<Plugin>> {
         }
         "DefaultStorageClass" => Plugin::mutating(Arc::new(DefaultStorageClass { classes: classes.storage.clone() })),
         "StorageObjectInUseProtection" => Plugin::mutating(Arc::new(StorageObjectInUseProtection)),
+        "OwnerReferencesPermissionEnforcement" => Plugin::validating(Arc::new(OwnerReferencesPermissionEnforcement { auth: auth.clone() })),
         "PersistentVolumeClaimResize" => Plugin::validating(Arc::new(PersistentVolumeClaimResize { classes: classes.storage.clone() })),
         "RuntimeClass" => Plugin::both(Arc::new(RuntimeClass { classes: classes.runtime.clone() })),
         "PodSecurity" => Plugin::validating(Arc::new(PodSecurity::new(replicated, configurations.get(name)).map_err(anyhow::Error::msg)?)),

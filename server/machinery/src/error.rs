@@ -89,6 +89,10 @@ pub enum ApiError {
     /// 429: the request's priority level has no room for it now; retry after a second.
     #[error("{0}")]
     TooManyRequests(String),
+    /// 429 of a limit an admission plugin keeps (EventRateLimit), as Kubernetes'
+    /// `NewTooManyRequestsError` words it: no retry delay.
+    #[error("Too many requests: {0}")]
+    LimitReached(String),
     #[error("Timeout: Too large resource version: {requested}, current: {current}")]
     TooLargeResourceVersion { requested: u64, current: u64 },
     #[error("{0}")]
@@ -158,7 +162,7 @@ impl ApiError {
             UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Invalid { .. } | Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            TooManyRequests(_) | LimitReached(_) => StatusCode::TOO_MANY_REQUESTS,
             TooLargeResourceVersion { .. } | Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Internal(_) | StoreRead { .. } => StatusCode::INTERNAL_SERVER_ERROR,
@@ -182,7 +186,7 @@ impl ApiError {
             UnsupportedMediaType(_) => "UnsupportedMediaType",
             TooLarge(_) => "RequestEntityTooLarge",
             Invalid { .. } | Unprocessable(_) => "Invalid",
-            TooManyRequests(_) => "TooManyRequests",
+            TooManyRequests(_) | LimitReached(_) => "TooManyRequests",
             TooLargeResourceVersion { .. } | Timeout(_) => "Timeout",
             Unavailable(_) => "ServiceUnavailable",
             Internal(_) => "InternalError",
@@ -385,6 +389,15 @@ mod tests {
         let e = ApiError::Invalid { group: "apps".into(), kind: "Deployment".into(), name: "d".into(), causes: vec![] };
         assert_eq!(e.status()["message"], "Deployment.apps \"d\" is invalid");
         assert_eq!(e.status()["details"]["kind"], "Deployment");
+    }
+
+    #[test]
+    fn a_reached_limit_has_no_retry_delay() {
+        let e = ApiError::LimitReached("limit reached on type Server for key ".into());
+        let s = e.status();
+        assert_eq!((s["code"].as_u64(), s["reason"].as_str()), (Some(429), Some("TooManyRequests")));
+        assert_eq!(s["message"], "Too many requests: limit reached on type Server for key ");
+        assert!(s.get("details").is_none() && e.retry_after().is_none(), "{s}");
     }
 
     #[test]
