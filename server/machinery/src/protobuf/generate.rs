@@ -152,16 +152,24 @@ fn json_names() -> BTreeMap<String, Vec<String>> {
 /// parent (`Probe` holds a `ProbeHandler`), `..`, as the embedded fields are the parent's own; for
 /// a field `k8s-openapi` does not know yet, its name in lower camel case.
 fn json_name(field: &PbField, props: &[String], all: &BTreeMap<String, Vec<PbField>>) -> String {
-    let known = |rust_name: &str| props.iter().find(|p| alnum_lower(p) == alnum_lower(rust_name));
-    if let Some(p) = known(&field.rust_name) {
-        return p.clone();
+    match known(props, &field.rust_name) {
+        Some(p) => p.clone(),
+        None if embedded(field, props, all) => "..".into(),
+        None => lower_camel(&field.rust_name),
     }
+}
+
+/// The parent's property named like the field `rust_name`.
+fn known<'a>(props: &'a [String], rust_name: &str) -> Option<&'a String> {
+    props.iter().find(|p| alnum_lower(p) == alnum_lower(rust_name))
+}
+
+/// Whether the struct `field` holds is embedded in its parent: each of its fields is one of the
+/// parent's properties or embedded itself (`NamedRuleWithOperations` embeds a
+/// `RuleWithOperations`, which embeds a `Rule`).
+fn embedded(field: &PbField, props: &[String], all: &BTreeMap<String, Vec<PbField>>) -> bool {
     let child = field.ty.strip_prefix('@').and_then(|c| all.get(c));
-    if child.is_some_and(|c| !c.is_empty() && c.iter().all(|f| known(&f.rust_name).is_some())) {
-        "..".into()
-    } else {
-        lower_camel(&field.rust_name)
-    }
+    child.is_some_and(|c| !c.is_empty() && c.iter().all(|f| known(props, &f.rust_name).is_some() || embedded(f, props, all)))
 }
 
 /// The schema text for the current `k8s-pb` and `k8s-openapi`.

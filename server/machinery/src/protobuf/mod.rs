@@ -278,6 +278,26 @@ mod tests {
         );
     }
 
+    /// Rules embedded twice (`NamedRuleWithOperations` embeds `RuleWithOperations`, which
+    /// embeds `Rule`) keep their fields, as a Go client decoding the object needs them.
+    #[test]
+    fn doubly_embedded_rules_are_encoded() {
+        use k8s_pb::api::admissionregistration::v1 as admission;
+        let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "p"},
+            "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"], "resourceNames": ["web"]}]}}});
+        let encoded = encode_object(&policy).unwrap();
+        let unknown = Unknown::decode(&encoded[MAGIC.len()..]).unwrap();
+        let decoded = admission::ValidatingAdmissionPolicy::decode(unknown.raw.unwrap().as_slice()).unwrap();
+        let named = &decoded.spec.unwrap().match_constraints.unwrap().resource_rules[0];
+        let with_operations = named.rule_with_operations.as_ref().unwrap();
+        let rule = with_operations.rule.as_ref().unwrap();
+        assert_eq!((&named.resource_names, &with_operations.operations), (&vec!["web".to_string()], &vec!["CREATE".to_string()]));
+        assert_eq!((&rule.api_groups, &rule.resources), (&vec!["apps".to_string()], &vec!["deployments".to_string()]));
+        // And back.
+        let back = decode_body(&encoded).unwrap();
+        assert_eq!(back["spec"]["matchConstraints"], policy["spec"]["matchConstraints"]);
+    }
+
     #[test]
     fn times_bytes_and_delete_options() {
         let secret = core::Secret {
