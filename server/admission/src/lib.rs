@@ -31,8 +31,10 @@ pub mod namespace_lifecycle;
 pub mod namespaces;
 pub mod node_restriction;
 pub mod plugins;
+pub mod pod_node_selector;
 pub mod pod_resources;
 pub mod pod_security;
+pub mod pod_toleration_restriction;
 pub mod pod_topology_labels;
 pub mod policy;
 pub mod priority;
@@ -44,6 +46,7 @@ pub mod runtime_class;
 pub mod service_account;
 pub mod storage_protection;
 pub mod taint_nodes_by_condition;
+pub mod tolerations;
 pub mod webhooks;
 
 use std::sync::{Arc, Mutex};
