@@ -25,7 +25,9 @@ use admission::namespace_lifecycle::NamespaceLifecycle;
 use admission::node_restriction::NodeRestriction;
 use admission::owner_references::OwnerReferencesPermissionEnforcement;
 use admission::plugins::{self, Configurations, Plugin};
+use admission::pod_node_selector::PodNodeSelector;
 use admission::pod_security::PodSecurity;
+use admission::pod_toleration_restriction::PodTolerationRestriction;
 use admission::pod_topology_labels::PodTopologyLabels;
 use admission::policy::{MutatingPolicies, ValidatingPolicies};
 use admission::priority::Priority;
@@ -117,6 +119,8 @@ fn plugin(name: &str, parts: &Parts) -> anyhow::Result<Option<Plugin>> {
         "PersistentVolumeClaimResize" => Plugin::validating(Arc::new(PersistentVolumeClaimResize { classes: classes.storage.clone() })),
         "RuntimeClass" => Plugin::both(Arc::new(RuntimeClass { classes: classes.runtime.clone() })),
         "PodSecurity" => Plugin::validating(Arc::new(PodSecurity::new(replicated, configurations.get(name)).map_err(anyhow::Error::msg)?)),
+        "PodNodeSelector" => Plugin::both(Arc::new(PodNodeSelector::new(replicated, configurations.get(name)))),
+        "PodTolerationRestriction" => Plugin::both(Arc::new(PodTolerationRestriction::new(replicated, configurations.get(name)).map_err(anyhow::Error::msg)?)),
         "CertificateApproval" => Plugin::validating(Arc::new(CertificateSigners::approval(auth.clone()))),
         "CertificateSigning" => Plugin::validating(Arc::new(CertificateSigners::signing(auth.clone()))),
         "CertificateSubjectRestriction" => Plugin::validating(Arc::new(CertificateSubjectRestriction)),

@@ -33,8 +33,10 @@ pub mod namespaces;
 pub mod node_restriction;
 pub mod owner_references;
 pub mod plugins;
+pub mod pod_node_selector;
 pub mod pod_resources;
 pub mod pod_security;
+pub mod pod_toleration_restriction;
 pub mod pod_topology_labels;
 pub mod policy;
 pub mod priority;
@@ -46,6 +48,7 @@ pub mod runtime_class;
 pub mod service_account;
 pub mod storage_protection;
 pub mod taint_nodes_by_condition;
+pub mod tolerations;
 pub mod webhooks;
 
 use std::sync::{Arc, Mutex};

@@ -134,13 +134,21 @@ pub struct Configurations {
 
 impl Configurations {
     /// Reads an `AdmissionConfiguration` (YAML or JSON): each plugin's `configuration`, or the
-    /// file its `path` names (relative to the configuration's directory).
+    /// file its `path` names (relative to the configuration's directory). As kube-apiserver
+    /// does, a file of another kind with a top-level `podNodeSelectorPluginConfig` or
+    /// `imagePolicy` is the legacy form: the whole file is the configuration of PodNodeSelector
+    /// and ImagePolicyWebhook.
     pub fn load(path: &Path) -> Result<Configurations, String> {
         let config = read(path)?;
         let kind = config["kind"].as_str().unwrap_or_default();
         let api_version = config["apiVersion"].as_str().unwrap_or_default();
         const VERSIONS: &[&str] = &["apiserver.config.k8s.io/v1", "apiserver.config.k8s.io/v1alpha1", "apiserver.k8s.io/v1alpha1"];
-        if kind != "AdmissionConfiguration" || !VERSIONS.contains(&api_version) {
+        let admission = kind == "AdmissionConfiguration" && VERSIONS.contains(&api_version);
+        if !admission && ["podNodeSelectorPluginConfig", "imagePolicy"].iter().any(|k| config.get(k).is_some()) {
+            let by_name = ["PodNodeSelector", "ImagePolicyWebhook"].map(|name| (name.to_string(), config.clone())).into();
+            return Ok(Configurations { by_name });
+        }
+        if !admission {
             return Err(format!("{}: not an AdmissionConfiguration of {} (kind {kind:?}, apiVersion {api_version:?})", path.display(), VERSIONS.join(", ")));
         }
         let mut by_name = HashMap::new();
@@ -207,6 +215,9 @@ mod tests {
         assert!(configs.get("LimitRanger").is_none());
         std::fs::write(&file, "apiVersion: v1\nkind: ConfigMap\n").unwrap();
         assert!(Configurations::load(&file).is_err());
+        std::fs::write(&file, "podNodeSelectorPluginConfig:\n  clusterDefaultNodeSelector: env=prod\n").unwrap();
+        let legacy = Configurations::load(&file).unwrap();
+        assert_eq!(legacy.get("PodNodeSelector").unwrap()["podNodeSelectorPluginConfig"]["clusterDefaultNodeSelector"], "env=prod");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -140,6 +140,11 @@ impl ApiError {
     pub fn internal(msg: impl std::fmt::Display) -> Self {
         ApiError::Internal(msg.to_string())
     }
+    /// The 500 without a reason kube-apiserver answers an error that is not a Status with (an
+    /// admission plugin's plain error): the message alone.
+    pub fn plain(message: impl Into<String>) -> Self {
+        ApiError::Passed { code: 500, reason: String::new(), message: message.into() }
+    }
 
     pub fn code(&self) -> StatusCode {
         use ApiError::*;

@@ -103,7 +103,7 @@ impl Validating for ResourceQuota {
         let write = Write { evaluator: &evaluator, resource: (info.group, info.resource), limited: &self.limited, operation: r.operation, subresource, object, old: r.old };
         let refuse = |refusal| match refusal {
             Refusal::Forbidden(message) => r.forbidden(message),
-            Refusal::Unscoped(message) => ApiError::Passed { code: 500, reason: String::new(), message },
+            Refusal::Unscoped(message) => ApiError::plain(message),
         };
         let _turn = self.stripe(namespace).lock().await;
         let mut lost_to = String::new();

@@ -30,8 +30,9 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
 }
 
 /// One toleration: a key (only `Exists` may leave it out), an operator and a value that agree,
-/// and an effect (`NoExecute` when it lasts a number of seconds).
-fn toleration(t: &Value, at: &str, out: &mut Vec<Cause>) {
+/// and an effect (`NoExecute` when it lasts a number of seconds). Admission plugins' configured
+/// tolerations are checked with it too.
+pub fn toleration(t: &Value, at: &str, out: &mut Vec<Cause>) {
     let key = t["key"].as_str().unwrap_or_default();
     let operator = t["operator"].as_str().unwrap_or_default();
     let effect = t["effect"].as_str().unwrap_or_default();
