@@ -153,3 +153,43 @@ async fn kubectl_round_trips_protobuf() {
     let out = s.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.spec.replicas}"]);
     assert_eq!(out, "2");
 }
+
+/// A Protobuf body, as client-go sends one: the magic, then `Unknown` around the object.
+fn protobuf_body(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
+    let type_meta = k8s_pb::apimachinery::pkg::runtime::TypeMeta { api_version: Some(api_version.into()), kind: Some(kind.into()) };
+    let unknown = Unknown { type_meta: Some(type_meta), raw: Some(raw), content_encoding: Some(String::new()), content_type: Some(String::new()) };
+    [b"k8s\0".as_slice(), &unknown.encode_to_vec()].concat()
+}
+
+/// kube-controller-manager's namespace controller finalizes a namespace with a Protobuf body
+/// whose empty finalizer list is left out: the namespace is then gone, not held again. A plain
+/// update without finalizers keeps them.
+#[tokio::test]
+async fn a_namespace_finalized_in_protobuf_goes_away() {
+    let s = TestServer::start().await;
+    s.kubectl_ok(&["create", "namespace", "leaving"]);
+    let namespace = |finalizers: Vec<String>| core::Namespace {
+        metadata: Some(meta::ObjectMeta { name: Some("leaving".into()), ..Default::default() }),
+        spec: Some(core::NamespaceSpec { finalizers }),
+        ..Default::default()
+    };
+    let put = |path: &str, ns: core::Namespace| {
+        http::Request::put(path)
+            .header("content-type", "application/vnd.kubernetes.protobuf")
+            .header("accept", "application/json")
+            .body(protobuf_body("v1", "Namespace", ns.encode_to_vec()))
+            .unwrap()
+    };
+    let updated = s.request(put("/api/v1/namespaces/leaving", namespace(Vec::new()))).await;
+    assert_eq!(updated.status, 200, "{}", updated.text());
+    assert_eq!(updated.json()["spec"]["finalizers"], serde_json::json!(["kubernetes"]));
+    s.kubectl_ok(&["delete", "namespace", "leaving", "--wait=false"]);
+    let finalized = s.request(put("/api/v1/namespaces/leaving/finalize", namespace(Vec::new()))).await;
+    assert_eq!(finalized.status, 200, "{}", finalized.text());
+    assert!(finalized.json()["spec"].get("finalizers").is_none_or(|f| f.as_array().is_some_and(Vec::is_empty)), "{}", finalized.text());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while s.kubectl(&["get", "namespace", "leaving"]).status.success() {
+        assert!(std::time::Instant::now() < deadline, "the finalized namespace stays");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

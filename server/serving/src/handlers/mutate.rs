@@ -22,6 +22,15 @@ fn merge_view(req: &ResourceRequest, old: &Value, body: &Value) -> ApiResult<Val
     match req.subresource.as_deref() {
         None => {
             let mut new = body.clone();
+            // A namespace's finalizers change only through `finalize`.
+            if (req.info.group, req.info.resource) == ("", "namespaces") {
+                match old["spec"].get("finalizers") {
+                    Some(f) => new["spec"]["finalizers"] = f.clone(),
+                    None => {
+                        new.get_mut("spec").and_then(Value::as_object_mut).map(|s| s.remove("finalizers"));
+                    }
+                }
+            }
             if req.info.has_subresource("status") {
                 // The main resource does not change status.
                 match old.get("status") {

@@ -324,8 +324,12 @@ pub async fn update(
         match ctx.store.write(Txn::new(ops)).await? {
             TxnResult::Ok { objects, .. } => {
                 warnings.extend(w);
-                let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
-                return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, stored.data).await?));
+                // A finalized object is answered as it was last, its finalizers gone.
+                let stored = match finalized {
+                    true => to_bytes(&new)?,
+                    false => objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?.data,
+                };
+                return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, stored).await?));
             }
             // A node port taken meanwhile by another Service (a later op) is chosen again.
             TxnResult::Failed { op: 0, current } if opts.precondition.is_some() => return Err(lost(req, current)),

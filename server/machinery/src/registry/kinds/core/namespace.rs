@@ -14,6 +14,7 @@ pub const STRATEGY: Strategy = Strategy {
     validate,
     columns: COLUMNS,
     cells,
+    prepare_create: Some(require_kubernetes_finalizer),
     ..Strategy::NONE
 };
 
@@ -24,11 +25,20 @@ pub fn defaults(obj: &mut Value) {
         set(&mut obj["metadata"], "labels", json!({}));
         obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
     }
-    if obj["spec"]["finalizers"].is_null() {
-        obj["spec"]["finalizers"] = json!(["kubernetes"]);
-    }
     if obj["status"]["phase"].is_null() {
         obj["status"]["phase"] = json!("Active");
+    }
+}
+
+/// A new namespace is held by the `kubernetes` finalizer (the namespace controller's), whatever
+/// it was created with. Not a default: `finalize` takes it off again, and a body without
+/// finalizers (Protobuf leaves an empty list out) means none then.
+fn require_kubernetes_finalizer(obj: &mut Value) {
+    let finalizers = &mut obj["spec"]["finalizers"];
+    match finalizers.as_array_mut() {
+        Some(list) if list.iter().any(|f| f == "kubernetes") => {}
+        Some(list) => list.push(json!("kubernetes")),
+        None => *finalizers = json!(["kubernetes"]),
     }
 }
 
@@ -65,5 +75,15 @@ mod tests {
         let mut n = json!({"metadata": {"name": "team-a", "labels": {"x": "y"}}});
         defaults(&mut n);
         assert_eq!(n["metadata"]["labels"], json!({"x": "y", "kubernetes.io/metadata.name": "team-a"}));
+        assert!(n["spec"]["finalizers"].is_null(), "finalizers are not a default: {n}");
+    }
+
+    #[test]
+    fn created_held_by_the_kubernetes_finalizer() {
+        for (given, held) in [(json!(null), json!(["kubernetes"])), (json!(["example.com/x"]), json!(["example.com/x", "kubernetes"])), (json!(["kubernetes"]), json!(["kubernetes"]))] {
+            let mut n = json!({"spec": {"finalizers": given}});
+            require_kubernetes_finalizer(&mut n);
+            assert_eq!(n["spec"]["finalizers"], held);
+        }
     }
 }
