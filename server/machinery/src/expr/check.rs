@@ -5,33 +5,26 @@
 //! in the source. What is only known when evaluated (`dyn`: int-or-string fields, fields that
 //! keep unknown fields, what unknown functions return) is never held against an expression.
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, SourceInfo};
+use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use cel::parser::Parser;
 
+use super::issues;
 use super::types::Ty;
 
 /// The type `source` evaluates to with `vars` declared, or every issue found, each as cel-go
 /// displays it (`ERROR: <input>:1:22: ...`, the source line, a caret under the place), one
 /// after another.
 pub fn check(source: &str, vars: &[(&str, Ty)]) -> Result<Ty, String> {
-    let (expr, info) = Parser::default().parse_with_source_info(source).map_err(|e| e.to_string())?;
+    let (expr, info) = Parser::default().parse_with_source_info(source).map_err(|e| issues::syntax(source, &e))?;
     let mut checker = Checker { scopes: vars.iter().map(|(n, t)| (n.to_string(), t.clone())).collect(), issues: Vec::new() };
     let ty = checker.expr(&expr);
     if checker.issues.is_empty() {
         return Ok(ty);
     }
-    Err(checker.issues.iter().map(|(id, message)| display(&info, *id, message)).collect::<Vec<_>>().join("\n"))
-}
-
-/// An issue as cel-go displays it: where, what, the line, and a caret under the column.
-fn display(info: &SourceInfo, id: u64, message: &str) -> String {
-    let start = info.offset_for(id).map_or(0, |(start, _)| start as usize);
-    let before = &info.source[..start.min(info.source.len())];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before[line_start..].chars().count();
-    let text = info.source[line_start..].lines().next().unwrap_or_default().replace('\t', " ");
-    format!("ERROR: <input>:{line}:{}: {message}\n | {text}\n | {}^", column + 1, ".".repeat(column))
+    let at = |id: u64| info.offset_for(id).map_or(0, |(start, _)| start as usize);
+    // Sorted by place, as cel-go sorts them.
+    checker.issues.sort_by_key(|(id, _)| at(*id));
+    Err(checker.issues.iter().map(|(id, message)| issues::display_at(source, at(*id), message)).collect::<Vec<_>>().join("\n"))
 }
 
 struct Checker {
