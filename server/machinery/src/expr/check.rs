@@ -78,6 +78,16 @@ impl Checker {
                     Expr::Ident(name) if self.lookup(name).is_none() => Some(name),
                     _ => None,
                 });
+                // `cel.bind(name, init, body)`: `body` sees `name` with the type of `init`.
+                if let (Some("cel"), "bind", [name, init, body]) = (namespaced.map(String::as_str), c.func_name.as_str(), c.args.as_slice()) {
+                    if let Expr::Ident(name) = &name.expr {
+                        let init = self.expr(init);
+                        self.scopes.push((name.clone(), init));
+                        let result = self.expr(body);
+                        self.scopes.pop();
+                        return result;
+                    }
+                }
                 let mut args: Vec<Ty> = match namespaced {
                     Some(_) => Vec::new(),
                     None => c.target.iter().map(|t| self.expr(t)).collect(),
@@ -330,6 +340,7 @@ mod tests {
             "object.spec.replicas == null || object.kind == 'Deployment'",
             "[1, 2].all(x, x > 0) && {'a': 1}.a == 1 && type(1) == int",
             "sets.contains(['a'], ['a']) && strings.quote('x') != '' && optional.of(1).hasValue()",
+            "cel.bind(n, object.spec.replicas, n > 1 && n < 10)",
         ] {
             assert!(check(ok, &vars).is_ok(), "{ok}: {:?}", check(ok, &vars));
         }
@@ -348,6 +359,7 @@ mod tests {
         assert!(issues("object.spec.replicas.x").contains("type 'int' does not support field selection"));
         assert!(issues("object.spec.paused ? 1 : 'x'").contains("'_?_:_' applied to '(bool, int, string)'"));
         assert!(issues("object.spec.containers.exists(c, c.image == 'x')").contains("undefined field 'image'"));
+        assert!(issues("cel.bind(n, object.spec.replicas, n == 'x')").contains("'_==_' applied to '(int, string)'"));
         // Two issues, one after the other.
         assert_eq!(issues("object.spec.x == 1 && object.spec.replicas + 'a' == 2").matches("ERROR:").count(), 2);
     }

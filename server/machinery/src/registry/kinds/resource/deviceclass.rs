@@ -79,3 +79,34 @@ pub const COLUMNS: &[Column] = &[AGE];
 pub fn cells(obj: &Value) -> Vec<Value> {
     vec![age(obj)]
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn refusals(expression: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        selectors(&json!([{"cel": {"expression": expression}}]), "spec.selectors", &mut out);
+        out.into_iter().map(|c| c.message).collect()
+    }
+
+    #[test]
+    fn selectors_compile_with_device_declared() {
+        for ok in [
+            "device.driver == 'gpu.example.com' && device.attributes['gpu.example.com'].model == 'a100'",
+            "device.capacity['gpu.example.com'].memory.compareTo(quantity('10Gi')) >= 0",
+            "device.attributes['gpu.example.com'].enabled",
+            "cel.bind(dra, device.attributes['dra.example.com'], dra.a && dra.b)",
+            "device.allowMultipleAllocations",
+        ] {
+            assert_eq!(refusals(ok), Vec::<String>::new(), "{ok}");
+        }
+        assert_eq!(refusals("device.driver"), ["Invalid value: \"device.driver\": must evaluate to bool or the unknown type, not string"]);
+        assert_eq!(
+            refusals("device.name == 'x'"),
+            ["Invalid value: \"device.name == 'x'\": compilation failed: ERROR: <input>:1:7: undefined field 'name'\n | device.name == 'x'\n | ......^"]
+        );
+    }
+}
