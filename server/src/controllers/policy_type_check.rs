@@ -6,7 +6,6 @@
 //! `status.observedGeneration` written. A warning says, per kind, what cel-go's checker would.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -14,7 +13,8 @@ use crate::context::Context;
 use crate::loopback::request;
 use machinery::error::{ApiError, ApiResult};
 use machinery::expr::check::check;
-use machinery::expr::types::{of_schema, Definitions, Obj, Ty};
+use machinery::expr::admission::{self, definitions};
+use machinery::expr::types::{of_schema, Definitions, Ty};
 use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use machinery::registry::{self, custom, ResourceInfo};
@@ -24,29 +24,6 @@ const PREFIX: &str = "/registry/admissionregistration.k8s.io/validatingadmission
 /// At most this many kinds are checked per policy, as Kubernetes bounds it.
 const MAX_KINDS: usize = 10;
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
-
-/// The fields of `request` that Kubernetes declares for admission expressions.
-fn request_schema() -> Value {
-    let s = json!({"type": "string"});
-    let gvk = json!({"type": "object", "properties": {"group": s, "version": s, "kind": s}});
-    let gvr = json!({"type": "object", "properties": {"group": s, "version": s, "resource": s}});
-    json!({"type": "object", "properties": {
-        "kind": gvk, "resource": gvr, "subResource": s,
-        "requestKind": gvk, "requestResource": gvr, "requestSubResource": s,
-        "name": s, "namespace": s, "operation": s,
-        "userInfo": {"type": "object", "properties": {
-            "username": s, "uid": s,
-            "groups": {"type": "array", "items": s},
-            "extra": {"type": "object", "additionalProperties": {"type": "array", "items": s}},
-        }},
-        "dryRun": {"type": "boolean"},
-        "options": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-    }})
-}
-
-fn definitions() -> Definitions {
-    Arc::new(|name: &str| machinery::openapi::facts::schemas().definition(name).cloned())
-}
 
 /// The type of a kind's objects, from its published schema.
 fn kind_type(info: &ResourceInfo, defs: &Definitions) -> Option<Ty> {
@@ -89,31 +66,15 @@ fn kinds(policy: &Value) -> Vec<&'static ResourceInfo> {
     found.into_values().take(MAX_KINDS).collect()
 }
 
-/// What every expression of the policy may name, with `object` and `oldObject` of `object`'s type.
+/// What every expression of the policy may name, with `object` and `oldObject` of `object`'s
+/// type and `params` of its param kind's.
 fn declarations(policy: &Value, object: &Ty, defs: &Definitions) -> Vec<(&'static str, Ty)> {
     let spec = &policy["spec"];
-    let mut vars = vec![
-        ("object", object.clone()),
-        ("oldObject", object.clone()),
-        ("request", of_schema("Request", &request_schema(), defs, false)),
-        ("namespaceObject", defs("io.k8s.api.core.v1.Namespace").map_or(Ty::Dyn, |n| of_schema("Namespace", &n, defs, true))),
-        ("authorizer", Ty::Dyn),
-    ];
-    if let Some(kind) = spec["paramKind"]["kind"].as_str() {
-        let (group, version) = spec["paramKind"]["apiVersion"].as_str().unwrap_or_default().rsplit_once('/').unwrap_or(("", spec["paramKind"]["apiVersion"].as_str().unwrap_or_default()));
-        let params = registry::lookup_kind(group, version, kind).and_then(|info| kind_type(info, defs)).unwrap_or(Ty::Dyn);
-        vars.push(("params", params));
-    }
-    // Each variable has the type its expression has, seeing the variables before it.
-    let mut fields = BTreeMap::new();
-    for variable in spec["variables"].as_array().into_iter().flatten() {
-        let mut seen = vars.clone();
-        seen.push(("variables", Ty::Object(Obj::Fields { name: "variables".into(), fields: Arc::new(fields.clone()) })));
-        let ty = check(variable["expression"].as_str().unwrap_or_default(), &seen).unwrap_or(Ty::Dyn);
-        fields.insert(variable["name"].as_str().unwrap_or_default().to_string(), ty);
-    }
-    vars.push(("variables", Ty::Object(Obj::Fields { name: "variables".into(), fields: Arc::new(fields) })));
-    vars
+    let param_kind = &spec["paramKind"];
+    let api_version = param_kind["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let params = param_kind["kind"].as_str().and_then(|kind| registry::lookup_kind(group, version, kind)).and_then(|info| kind_type(info, defs));
+    admission::declarations(spec, object, params.unwrap_or(Ty::Dyn), defs)
 }
 
 /// The warnings for one policy: per validation expression and message expression, what the

@@ -81,12 +81,18 @@ fn names_old_self(rule: &str) -> bool {
     })
 }
 
-/// Parses `source` and evaluates it once on the sample: a syntax error, a field the sample does
-/// not have (when the sample is `exact`: no maps or preserved fields below) or a result of another
-/// type is a compilation error, worded as Kubernetes words it.
+/// Parses `source` and evaluates it once on the sample: a syntax error, a name other than
+/// `self` and `oldSelf`, a field the sample does not have (when the sample is `exact`: no maps
+/// or preserved fields below) or a result of another type than `want` (`bool` for a rule,
+/// `string` for a messageExpression) is a compilation error, worded as Kubernetes words it.
 fn check(source: &str, sample: &Value, transition: bool, optional: bool, exact: bool, want: &str) -> Result<Expression, String> {
+    // A messageExpression's errors say so; a rule's do not.
+    let (part, wrong_type) = match want {
+        "bool" => ("", "cel expression must evaluate to a bool"),
+        _ => ("messageExpression ", "messageExpression must evaluate to a string"),
+    };
     if let Some(e) = expr::syntax_error(source) {
-        return Err(e);
+        return Err(format!("{part}{e}"));
     }
     let e = Expression::parse(source)?;
     let mut vars = vec![("self", expr::to_value(sample))];
@@ -94,9 +100,12 @@ fn check(source: &str, sample: &Value, transition: bool, optional: bool, exact: 
         vars.push(("oldSelf", old_value(Some(sample), optional)));
     }
     match e.eval_values(vars) {
-        Ok(v) if expr::type_name(&v) != want => Err(format!("compilation failed: ERROR: <input>: expected {want}, got {}", expr::type_name(&v))),
-        Err(cel::ExecutionError::NoSuchKey(k)) if exact => Err(format!("compilation failed: ERROR: <input>: undefined field '{k}'")),
-        Err(cel::ExecutionError::UndeclaredReference(name)) => Err(format!("compilation failed: ERROR: <input>: undeclared reference to '{name}'")),
+        Ok(v) if expr::type_name(&v) != want => Err(wrong_type.to_string()),
+        Err(cel::ExecutionError::NoSuchKey(k)) if exact => Err(format!("{part}compilation failed: ERROR: <input>: undefined field '{k}'")),
+        Err(cel::ExecutionError::UndeclaredReference(name)) => {
+            let issues = expr::check_names(source, &["self", "oldSelf"]);
+            Err(format!("{part}{}", issues.unwrap_or_else(|| format!("compilation failed: undeclared reference to '{name}'"))))
+        }
         _ => Ok(e),
     }
 }
@@ -230,7 +239,12 @@ mod tests {
         let err = compile(&[spec("self.z == 100")], &sample, true, None).unwrap_err();
         assert!(err.2.contains("undefined field 'z'"), "{}", err.2);
         let err = compile(&[spec("self.x")], &sample, true, None).unwrap_err();
-        assert_eq!((err.0, err.1), (0, "rule"));
+        assert_eq!(err, (0, "rule", "cel expression must evaluate to a bool".to_string()));
+        let err = compile(&[spec("self.x == other")], &sample, true, None).unwrap_err();
+        assert_eq!(err.2, "compilation failed: ERROR: <input>:1:11: undeclared reference to 'other' (in container '')\n | self.x == other\n | ..........^");
+        let message = RuleSpec { message_expression: Some("'x is ' +".into()), ..spec("self.x > 0") };
+        let err = compile(&[message], &sample, true, None).unwrap_err();
+        assert!(err.2.starts_with("messageExpression compilation failed: ERROR: <input>:1:10: Syntax error: mismatched input '<EOF>'"), "{}", err.2);
         assert!(compile(&[spec("self.x + self.y > 0"), spec("self > oldSelf")], &json!(0), true, None).is_ok());
     }
 

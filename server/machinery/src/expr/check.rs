@@ -5,33 +5,26 @@
 //! in the source. What is only known when evaluated (`dyn`: int-or-string fields, fields that
 //! keep unknown fields, what unknown functions return) is never held against an expression.
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, SourceInfo};
+use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use cel::parser::Parser;
 
+use super::issues;
 use super::types::Ty;
 
 /// The type `source` evaluates to with `vars` declared, or every issue found, each as cel-go
 /// displays it (`ERROR: <input>:1:22: ...`, the source line, a caret under the place), one
 /// after another.
 pub fn check(source: &str, vars: &[(&str, Ty)]) -> Result<Ty, String> {
-    let (expr, info) = Parser::default().parse_with_source_info(source).map_err(|e| e.to_string())?;
+    let (expr, info) = Parser::default().parse_with_source_info(source).map_err(|e| issues::syntax(source, &e))?;
     let mut checker = Checker { scopes: vars.iter().map(|(n, t)| (n.to_string(), t.clone())).collect(), issues: Vec::new() };
     let ty = checker.expr(&expr);
     if checker.issues.is_empty() {
         return Ok(ty);
     }
-    Err(checker.issues.iter().map(|(id, message)| display(&info, *id, message)).collect::<Vec<_>>().join("\n"))
-}
-
-/// An issue as cel-go displays it: where, what, the line, and a caret under the column.
-fn display(info: &SourceInfo, id: u64, message: &str) -> String {
-    let start = info.offset_for(id).map_or(0, |(start, _)| start as usize);
-    let before = &info.source[..start.min(info.source.len())];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before[line_start..].chars().count();
-    let text = info.source[line_start..].lines().next().unwrap_or_default().replace('\t', " ");
-    format!("ERROR: <input>:{line}:{}: {message}\n | {text}\n | {}^", column + 1, ".".repeat(column))
+    let at = |id: u64| info.offset_for(id).map_or(0, |(start, _)| start as usize);
+    // Sorted by place, as cel-go sorts them.
+    checker.issues.sort_by_key(|(id, _)| at(*id));
+    Err(checker.issues.iter().map(|(id, message)| issues::display_at(source, at(*id), message)).collect::<Vec<_>>().join("\n"))
 }
 
 struct Checker {
@@ -85,6 +78,16 @@ impl Checker {
                     Expr::Ident(name) if self.lookup(name).is_none() => Some(name),
                     _ => None,
                 });
+                // `cel.bind(name, init, body)`: `body` sees `name` with the type of `init`.
+                if let (Some("cel"), "bind", [name, init, body]) = (namespaced.map(String::as_str), c.func_name.as_str(), c.args.as_slice()) {
+                    if let Expr::Ident(name) = &name.expr {
+                        let init = self.expr(init);
+                        self.scopes.push((name.clone(), init));
+                        let result = self.expr(body);
+                        self.scopes.pop();
+                        return result;
+                    }
+                }
                 let mut args: Vec<Ty> = match namespaced {
                     Some(_) => Vec::new(),
                     None => c.target.iter().map(|t| self.expr(t)).collect(),
@@ -337,6 +340,7 @@ mod tests {
             "object.spec.replicas == null || object.kind == 'Deployment'",
             "[1, 2].all(x, x > 0) && {'a': 1}.a == 1 && type(1) == int",
             "sets.contains(['a'], ['a']) && strings.quote('x') != '' && optional.of(1).hasValue()",
+            "cel.bind(n, object.spec.replicas, n > 1 && n < 10)",
         ] {
             assert!(check(ok, &vars).is_ok(), "{ok}: {:?}", check(ok, &vars));
         }
@@ -355,6 +359,7 @@ mod tests {
         assert!(issues("object.spec.replicas.x").contains("type 'int' does not support field selection"));
         assert!(issues("object.spec.paused ? 1 : 'x'").contains("'_?_:_' applied to '(bool, int, string)'"));
         assert!(issues("object.spec.containers.exists(c, c.image == 'x')").contains("undefined field 'image'"));
+        assert!(issues("cel.bind(n, object.spec.replicas, n == 'x')").contains("'_==_' applied to '(int, string)'"));
         // Two issues, one after the other.
         assert_eq!(issues("object.spec.x == 1 && object.spec.replicas + 'a' == 2").matches("ERROR:").count(), 2);
     }

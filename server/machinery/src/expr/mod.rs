@@ -2,16 +2,19 @@
 //! validation rules and authorization match conditions: compile once, bind named JSON values,
 //! evaluate, with the libraries Kubernetes adds to the standard one.
 
+pub mod admission;
 pub mod amount;
 pub mod check;
 pub mod format;
 #[cfg(test)]
 mod fuzz;
+pub mod issues;
 pub mod lists;
 pub mod network;
 pub mod objects;
 pub mod quantity;
 pub mod regex;
+pub mod result_type;
 pub mod sets;
 mod support;
 pub use support::quote;
@@ -94,14 +97,17 @@ impl Expression {
             Ok(v) if want.is_some_and(|w| type_name(&v) != w) && v != Value::Null => {
                 Err(format!("compilation failed: must evaluate to {} but got {}", want.unwrap_or_default(), type_name(&v)))
             }
-            Err(ExecutionError::UndeclaredReference(name)) => Err(format!("compilation failed: undeclared reference to '{name}'")),
+            Err(ExecutionError::UndeclaredReference(name)) => {
+                let names: Vec<&str> = sample.iter().map(|(n, _)| *n).collect();
+                Err(check_names(source, &names).unwrap_or_else(|| format!("compilation failed: undeclared reference to '{name}'")))
+            }
             _ => Ok(expression),
         }
     }
 
     /// Parses `source`, leaving what it names to the caller to check.
     pub fn parse(source: &str) -> Result<Expression, String> {
-        let program = Program::compile(source).map_err(|e| format!("compilation failed: {e}"))?;
+        let program = Program::compile(source).map_err(|e| format!("compilation failed: {}", issues::syntax(source, &e)))?;
         let structs = objects::struct_names(source);
         let env = if structs.is_empty() { ENV.clone() } else { Arc::new(objects::env_with(&structs)?) };
         Ok(Expression { source: source.to_string(), program, env })
@@ -164,7 +170,16 @@ impl Expression {
 
 /// A parse error of `source`, if any, worded as Kubernetes' compiler words one.
 pub fn syntax_error(source: &str) -> Option<String> {
-    Expression::parse(source).err().map(|e| format!("compilation failed: ERROR: <input>: {}", e.trim_start_matches("compilation failed: ")))
+    Expression::parse(source).err()
+}
+
+/// What cel-go's checker reports for `source` with `names` declared `dyn`, worded as Kubernetes'
+/// compiler words it: references to anything else (`undeclared reference to 'x' (in container
+/// '')`) and operators applied to literals of types they do not take, each where it is written;
+/// `None` when it reports nothing.
+pub fn check_names(source: &str, names: &[&str]) -> Option<String> {
+    let vars: Vec<(&str, types::Ty)> = names.iter().map(|n| (*n, types::Ty::Dyn)).collect();
+    check::check(source, &vars).err().map(|issues| format!("compilation failed: {issues}"))
 }
 
 /// An evaluation error in Kubernetes' words: a function's own message, without the preamble
@@ -262,7 +277,10 @@ mod tests {
         let e = Expression::compile("object.spec.replicas > 1", &sample, Some("bool")).unwrap();
         assert_eq!(e.eval_bool(&[("object", &json!({"spec": {"replicas": 1}}))], None), Ok(false));
         assert!(Expression::compile("object.spec.replicas", &sample, Some("bool")).unwrap_err().contains("must evaluate to bool"));
-        assert!(Expression::compile("other.x == 1", &sample, Some("bool")).unwrap_err().contains("undeclared reference to 'other'"));
+        assert_eq!(
+            Expression::compile("other.x == 1", &sample, Some("bool")).unwrap_err(),
+            "compilation failed: ERROR: <input>:1:1: undeclared reference to 'other' (in container '')\n | other.x == 1\n | ^"
+        );
         assert!(Expression::compile("object.spec.replicas >", &sample, None).unwrap_err().starts_with("compilation failed"));
         // A variable the sample has as null may hold a bool at run time.
         let variables = json!({"odd": null});

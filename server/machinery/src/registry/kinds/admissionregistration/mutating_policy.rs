@@ -2,7 +2,7 @@
 //! Kubernetes 1.36 serves by default. Field for field (and on the Protobuf wire) they are the
 //! `v1beta1` kinds that the 1.34 types have, so each is that type under the `v1` name: served
 //! behind the same `MutatingAdmissionPolicy` gate as `v1beta1` and stored as `v1beta1`, so the
-//! two versions read and write the same objects.
+//! two versions read and write the same objects. Their CEL expressions must compile.
 
 use std::borrow::Cow;
 
@@ -12,16 +12,19 @@ use serde::{de::Error as _, ser::Error as _, Deserialize, Deserializer, Serializ
 use serde_json::{json, Value};
 
 use super::validating_policy;
+use crate::error::Cause;
+use crate::expr::admission::{declarations, definitions};
+use crate::expr::types::Ty;
 use crate::registry::convert::StoredAs;
-use crate::registry::kinds::fields::{col, items, AGE};
+use crate::registry::kinds::fields::{cel, col, items, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 const V1: &str = "admissionregistration.k8s.io/v1";
 const V1BETA1: &str = "admissionregistration.k8s.io/v1beta1";
 
-/// MutatingAdmissionPolicies (v1beta1 and v1): kubectl's columns.
-pub const STRATEGY: Strategy = Strategy { columns: COLUMNS, cells, ..Strategy::NONE };
+/// MutatingAdmissionPolicies (v1beta1 and v1): expressions that compile, kubectl's columns.
+pub const STRATEGY: Strategy = Strategy { validate, columns: COLUMNS, cells, ..Strategy::NONE };
 
 /// Both kinds' `v1` objects are stored as `v1beta1`.
 pub static STORED_AS_V1BETA1: StoredAs = StoredAs { api_version: V1BETA1, from_storage: as_v1, to_storage: as_v1beta1 };
@@ -84,6 +87,20 @@ macro_rules! in_v1 {
 in_v1!(MutatingAdmissionPolicy, "mutatingadmissionpolicies");
 in_v1!(MutatingAdmissionPolicyBinding, "mutatingadmissionpolicybindings");
 
+/// Match conditions that compile and give a bool, mutations whose expressions parse.
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let spec = &obj["spec"];
+    let mut out = Vec::new();
+    let vars = declarations(spec, &Ty::Dyn, Ty::Dyn, &definitions());
+    validating_policy::expressions(&spec["matchConditions"], "spec.matchConditions", &vars, &mut out);
+    for (i, mutation) in spec["mutations"].as_array().into_iter().flatten().enumerate() {
+        for patch in ["applyConfiguration", "jsonPatch"] {
+            cel(&mutation[patch]["expression"], &format!("spec.mutations[{i}].{patch}.expression"), &mut out);
+        }
+    }
+    out
+}
+
 pub const COLUMNS: &[Column] = &[col("Mutations", "integer", 0), col("ParamKind", "string", 0), AGE];
 
 pub fn cells(obj: &Value) -> Vec<Value> {
@@ -109,6 +126,21 @@ mod tests {
         assert_eq!(decoded.unknown_fields.len(), 1, "{:?}", decoded.unknown_fields);
         assert!(decode::<MutatingAdmissionPolicy>(json!({"apiVersion": "v9", "kind": "MutatingAdmissionPolicy"})).is_err());
         assert!(decode::<MutatingAdmissionPolicyBinding>(json!([1])).is_err());
+    }
+
+    #[test]
+    fn expressions_must_compile() {
+        let policy = json!({"spec": {
+            "matchConditions": [{"name": "a", "expression": "object.metadata.name"}, {"name": "b", "expression": "has(object.spec)"}],
+            "mutations": [
+                {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "Object{metadata: Object.metadata{labels: {'a': 'b'}}}"}},
+                {"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'add',"}},
+            ],
+        }});
+        let got: Vec<String> = validate(&policy).iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0], "spec.matchConditions[0].expression: Invalid value: \"object.metadata.name\": must evaluate to bool but got dyn");
+        assert!(got[1].starts_with("spec.mutations[1].jsonPatch.expression: Invalid value: \"[JSONPatch{op: 'add',\": compilation failed: ERROR: <input>:1:"), "{}", got[1]);
     }
 
     #[test]

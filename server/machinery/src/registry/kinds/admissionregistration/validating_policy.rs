@@ -1,10 +1,13 @@
 //! ValidatingAdmissionPolicies: defaults, the checks of the spec (constraints, something to
-//! check, expressions that parse), and kubectl's columns.
+//! check, expressions that parse and give a bool), and kubectl's columns.
 
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, cel, col, items, required, set, AGE};
+use crate::expr::admission::{declarations, definitions};
+use crate::expr::result_type::result_type;
+use crate::expr::types::Ty;
+use crate::registry::kinds::fields::{age, cel, col, invalid, items, required, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -61,19 +64,28 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     } else if items(&constraints["resourceRules"]) == 0 {
         out.push(Cause::required("spec.matchConstraints.resourceRules"));
     }
-    expressions(&spec["matchConditions"], "spec.matchConditions", &mut out);
+    // What a policy may name: `object`, `oldObject` and `params` are `dyn` until it is bound.
+    let vars = declarations(spec, &Ty::Dyn, Ty::Dyn, &definitions());
+    expressions(&spec["matchConditions"], "spec.matchConditions", &vars, &mut out);
     if items(&spec["validations"]) == 0 && items(&spec["auditAnnotations"]) == 0 {
         for field in ["spec.validations", "spec.auditAnnotations"] {
             out.push(required(field, "validations or auditAnnotations must contain at least one item"));
         }
     }
-    expressions(&spec["validations"], "spec.validations", &mut out);
+    expressions(&spec["validations"], "spec.validations", &vars, &mut out);
     out
 }
 
-/// Each item's `expression` parses (what it may name and return is not checked here).
-pub(super) fn expressions(list: &Value, at: &str, out: &mut Vec<Cause>) {
+/// Each item's `expression` parses and, where the type of its result with `vars` declared is
+/// known before it is evaluated, gives a bool (what else it may name is not checked here).
+pub(super) fn expressions(list: &Value, at: &str, vars: &[(&str, Ty)], out: &mut Vec<Cause>) {
     for (i, item) in list.as_array().into_iter().flatten().enumerate() {
-        cel(&item["expression"], &format!("{at}[{i}].expression"), out);
+        let (field, expression) = (format!("{at}[{i}].expression"), &item["expression"]);
+        let before = out.len();
+        cel(expression, &field, out);
+        let Some(ty) = expression.as_str().filter(|_| out.len() == before).and_then(|s| result_type(s, vars)) else { continue };
+        if ty != Ty::Bool {
+            out.push(invalid(field, expression, &format!("must evaluate to bool but got {ty}")));
+        }
     }
 }

@@ -1,10 +1,12 @@
 //! Mutating and validating webhook configurations: defaults, each webhook's checks (a fully
-//! qualified unique name, side effects, timeout, selectors, client, review versions), and
-//! kubectl's columns.
+//! qualified unique name, side effects, timeout, selectors, client, review versions, match
+//! conditions that give a bool), and kubectl's columns.
 
 use serde_json::{json, Value};
 
 use crate::error::Cause;
+use crate::expr::admission::{declarations, definitions};
+use crate::expr::types::Ty;
 use crate::registry::kinds::fields::{age, col, duplicate, invalid, items, label_selector, required, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
@@ -59,7 +61,8 @@ fn webhook(hook: &Value, at: &str, out: &mut Vec<Cause>) {
         }
     }
     out.extend(crate::webhook::client_config::validate(&hook["clientConfig"], &format!("{at}.clientConfig")));
-    super::validating_policy::expressions(&hook["matchConditions"], &format!("{at}.matchConditions"), out);
+    let vars = declarations(hook, &Ty::Dyn, Ty::Dyn, &definitions());
+    super::validating_policy::expressions(&hook["matchConditions"], &format!("{at}.matchConditions"), &vars, out);
 }
 
 /// At least one version, each a DNS-1035 label and listed once, one of them one this server
