@@ -6,33 +6,18 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::Stdio;
 
 use common::TestServer;
 use serde_json::{json, Value};
 
-/// `kubectl create -f -` of `object`: its output, or its error.
-fn create(server: &TestServer, object: &Value) -> Result<Value, String> {
-    let mut cmd = server.kubectl_command(&["create", "-o", "json", "-f", "-"]);
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    child.stdin.take().unwrap().write_all(object.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    match out.status.success() {
-        true => Ok(serde_json::from_slice(&out.stdout).unwrap()),
-        false => Err(String::from_utf8_lossy(&out.stderr).trim_end().to_string()),
-    }
-}
-
 fn created(server: &TestServer, object: Value) -> Value {
-    create(server, &object).unwrap_or_else(|e| panic!("create: {e}"))
+    server.kubectl_create(&object).unwrap_or_else(|e| panic!("create: {e}"))
 }
 
 /// The create is refused with exactly `message` (kubectl's `Error from server (Reason): ...`).
 fn refused(server: &TestServer, object: Value, message: &str) {
-    let err = create(server, &object).expect_err("should be refused");
+    let err = server.kubectl_create(&object).expect_err("should be refused");
     assert_eq!(err, message);
 }
 

@@ -6,32 +6,18 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use base64::Engine;
 use common::TestServer;
 use serde_json::{json, Value};
 
-/// `kubectl create -f -` of `object`: its output, or its error.
-fn create(server: &TestServer, object: &Value) -> Result<String, String> {
-    let mut cmd = server.kubectl_command(&["create", "-o", "json", "-f", "-"]);
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    child.stdin.take().unwrap().write_all(object.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    match out.status.success() {
-        true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
-        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
-    }
-}
-
 fn created(server: &TestServer, object: Value) -> Value {
-    serde_json::from_str(&create(server, &object).unwrap_or_else(|e| panic!("create: {e}"))).unwrap()
+    server.kubectl_create(&object).unwrap_or_else(|e| panic!("create: {e}"))
 }
 
 fn refused(server: &TestServer, object: Value, message: &str) {
-    let err = create(server, &object).expect_err("should be refused");
+    let err = server.kubectl_create(&object).expect_err("should be refused");
     assert!(err.contains(message), "expected {message:?} in {err}");
 }
 

@@ -288,6 +288,20 @@ impl TestServer {
         expect_success(args, self.kubectl(args))
     }
 
+    /// `kubectl create -o json -f -` of `object`: what was created, or kubectl's error output.
+    pub fn kubectl_create(&self, object: &Value) -> Result<Value, String> {
+        use std::io::Write;
+        let mut cmd = self.kubectl_command(&["create", "-o", "json", "-f", "-"]);
+        cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("run kubectl");
+        child.stdin.take().expect("kubectl's stdin").write_all(object.to_string().as_bytes()).expect("write to kubectl");
+        let out = child.wait_with_output().expect("wait for kubectl");
+        match out.status.success() {
+            true => Ok(serde_json::from_slice(&out.stdout).expect("kubectl's JSON")),
+            false => Err(String::from_utf8_lossy(&out.stderr).trim_end().to_string()),
+        }
+    }
+
     /// SIGKILL, without any chance to flush or clean up.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -136,8 +136,8 @@ mod tests {
     }
 
     async fn message(admission: &Admission, req: &ResourceRequest, operation: Operation, dry_run: bool) -> Option<String> {
-        let event = json!({"source": {"component": "kubelet", "host": "n1"}, "involvedObject": {"kind": "Pod", "name": "p", "uid": "u1", "apiVersion": "v1"}});
-        admission.validate(req, operation, Some(&event), None, dry_run).await.err().map(|e| e.status()["message"].as_str().unwrap().to_string())
+        let mut event = json!({"source": {"component": "kubelet", "host": "n1"}, "involvedObject": {"kind": "Pod", "name": "p", "uid": "u1", "apiVersion": "v1"}});
+        admission.validate(req, operation, Some(&mut event), None, dry_run).await.err().map(|e| e.status()["message"].as_str().unwrap().to_string())
     }
 
     #[tokio::test]
