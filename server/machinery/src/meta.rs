@@ -201,7 +201,8 @@ pub fn carry_over(info: &ResourceInfo, old: &Value, new: &mut Value) {
     let generation = old_meta.get("generation").and_then(Value::as_i64);
     match generation {
         Some(g) if info.has_generation => {
-            m.insert("generation".into(), json!(if spec_changed { g + 1 } else { g }));
+            let bumped = spec_changed && !info.ops.strategy.generation_fixed;
+            m.insert("generation".into(), json!(if bumped { g + 1 } else { g }));
         }
         _ => {
             m.remove("generation");

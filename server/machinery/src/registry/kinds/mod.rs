@@ -149,12 +149,15 @@ pub struct Strategy {
     /// What a new object derives from itself once mutating admission has changed it, before it
     /// is validated (a pod's QoS class from its resources), as Kubernetes' `PrepareForCreate`.
     pub prepare_create: Option<fn(&mut Value)>,
+    /// The object is created at generation 1 and stays there whatever changes (PriorityClasses,
+    /// whose Kubernetes strategy never moves it).
+    pub generation_fixed: bool,
 }
 
 impl Strategy {
     /// No defaults, no checks beyond types and metadata, every field mutable, the default table
     /// (Name, Created At).
-    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false, orphans_by_default: None, refused_as_group: None, prepare_create: None };
+    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false, orphans_by_default: None, refused_as_group: None, prepare_create: None, generation_fixed: false };
 }
 
 /// A kind whose fields may all change on update.

@@ -15,6 +15,7 @@ pub const STRATEGY: Strategy = Strategy {
     update,
     columns: COLUMNS,
     cells,
+    generation_fixed: true,
     ..Strategy::NONE
 };
 
