@@ -53,6 +53,8 @@ fn renamed(mut event: Value, api_version: &str, to_core: bool) -> Value {
             map.insert(to.to_string(), v);
         }
     }
+    // The source is a struct, not a pointer, in Kubernetes' types: always written, empty or not.
+    map.entry(if to_core { "source" } else { "deprecatedSource" }).or_insert_with(|| json!({}));
     map.insert("apiVersion".into(), json!(api_version));
     event
 }
@@ -259,8 +261,11 @@ mod tests {
     fn events_v1_is_stored_as_a_core_event_and_read_back() {
         let served = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "regarding": {"kind": "Pod"}, "note": "n", "reportingController": "c", "deprecatedCount": 2});
         let stored = (EVENTS_V1_STORED_AS_CORE.to_storage)(served.clone());
-        assert_eq!(stored, json!({"apiVersion": "v1", "kind": "Event", "involvedObject": {"kind": "Pod"}, "message": "n", "reportingComponent": "c", "count": 2}));
-        assert_eq!((EVENTS_V1_STORED_AS_CORE.from_storage)(stored), served);
+        // The source is written empty when there is none, in either version.
+        assert_eq!(stored, json!({"apiVersion": "v1", "kind": "Event", "involvedObject": {"kind": "Pod"}, "message": "n", "reportingComponent": "c", "count": 2, "source": {}}));
+        let mut read = served.clone();
+        read["deprecatedSource"] = json!({});
+        assert_eq!((EVENTS_V1_STORED_AS_CORE.from_storage)(stored), read);
         assert_eq!(EVENTS_V1_STORED_AS_CORE.group(), "");
     }
 }
