@@ -109,6 +109,11 @@ impl Request<'_> {
         self.req.info.group == group && self.req.info.resource == resource && self.req.subresource.is_none()
     }
 
+    /// The namespace of a write to a namespaced resource (none for a cluster-scoped one).
+    pub fn namespace(&self) -> Option<&str> {
+        self.req.namespace.as_deref().filter(|ns| self.req.info.namespaced && !ns.is_empty())
+    }
+
     /// A 403 for the object written, in the words of Kubernetes' `admission.NewForbidden`.
     pub fn forbidden(&self, detail: impl std::fmt::Display) -> machinery::error::ApiError {
         machinery::error::ApiError::forbidden(self.req.info.group, self.req.info.resource, self.req.name(), detail)

@@ -31,7 +31,7 @@ impl Mutating for NamespaceAutoProvision {
     }
 
     async fn admit(&self, r: &Request<'_>, _: &mut Value) -> ApiResult<()> {
-        let Some(ns) = r.req.namespace.as_deref().filter(|ns| r.req.info.namespaced && !ns.is_empty()) else { return Ok(()) };
+        let Some(ns) = r.namespace() else { return Ok(()) };
         if r.dry_run || r.operation != Operation::Create || self.namespaces.get(ns).is_some() {
             return Ok(());
         }

@@ -20,7 +20,7 @@ impl Validating for NamespaceExists {
     }
 
     async fn validate(&self, r: &Request<'_>) -> ApiResult<()> {
-        let Some(ns) = r.req.namespace.as_deref().filter(|ns| r.req.info.namespaced && !ns.is_empty()) else { return Ok(()) };
+        let Some(ns) = r.namespace() else { return Ok(()) };
         if self.namespaces.lookup(&self.store, ns).await?.is_some() {
             return Ok(());
         }

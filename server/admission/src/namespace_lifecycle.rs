@@ -31,7 +31,7 @@ impl Mutating for NamespaceLifecycle {
     }
 
     async fn admit(&self, r: &Request<'_>, _: &mut Value) -> ApiResult<()> {
-        let Some(ns) = r.req.namespace.as_deref().filter(|ns| r.req.info.namespaced && !ns.is_empty()) else { return Ok(()) };
+        let Some(ns) = r.namespace() else { return Ok(()) };
         if is_access_review(r) {
             return Ok(());
         }

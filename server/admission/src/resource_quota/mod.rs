@@ -87,7 +87,7 @@ impl Validating for ResourceQuota {
 
     async fn validate(&self, r: &Request<'_>) -> ApiResult<()> {
         let info = r.req.info;
-        let (Some(namespace), Some(object)) = (r.req.namespace.as_deref().filter(|n| !n.is_empty()), r.object) else { return Ok(()) };
+        let (Some(namespace), Some(object)) = (r.namespace(), r.object) else { return Ok(()) };
         if r.operation == Operation::Delete {
             return Ok(());
         }
