@@ -46,8 +46,9 @@ struct Case {
     /// Updates: a JSON merge patch over the stored object each, sent as a PUT, in order.
     #[serde(default)]
     update: BTreeMap<String, Value>,
-    /// The object gets a status from a controller of the server (a FlowSchema's `Dangling`
-    /// condition): updates wait until it is there, as they found it when recorded.
+    /// The object gets conditions from a controller of the server (a FlowSchema's `Dangling`, a
+    /// definition's `NamesAccepted`): updates wait until they are there, as they found them
+    /// when recorded.
     #[serde(default)]
     status_from_controller: bool,
 }
@@ -248,7 +249,7 @@ async fn run(client: &Client, case: &Case) -> BTreeMap<String, Value> {
         }
     }
     if case.status_from_controller {
-        let has_status = |o: &Value| o["status"].as_object().is_some_and(|s| !s.is_empty());
+        let has_status = |o: &Value| o["status"]["conditions"].as_array().is_some_and(|c| !c.is_empty());
         let mut waited = 0;
         while !has_status(&send(client, request("GET", &named(&case.path, &name), None)).await.json()) && waited < 100 {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use machinery::crd::definition::CLEANUP_FINALIZER;
+use machinery::crd::definition::{set_condition, CLEANUP_FINALIZER};
 use machinery::crd::served::{condition, PREFIX};
 use crate::context::Context;
 use crate::loopback::request;
@@ -112,24 +112,6 @@ fn status(crd: &Value, all: &[Value]) -> Value {
     }
     status["storedVersions"] = json!(stored);
     status
-}
-
-/// Sets condition `kind`, keeping its transition time while its status stays.
-fn set_condition(status: &mut Value, kind: &str, on: bool, reason: &str, message: &str) {
-    let value = if on { "True" } else { "False" };
-    let mut conditions: Vec<Value> = status["conditions"].as_array().cloned().unwrap_or_default();
-    let since = conditions
-        .iter()
-        .find(|c| c["type"] == kind && c["status"] == value)
-        .map(|c| c["lastTransitionTime"].clone())
-        .unwrap_or_else(|| json!(machinery::meta::now()));
-    // A condition keeps its place, as Kubernetes' helper sets it.
-    let condition = json!({"type": kind, "status": value, "reason": reason, "message": message, "lastTransitionTime": since});
-    match conditions.iter_mut().find(|c| c["type"] == kind) {
-        Some(c) => *c = condition,
-        None => conditions.push(condition),
-    }
-    status["conditions"] = json!(conditions);
 }
 
 async fn write_status(client: &Client, name: &str, status: Value) -> ApiResult<()> {

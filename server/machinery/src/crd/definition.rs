@@ -12,10 +12,10 @@ use super::jsonpath::JsonPath;
 use super::schema::Structural;
 use crate::error::Cause;
 use crate::meta::{is_dns_label, DNS1035_LABEL as DNS1035};
-use crate::registry::kinds::Strategy;
+use crate::registry::kinds::{go_json, Strategy};
 
-/// How definitions are defaulted, validated and updated; a new one starts with no names
-/// accepted and no conditions, its storage version recorded.
+/// How definitions are defaulted, validated, updated and deleted; a new one starts with no
+/// names accepted and no conditions (`null`), its storage version recorded.
 pub const STRATEGY: Strategy = Strategy {
     default: defaults,
     validate,
@@ -25,9 +25,46 @@ pub const STRATEGY: Strategy = Strategy {
         record_storage_version(new);
         out
     },
-    initial_status: Some(|| json!({"acceptedNames": {"plural": "", "kind": ""}, "conditions": null, "storedVersions": []})),
+    initial_status: Some(|| json!({"acceptedNames": {"plural": "", "kind": ""}})),
+    prepare_create: Some(|crd| {
+        crd["status"]["conditions"] = Value::Null;
+    }),
+    marks_deletion: Some(mark_deleted),
     ..Strategy::NONE
 };
+
+/// A definition's first delete, as its Kubernetes registry marks it: the time, the finalizer
+/// that holds it until its custom resources are gone, and the `Terminating` condition; no grace
+/// period, no new generation.
+fn mark_deleted(crd: &mut Value) {
+    crd["metadata"]["deletionTimestamp"] = json!(crate::meta::now());
+    let finalizers = &mut crd["metadata"]["finalizers"];
+    match finalizers.as_array_mut() {
+        Some(list) if list.iter().any(|f| f == CLEANUP_FINALIZER) => {}
+        Some(list) => list.push(json!(CLEANUP_FINALIZER)),
+        None => *finalizers = json!([CLEANUP_FINALIZER]),
+    }
+    set_condition(&mut crd["status"], "Terminating", true, "InstanceDeletionPending", "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon");
+}
+
+/// Sets condition `kind`, keeping its transition time while its status stays.
+pub fn set_condition(status: &mut Value, kind: &str, on: bool, reason: &str, message: &str) {
+    let value = if on { "True" } else { "False" };
+    let mut conditions: Vec<Value> = status["conditions"].as_array().cloned().unwrap_or_default();
+    let since = conditions
+        .iter()
+        .find(|c| c["type"] == kind && c["status"] == value)
+        .map(|c| c["lastTransitionTime"].clone())
+        .unwrap_or_else(|| json!(crate::meta::now()));
+    // A condition keeps its place, as Kubernetes' helper sets it.
+    let condition = json!({"type": kind, "status": value, "reason": reason, "message": message, "lastTransitionTime": since});
+    match conditions.iter_mut().find(|c| c["type"] == kind) {
+        Some(c) => *c = condition,
+        None => conditions.push(condition),
+    }
+    status["conditions"] = json!(conditions);
+}
+
 
 /// Kubernetes' defaults: singular and listKind from the kind, the `None` conversion (a
 /// webhook Service's port 443); schema flags that are false left out, as Kubernetes' JSON
@@ -152,7 +189,48 @@ pub fn validate(crd: &Value) -> Vec<Cause> {
     }
     versions(spec, &mut causes);
     super::conversion::validate(spec, &mut causes);
+    stored_versions(crd, &mut causes);
     causes
+}
+
+/// `status.storedVersions`: at least one, the storage version among them, and each still a
+/// version of the spec.
+fn stored_versions(crd: &Value, causes: &mut Vec<Cause>) {
+    let stored = &crd["status"]["storedVersions"];
+    let list: Vec<&str> = stored.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    if list.is_empty() {
+        causes.push(Cause::new("FieldValueInvalid", "status.storedVersions", format!("Invalid value: {}: must have at least one stored version", if stored.is_array() { "[]" } else { "null" })));
+        return;
+    }
+    let versions = crd["spec"]["versions"].as_array().map(Vec::as_slice).unwrap_or_default();
+    for v in versions {
+        let name = v["name"].as_str().unwrap_or_default();
+        if v["storage"] == true && !list.contains(&name) {
+            causes.push(Cause::new("FieldValueInvalid", "status.storedVersions", format!("Invalid value: {stored}: must have the storage version {name}")));
+        }
+    }
+    for (i, v) in list.iter().enumerate().filter(|(_, v)| !versions.iter().any(|s| s["name"] == **v)) {
+        causes.push(Cause::invalid(
+            format!("status.storedVersions[{i}]"),
+            v,
+            &format!("missing from spec.versions; {v} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {v} and removes {v} from status.storedVersions"),
+        ));
+    }
+}
+
+/// The versions as Kubernetes' internal type prints them: what every version has alike
+/// (schema, subresources, printer columns, selectable fields) moved up to the spec, so `null` here.
+fn versions_shown(versions: &[Value]) -> String {
+    let mut internal = versions.to_vec();
+    for field in ["schema", "subresources", "additionalPrinterColumns", "selectableFields"] {
+        if versions.iter().all(|v| v.get(field) == versions[0].get(field)) {
+            internal.iter_mut().filter_map(Value::as_object_mut).for_each(|v| {
+                v.remove(field);
+            });
+        }
+    }
+    let shown: Vec<String> = internal.iter().map(|v| go_json::compact(v, "apiextensions.CustomResourceDefinitionVersion")).collect();
+    format!("[{}]", shown.join(","))
 }
 
 fn versions(spec: &Value, causes: &mut Vec<Cause>) {
@@ -166,7 +244,7 @@ fn versions(spec: &Value, causes: &mut Vec<Cause>) {
         causes.push(Cause::new(
             "FieldValueInvalid",
             "spec.versions",
-            format!("Invalid value: \"{}\": must have exactly one version marked as storage version", serde_json::to_string(&versions).unwrap_or_default().replace('"', "\\\"")),
+            format!("Invalid value: {}: must have exactly one version marked as storage version", versions_shown(&versions)),
         ));
     }
     // Kubernetes validates a part every version has alike once, where it keeps it then: at
@@ -355,7 +433,8 @@ mod tests {
                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
                     "type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}
                 }}}]
-            }
+            },
+            "status": {}
         })
     }
 
@@ -417,6 +496,7 @@ mod tests {
         c["spec"]["versions"][0]["storage"] = json!(false);
         c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"] = json!({"pattern": "("});
         let fields: Vec<String> = validate(&c).into_iter().map(|c| c.field).collect();
+        // (Its stored version was recorded by the defaults, before the spec lost it.)
         assert_eq!(
             fields,
             vec![

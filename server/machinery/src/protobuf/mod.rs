@@ -58,6 +58,11 @@ fn wire_message(name: &str) -> Option<&'static str> {
     schema::messages().get_key_value(sent_as(name)).map(|(k, _)| *k)
 }
 
+/// The message of a built-in kind, if it has one.
+pub fn kind_message(info: &registry::ResourceInfo) -> Option<&'static str> {
+    wire_message(info.ops.definition.strip_prefix("io.k8s.")?)
+}
+
 /// The `runtime.Unknown` envelope, as far as it matters here.
 #[derive(Default)]
 struct Unknown<'a> {
@@ -123,7 +128,7 @@ pub fn watch_frame(kind: &str, obj: &Value) -> ApiResult<Vec<u8>> {
 fn message_for(api_version: &str, kind: &str) -> Option<&'static str> {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     if let Some(info) = registry::lookup_kind(group, version, kind) {
-        return wire_message(info.ops.definition.strip_prefix("io.k8s.")?);
+        return kind_message(info);
     }
     if let Some(item) = kind.strip_suffix("List") {
         if let Some(info) = registry::lookup_kind(group, version, item) {

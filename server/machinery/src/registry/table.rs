@@ -24,7 +24,10 @@ macro_rules! ops {
         &KindOps {
             decode: |_, v| kinds::decode::<$t>(v),
             default: |_, v| ($strategy.default)(v),
-            validate: |_, v, _| ($strategy.validate)(v),
+            validate: |_, v, old| match (old, $strategy.validate_update) {
+                (Some(old), Some(update)) => update(old, v),
+                _ => ($strategy.validate)(v),
+            },
             strategy: $strategy,
             schema: <$t as schemars::JsonSchema>::json_schema,
             definition: $def,

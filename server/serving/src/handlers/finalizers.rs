@@ -34,17 +34,6 @@ fn apply_finalizers(policy: Propagation, obj: &mut Value) -> bool {
     changed
 }
 
-/// Adds `finalizer` to `obj` unless there; returns whether it was added.
-fn add_finalizer(obj: &mut Value, finalizer: &str) -> bool {
-    let mut list: Vec<Value> = obj["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
-    if list.iter().any(|f| f == finalizer) {
-        return false;
-    }
-    list.push(json!(finalizer));
-    meta_mut(obj).insert("finalizers".into(), Value::Array(list));
-    true
-}
-
 /// Whether no finalizer holds `obj` (a namespace's `spec.finalizers` included).
 pub(super) fn finalizers_empty(obj: &Value) -> bool {
     obj["metadata"]["finalizers"].as_array().is_none_or(Vec::is_empty)
@@ -52,17 +41,11 @@ pub(super) fn finalizers_empty(obj: &Value) -> bool {
 }
 
 /// Puts on `obj` the finalizers a delete needs: those of an explicit propagation policy (the
-/// default leaves them as they are, also on an object already being deleted), and on a
-/// definition's first delete the one that holds it until its custom resources are gone.
-/// Returns whether its finalizers changed.
+/// default leaves them as they are, also on an object already being deleted). Returns whether
+/// its finalizers changed.
 pub(super) fn on_delete(info: &ResourceInfo, propagation: Option<Propagation>, obj: &mut Value) -> bool {
     // Kinds that orphan by default do so on their first delete without a policy.
     let first = obj["metadata"].get("deletionTimestamp").is_none();
     let propagation = propagation.or_else(|| (first && info.ops.strategy.orphans_by_default.is_some()).then_some(Propagation::Orphan));
-    let mut changed = propagation.is_some_and(|p| apply_finalizers(p, obj));
-    let definition = info.group == "apiextensions.k8s.io" && info.resource == "customresourcedefinitions";
-    if definition && obj["metadata"].get("deletionTimestamp").is_none() {
-        changed |= add_finalizer(obj, machinery::crd::definition::CLEANUP_FINALIZER);
-    }
-    changed
+    propagation.is_some_and(|p| apply_finalizers(p, obj))
 }

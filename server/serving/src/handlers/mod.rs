@@ -43,10 +43,15 @@ pub use write::parse;
 
 /// Serves one resource request.
 pub async fn serve(ctx: &Ctx, req: ResourceRequest, params: Params, headers: &HeaderMap, body: Bytes) -> Response {
-    let mut resp = match run(ctx, &req, &params, headers, body).await {
+    // Warnings go out with the answer, a refusal too (an unknown field and the 422).
+    let mut warnings = Vec::new();
+    let mut resp = match run(ctx, &req, &params, headers, body, &mut warnings).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     };
+    for w in warnings {
+        add_warning(&mut resp, &w);
+    }
     // A deprecated version (of a built-in kind or a custom resource) says so on every answer.
     if let Some(w) = req.info.ops.strategy.deprecation {
         add_warning(&mut resp, w);
@@ -63,9 +68,8 @@ fn add_warning(resp: &mut Response, warning: &str) {
     }
 }
 
-async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &HeaderMap, body: Bytes) -> ApiResult<Response> {
+async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &HeaderMap, body: Bytes, warnings: &mut Vec<String>) -> ApiResult<Response> {
     let output = negotiate::output(headers, req.verb == Verb::Watch, !req.info.is_review())?;
-    let mut warnings = Vec::new();
     // Each verb's handler runs in a box of its own size, so that a GET does not carry the
     // state of the largest write handler.
     let reply = match req.verb {
@@ -98,23 +102,23 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
             let manager = request_manager(req, params, headers, "CreateOptions", None)?;
             let duplicates = duplicate_fields(headers, &body);
             let opts = write::Create { validation, duplicates: &duplicates, dry_run: params.dry_run()?, manager: Some(&manager) };
-            Box::pin(write::create(ctx, req, obj, opts, &mut warnings)).await?
+            Box::pin(write::create(ctx, req, obj, opts, warnings)).await?
         }
         Verb::Update => {
             let obj = decode_object(headers, &body)?;
             let manager = request_manager(req, params, headers, "UpdateOptions", None)?;
-            Box::pin(mutate::update(ctx, req, params, obj, duplicate_fields(headers, &body), manager, &mut warnings)).await?
+            Box::pin(mutate::update(ctx, req, params, obj, duplicate_fields(headers, &body), manager, warnings)).await?
         }
         Verb::Patch => match negotiate::body_kind(headers)? {
             BodyKind::Patch(kind) => {
                 let manager = request_manager(req, params, headers, "PatchOptions", Some(kind))?;
-                Box::pin(mutate::patch(ctx, req, params, kind, &body, manager, &mut warnings)).await?
+                Box::pin(mutate::patch(ctx, req, params, kind, &body, manager, warnings)).await?
             }
             BodyKind::ApplyCbor => {
                 let manager = request_manager(req, params, headers, "PatchOptions", Some(PatchKind::Apply))?;
                 // JSON is YAML: the apply reads the configuration as it reads YAML.
                 let json = serde_json::to_vec(&machinery::cbor::decode(&body)?).map_err(ApiError::internal)?;
-                Box::pin(mutate::patch(ctx, req, params, PatchKind::Apply, &json, manager, &mut warnings)).await?
+                Box::pin(mutate::patch(ctx, req, params, PatchKind::Apply, &json, manager, warnings)).await?
             }
             _ => {
                 return Err(ApiError::UnsupportedMediaType(format!(
@@ -123,14 +127,10 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
                 )))
             }
         },
-        Verb::Delete => Box::pin(delete::delete(ctx, req, params, optional_object(headers, &body)?.as_ref(), &mut warnings)).await?,
+        Verb::Delete => Box::pin(delete::delete(ctx, req, params, optional_object(headers, &body)?.as_ref(), warnings)).await?,
         Verb::DeleteCollection => Box::pin(delete::delete_collection(ctx, req, params, optional_object(headers, &body)?.as_ref())).await?,
     };
-    let mut resp = encode(req.info, req.subresource.is_some(), reply, output, params)?;
-    for w in warnings {
-        add_warning(&mut resp, &w);
-    }
-    Ok(resp)
+    encode(req.info, req.subresource.is_some(), reply, output, params)
 }
 
 /// The manager of a write, from `fieldManager` or the User-Agent, with Kubernetes' checks of

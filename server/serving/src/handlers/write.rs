@@ -376,22 +376,31 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
                 ));
             }
         }
-        let finalizers_changed = finalizers::on_delete(info, opts.propagation, &mut obj);
+        let first = obj["metadata"].get("deletionTimestamp").is_none();
+        let mut finalizers_changed = finalizers::on_delete(info, opts.propagation, &mut obj);
+        let marked = match info.ops.strategy.marks_deletion {
+            Some(mark) if first => {
+                mark(&mut obj);
+                finalizers_changed = true;
+                true
+            }
+            _ => false,
+        };
         let period = machinery::grace::period(info, &obj, opts.grace_period);
         let namespace = info.resource == "namespaces" && info.group.is_empty();
         let graceful = !finalizers_empty(&obj) || namespace || period > 0;
         if graceful {
-            let already = obj["metadata"].get("deletionTimestamp").is_some();
+            let already = !first;
             // A second delete may shorten a pod's grace, never lengthen it.
             let shortened = already && period > 0 && machinery::grace::sooner(&obj, period);
             if already && !finalizers_changed && !shortened {
                 return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, current.data).await?));
             }
             let m = meta_mut(&mut obj);
-            if !already {
+            if !already && !marked {
                 bump_generation(m);
             }
-            if !already || shortened {
+            if (!already && !marked) || shortened {
                 m.insert("deletionTimestamp".into(), json!(machinery::grace::deadline(period)));
                 // A namespace is marked with the time only, as Kubernetes' namespace registry does.
                 if !namespace {

@@ -5,6 +5,7 @@
 
 use serde_json::{json, Value};
 
+use super::go_json;
 use crate::error::Cause;
 use crate::registry::Column;
 
@@ -47,6 +48,20 @@ pub(crate) fn unchanged(old: &Value, new: &Value, pointer: &str, out: &mut Vec<C
     }
 }
 
+/// A struct fixed at creation: a change (by Kubernetes' semantic comparison: quantities by
+/// value) is refused showing the new value as Go prints Kubernetes' internal `struct_name`
+/// (`null` when unset).
+pub(crate) fn unchanged_struct(old: &Value, new: &Value, pointer: &str, struct_name: &str, out: &mut Vec<Cause>) {
+    let shown = |v: &Value| match v.pointer(pointer) {
+        None | Some(Value::Null) => "null".to_string(),
+        Some(v) => go_json::compact(v, struct_name),
+    };
+    let now = shown(new);
+    if shown(old) != now {
+        out.push(invalid_shown(pointer.trim_start_matches('/').replace('/', "."), &now, IMMUTABLE));
+    }
+}
+
 pub(crate) const fn col(name: &'static str, type_: &'static str, priority: u32) -> Column {
     Column { name, type_, format: "", description: "", priority }
 }
@@ -64,6 +79,11 @@ pub(crate) fn int(v: &Value) -> i64 {
 /// How many entries a map holds.
 pub(crate) fn keys(v: &Value) -> usize {
     v.as_object().map_or(0, |m| m.len())
+}
+
+/// The items of a list, none when it is absent.
+pub(crate) fn entries(v: &Value) -> &[Value] {
+    v.as_array().map(Vec::as_slice).unwrap_or_default()
 }
 
 /// How many items a list holds.
@@ -347,36 +367,6 @@ pub(crate) fn path_segment(v: &Value, field: &str, out: &mut Vec<Cause>) {
     for problem in crate::meta::path_segment_problems(s) {
         out.push(Cause::invalid(field, s, &problem));
     }
-}
-
-/// A field of one of Kubernetes' internal types, as Go prints the type in a cause's value: named
-/// by its JSON key with a capital first letter, shown from the JSON value.
-pub(crate) enum Go {
-    /// A string (`""` when unset).
-    Text(&'static str),
-    /// A pointer, list or map (`null` when unset), shown as it is.
-    Nullable(&'static str),
-    /// A struct held by value (its fields' zero values when unset).
-    Struct(&'static str, &'static [Go]),
-}
-
-/// `v` as Go prints a struct of `fields`: `{"Name":"x","Keys":null}`.
-pub(crate) fn go_value(v: &Value, fields: &[Go]) -> String {
-    let shown: Vec<(String, String)> = fields
-        .iter()
-        .map(|f| {
-            let (key, value) = match f {
-                Go::Text(k) => (k, json!(v[*k].as_str().unwrap_or_default()).to_string()),
-                Go::Nullable(k) => (k, v[*k].to_string()),
-                Go::Struct(k, inner) => (k, go_value(&v[*k], inner)),
-            };
-            let mut name = key.chars();
-            let first = name.next().map(|c| c.to_ascii_uppercase()).unwrap_or_default();
-            (format!("{first}{}", name.as_str()), value)
-        })
-        .collect();
-    let named: Vec<(&str, String)> = shown.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    go_struct(&named)
 }
 
 /// An endpoint's address (Endpoints' and EndpointSlices'), which must be an IP address.

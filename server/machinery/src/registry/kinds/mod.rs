@@ -13,6 +13,9 @@ pub mod core;
 pub mod discovery;
 pub mod enums;
 pub(crate) mod fields;
+pub(crate) mod go_diff;
+pub(crate) mod go_json;
+pub mod quantities;
 pub mod flowcontrol;
 pub mod networking;
 pub mod node;
@@ -123,6 +126,10 @@ pub struct Strategy {
     pub default: fn(&mut Value),
     /// Validation beyond types: required fields, formats, enumerations. Empty means valid.
     pub validate: fn(&Value) -> Vec<Cause>,
+    /// Validation of an update (the stored object, the new one) where it is not `validate`'s:
+    /// parts left unchanged are not refused for rules they were stored under (an
+    /// EndpointSlice's endpoints).
+    pub validate_update: Option<fn(&Value, &Value) -> Vec<Cause>>,
     /// The rules of an update, given the stored object and the new one: fields kept when the
     /// new object leaves them out, and fields that may not change. Empty means allowed.
     pub update: fn(&Value, &mut Value) -> Vec<Cause>,
@@ -152,12 +159,16 @@ pub struct Strategy {
     /// The object is created at generation 1 and stays there whatever changes (PriorityClasses,
     /// whose Kubernetes strategy never moves it).
     pub generation_fixed: bool,
+    /// The kind's registry marks an object for deletion itself on its first delete, instead of
+    /// the generic grace period and new generation (definitions: their finalizer and the
+    /// `Terminating` condition).
+    pub marks_deletion: Option<fn(&mut Value)>,
 }
 
 impl Strategy {
     /// No defaults, no checks beyond types and metadata, every field mutable, the default table
     /// (Name, Created At).
-    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false, orphans_by_default: None, refused_as_group: None, prepare_create: None, generation_fixed: false };
+    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), validate_update: None, update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false, orphans_by_default: None, refused_as_group: None, prepare_create: None, generation_fixed: false, marks_deletion: None };
 }
 
 /// A kind whose fields may all change on update.

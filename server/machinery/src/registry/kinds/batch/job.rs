@@ -7,7 +7,7 @@ use crate::error::Cause;
 use crate::registry::kinds::core::pod_spec;
 use crate::registry::kinds::apps::workload;
 use crate::registry::kinds::fields::{
-    age, at_least, col, containers, int, invalid, label_selector, required, selector, set, unchanged, unsupported, AGE,
+    age, at_least, col, containers, int, invalid, label_selector, required, selector, set, unchanged, unchanged_struct, unsupported, AGE,
 };
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
@@ -132,7 +132,7 @@ pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     let mut out = Vec::new();
     unchanged(old, new, "/spec/completions", &mut out);
     workload::selector_fixed(old, new, &mut out);
-    unchanged(old, new, "/spec/template", &mut out);
+    unchanged_struct(old, new, "/spec/template", "core.PodTemplateSpec", &mut out);
     out
 }
 

@@ -1,11 +1,11 @@
-//! PersistentVolumes: defaults, validation, a volume mode fixed at creation, the status a new
+//! PersistentVolumes: defaults, validation, a source and mode fixed at creation, the status a new
 //! volume starts with, and a DELETE answered with the volume; and the access modes claims share.
 
 use serde_json::{json, Value};
 
 use crate::error::Cause;
 use crate::registry::kinds::fields::{age, col, dns_subdomain, forbidden, invalid, positive_quantity, required, set, AGE, IMMUTABLE};
-use crate::registry::kinds::Strategy;
+use crate::registry::kinds::{go_diff, go_json, Strategy};
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated and deleted.
@@ -100,11 +100,24 @@ pub(crate) fn access_modes_alone(modes: &Value, out: &mut Vec<Cause>) {
     }
 }
 
-/// A volume keeps its mode.
+/// A volume keeps its source (a CSI volume may gain the secret that expands it), its mode and,
+/// once set, an attributes class.
 pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     let mut out = Vec::new();
+    let mut now = new["spec"].clone();
+    // A CSI volume may gain the secret that expands it.
+    if old["spec"]["csi"].is_object() && old["spec"]["csi"]["controllerExpandSecretRef"].is_null() && now["csi"].is_object() {
+        now["csi"]["controllerExpandSecretRef"] = Value::Null;
+    }
+    if go_json::compact(&now, "core.PersistentVolumeSource") != go_json::compact(&old["spec"], "core.PersistentVolumeSource") {
+        let diff = go_diff::diff(&old["spec"], &now, "core.PersistentVolumeSource");
+        out.push(forbidden("spec.persistentvolumesource", &format!("spec.persistentvolumesource is immutable after creation\n{diff}")));
+    }
     if old["spec"]["volumeMode"] != new["spec"]["volumeMode"] {
         out.push(invalid("volumeMode", &new["spec"]["volumeMode"], IMMUTABLE));
+    }
+    if !old["spec"]["volumeAttributesClassName"].is_null() && new["spec"]["volumeAttributesClassName"].is_null() {
+        out.push(forbidden("spec.volumeAttributesClassName", "update from non-nil value to nil is forbidden"));
     }
     out
 }

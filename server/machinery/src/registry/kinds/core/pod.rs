@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 use super::pod_spec;
 use crate::error::Cause;
 use crate::expr::quantity::{parse as parse_quantity, Quantity};
-use crate::registry::kinds::fields::{age, col, int, set, AGE};
+use crate::registry::kinds::fields::{age, col, entries, forbidden, int, invalid, items_mut, required, set, AGE};
+use crate::registry::kinds::{go_diff, go_json};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -78,34 +79,77 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     out
 }
 
-/// Pods: only images, `activeDeadlineSeconds` and tolerations may change in the spec.
+/// What a pod update may change in the spec, as Kubernetes lists it.
+const UPDATABLE: &str = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
+
+/// Pods: the same containers (images may change), `activeDeadlineSeconds` only lowered,
+/// tolerations only added, scheduling gates only removed; anything else in the spec is refused
+/// with the diff Kubernetes prints.
 pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
-    let mut expected = old["spec"].clone();
+    let (was, now) = (&old["spec"], &new["spec"]);
+    let mut out = Vec::new();
     for list in ["containers", "initContainers"] {
-        let images = new["spec"][list].as_array().map(|cs| cs.iter().map(|c| c["image"].clone()).collect::<Vec<_>>());
-        if let (Some(containers), Some(images)) = (expected.get_mut(list).and_then(Value::as_array_mut), images) {
-            for (c, image) in containers.iter_mut().zip(images) {
-                c["image"] = image;
+        let (before, after) = (entries(&was[list]), entries(&now[list]));
+        if before.len() != after.len() {
+            out.push(forbidden(format!("spec.{list}"), "pod updates may not add or remove containers"));
+            return out;
+        }
+        for (i, c) in after.iter().enumerate() {
+            let image = c["image"].as_str().unwrap_or_default();
+            if image.is_empty() {
+                out.push(required(format!("spec.{list}[{i}].image"), ""));
+            } else if image.trim() != image {
+                out.push(invalid(format!("spec.{list}[{i}].image"), &c["image"], "must not have leading or trailing whitespace"));
             }
         }
     }
-    for field in ["activeDeadlineSeconds", "tolerations"] {
-        match new["spec"].get(field) {
-            Some(v) if expected.is_object() => expected[field] = v.clone(),
-            Some(_) => {}
+    match (&was["activeDeadlineSeconds"], &now["activeDeadlineSeconds"]) {
+        (_, Value::Null) if !was["activeDeadlineSeconds"].is_null() => {
+            out.push(invalid("spec.activeDeadlineSeconds", &Value::Null, "must not update from a positive integer to nil value"))
+        }
+        (before, after) if !after.is_null() && before.as_i64().is_some_and(|b| b < int(after)) => {
+            out.push(invalid("spec.activeDeadlineSeconds", after, "must be less than or equal to previous value"));
+            return out;
+        }
+        _ => {}
+    }
+    for t in entries(&was["tolerations"]) {
+        let kept = entries(&now["tolerations"]).iter().any(|n| {
+            let mut t = t.clone();
+            t["tolerationSeconds"] = n["tolerationSeconds"].clone();
+            t.as_object_mut().map(|o| o.retain(|_, v| !v.is_null()));
+            &t == n
+        });
+        if !kept {
+            out.push(forbidden("spec.tolerations", "existing toleration can not be modified except its tolerationSeconds"));
+            break;
+        }
+    }
+    if was == now {
+        return out;
+    }
+    // Kubernetes' munged spec: the new one with what may change taken back from the old one.
+    let mut munged = now.clone();
+    for list in ["containers", "initContainers"] {
+        for (c, before) in items_mut(&mut munged, list).zip(entries(&was[list])) {
+            c["image"] = before["image"].clone();
+        }
+    }
+    for field in ["activeDeadlineSeconds", "schedulingGates", "tolerations"] {
+        match was.get(field) {
+            Some(v) => munged[field] = v.clone(),
             None => {
-                expected.as_object_mut().map(|s| s.remove(field));
+                munged.as_object_mut().map(|s| s.remove(field));
             }
         }
     }
-    if expected != new["spec"] {
-        return vec![Cause::new(
-            "FieldValueForbidden",
-            "spec",
-            "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
-        )];
+    if int(&was["terminationGracePeriodSeconds"]) < 0 && munged["terminationGracePeriodSeconds"] == 1 {
+        munged["terminationGracePeriodSeconds"] = was["terminationGracePeriodSeconds"].clone();
     }
-    Vec::new()
+    if go_json::compact(&munged, "core.PodSpec") != go_json::compact(was, "core.PodSpec") {
+        out.push(forbidden("spec", &format!("{UPDATABLE}\n{}", go_diff::diff(was, &munged, "core.PodSpec"))));
+    }
+    out
 }
 
 pub const COLUMNS: &[Column] = &[

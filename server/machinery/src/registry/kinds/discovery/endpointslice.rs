@@ -10,7 +10,7 @@ use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated and printed.
-pub const STRATEGY: Strategy = Strategy { default: defaults, validate, update, columns: COLUMNS, cells, ..Strategy::NONE };
+pub const STRATEGY: Strategy = Strategy { default: defaults, validate, validate_update: Some(validate_update), update, columns: COLUMNS, cells, ..Strategy::NONE };
 
 pub fn defaults(obj: &mut Value) {
     for port in items_mut(obj, "ports") {
@@ -24,6 +24,23 @@ pub fn defaults(obj: &mut Value) {
 
 /// Ports named once each, and endpoints with addresses of the slice's type.
 pub fn validate(obj: &Value) -> Vec<Cause> {
+    let mut out = ports(obj);
+    out.extend(endpoints(obj));
+    out
+}
+
+/// An update's endpoints are refused only when they changed: older versions may have stored
+/// what is refused now.
+fn validate_update(old: &Value, new: &Value) -> Vec<Cause> {
+    let mut out = ports(new);
+    let problems = endpoints(new);
+    if !problems.is_empty() && old["endpoints"] != new["endpoints"] {
+        out.extend(problems);
+    }
+    out
+}
+
+fn ports(obj: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
     let mut names = Vec::new();
     for (i, port) in obj["ports"].as_array().into_iter().flatten().enumerate() {
@@ -38,6 +55,11 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
         }
         qualified_name(&port["appProtocol"], &format!("ports[{i}].appProtocol"), &mut out);
     }
+    out
+}
+
+fn endpoints(obj: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
     let kind = obj["addressType"].as_str().unwrap_or_default();
     for (i, endpoint) in obj["endpoints"].as_array().into_iter().flatten().enumerate() {
         let at = format!("endpoints[{i}]");

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{col, dns_subdomain, go_value, invalid_shown, path_segment, strict_ip, Go, IMMUTABLE};
+use crate::registry::kinds::fields::{col, dns_subdomain, path_segment, strict_ip, unchanged_struct};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -42,17 +42,11 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     out
 }
 
-/// The parent as Go prints it.
-const PARENT: &[Go] = &[Go::Text("group"), Go::Text("resource"), Go::Text("namespace"), Go::Text("name")];
-
 /// IPAddresses keep their parent.
 pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
-    let (was, now) = (&old["spec"]["parentRef"], &new["spec"]["parentRef"]);
-    if was == now {
-        return Vec::new();
-    }
-    let shown = if now.is_null() { "null".to_string() } else { go_value(now, PARENT) };
-    vec![invalid_shown("spec.parentRef", &shown, IMMUTABLE)]
+    let mut out = Vec::new();
+    unchanged_struct(old, new, "/spec/parentRef", "networking.ParentReference", &mut out);
+    out
 }
 
 pub const COLUMNS: &[Column] = &[col("ParentRef", "string", 0)];

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::deviceclass;
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, dns_label, dns_subdomain, duplicate, invalid, required, set, AGE};
+use crate::registry::kinds::fields::{age, col, dns_label, dns_subdomain, duplicate, invalid, required, set, unchanged_struct, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -90,13 +90,11 @@ fn request(r: &Value, at: &str, out: &mut Vec<Cause>) {
     }
 }
 
-/// The spec is fixed at creation. Kubernetes shows the new spec as its Go structure, which
-/// this server words as JSON.
-pub(super) fn fixed_spec(old: &Value, new: &mut Value) -> Vec<Cause> {
-    if old["spec"] != new["spec"] {
-        return vec![invalid("spec", &new["spec"], "field is immutable")];
-    }
-    Vec::new()
+/// The spec is fixed at creation.
+fn fixed_spec(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    unchanged_struct(old, new, "/spec", "resource.ResourceClaimSpec", &mut out);
+    out
 }
 
 pub const COLUMNS: &[Column] = &[col("State", "string", 0), AGE];

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::resourceclaim;
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, AGE};
+use crate::registry::kinds::fields::{age, unchanged_struct, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -14,12 +14,19 @@ use crate::registry::Column;
 pub const STRATEGY: Strategy = Strategy {
     default: |t| resourceclaim::defaults(&mut t["spec"]["spec"]),
     validate,
-    update: resourceclaim::fixed_spec,
+    update: fixed_spec,
     columns: COLUMNS,
     cells,
     returns_deleted: true,
     ..Strategy::NONE
 };
+
+/// The template is fixed at creation.
+fn fixed_spec(old: &Value, new: &mut Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    unchanged_struct(old, new, "/spec", "resource.ResourceClaimTemplateSpec", &mut out);
+    out
+}
 
 pub fn validate(obj: &Value) -> Vec<Cause> {
     let template = &obj["spec"];

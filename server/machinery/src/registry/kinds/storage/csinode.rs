@@ -5,8 +5,8 @@ use serde_json::{json, Value};
 
 use super::csidriver::driver_name;
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, at_least, col, duplicate, go_value, invalid_shown, items, items_mut, qualified_name, AGE, Go, IMMUTABLE};
-use crate::registry::kinds::Strategy;
+use crate::registry::kinds::fields::{age, at_least, col, duplicate, invalid_shown, items, items_mut, qualified_name, AGE, IMMUTABLE};
+use crate::registry::kinds::{go_json, Strategy};
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated, printed and deleted.
@@ -65,9 +65,6 @@ fn topology_keys(keys: &Value, at: &str, out: &mut Vec<Cause>) {
     }
 }
 
-/// A driver of the node as Go prints it, its allocatable count left out (it may change).
-const DRIVER: &[Go] = &[Go::Text("name"), Go::Text("nodeID"), Go::Nullable("topologyKeys"), Go::Nullable("allocatable")];
-
 /// A registered driver keeps its node ID and topology keys; its allocatable count may change.
 pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     let mut out = Vec::new();
@@ -80,7 +77,7 @@ pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
         for now in new["spec"]["drivers"].as_array().into_iter().flatten().filter(|d| d["name"] == was["name"]) {
             let now = without_count(now);
             if now != without_count(was) {
-                out.push(invalid_shown("spec.drivers", &go_value(&now, DRIVER), IMMUTABLE));
+                out.push(invalid_shown("spec.drivers", &go_json::compact(&now, "storage.CSINodeDriver"), IMMUTABLE));
             }
         }
     }

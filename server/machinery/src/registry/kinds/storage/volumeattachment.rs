@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::csidriver::driver_name;
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, col, forbidden, go_value, invalid_shown, required, Go, AGE, IMMUTABLE};
+use crate::registry::kinds::fields::{age, col, forbidden, required, unchanged_struct, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -47,15 +47,11 @@ fn subdomain(name: &str, field: &str, out: &mut Vec<Cause>) {
     }
 }
 
-/// The spec as Go prints it.
-const SPEC: &[Go] = &[Go::Text("attacher"), Go::Struct("source", &[Go::Nullable("persistentVolumeName"), Go::Nullable("inlineVolumeSpec")]), Go::Text("nodeName")];
-
 /// An attachment's spec never changes.
 pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
-    if old["spec"] == new["spec"] {
-        return Vec::new();
-    }
-    vec![invalid_shown("spec", &go_value(&new["spec"], SPEC), IMMUTABLE)]
+    let mut out = Vec::new();
+    unchanged_struct(old, new, "/spec", "storage.VolumeAttachmentSpec", &mut out);
+    out
 }
 
 pub const COLUMNS: &[Column] = &[
