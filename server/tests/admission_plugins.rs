@@ -95,10 +95,11 @@ async fn nodes_claims_ingresses_and_requests() {
         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/mnt/pv1"}}}));
     assert_eq!(volume["metadata"]["finalizers"], json!(["kubernetes.io/pv-protection"]));
 
-    // PersistentVolumeClaimResize: only a bound claim of a class that allows expansion grows.
+    // PersistentVolumeClaimResize: only a bound claim of a class that allows expansion grows (an
+    // unbound claim's requests are fixed by validation before the plugin looks, as in Kubernetes).
     let grow = |name: &str| server.kubectl(&["patch", "pvc", name, "--type=merge", "-p", r#"{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}"#]);
     let out = grow("after");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Only bound persistent volume claims can be expanded"), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"), "{out:?}");
     server.kubectl_ok(&["patch", "pvc", "after", "--subresource=status", "--type=merge", "-p", r#"{"status":{"phase":"Bound"}}"#]);
     server.kubectl_ok(&["patch", "pvc", "before", "--subresource=status", "--type=merge", "-p", r#"{"status":{"phase":"Bound"}}"#]);
     server.kubectl_ok(&["patch", "pvc", "after", "--type=merge", "-p", r#"{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}"#]);

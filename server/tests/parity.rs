@@ -43,6 +43,9 @@ struct Case {
     /// Invalid variants: a JSON merge patch over `object` each, created under another name.
     #[serde(default)]
     invalid: BTreeMap<String, Value>,
+    /// Valid variants Kubernetes warns about, created (and deleted) as the invalid ones.
+    #[serde(default)]
+    warned: BTreeMap<String, Value>,
     /// Updates: a JSON merge patch over the stored object each, sent as a PUT, in order.
     #[serde(default)]
     update: BTreeMap<String, Value>,
@@ -225,7 +228,7 @@ async fn run(client: &Client, case: &Case) -> BTreeMap<String, Value> {
     let name = name_of(&case.object);
     let invalid_name = |step: &str| format!("{name}-{step}");
     // What an earlier run (against a long-lived reference) may have left.
-    let leftovers = std::iter::once(name.clone()).chain(case.invalid.keys().map(|s| invalid_name(s)));
+    let leftovers = std::iter::once(name.clone()).chain(case.invalid.keys().chain(case.warned.keys()).map(|s| invalid_name(s)));
     for n in leftovers {
         send(client, request("DELETE", &named(&case.path, &n), None)).await;
     }
@@ -238,12 +241,13 @@ async fn run(client: &Client, case: &Case) -> BTreeMap<String, Value> {
     let mut get = request("GET", &named(&case.path, &name), None);
     get.headers_mut().insert("accept", http::HeaderValue::from_static(TABLE));
     steps.insert("table".to_string(), answer(&send(client, get).await, true));
-    for (step, patch) in &case.invalid {
+    let variants = case.invalid.iter().map(|v| ("invalid", v)).chain(case.warned.iter().map(|v| ("warned", v)));
+    for (kind, (step, patch)) in variants {
         let mut obj = case.object.clone();
         merge(&mut obj, patch);
         obj["metadata"]["name"] = json!(invalid_name(step));
         let reply = send(client, request("POST", &case.path, Some(&obj))).await;
-        steps.insert(format!("invalid/{step}"), answer(&reply, false));
+        steps.insert(format!("{kind}/{step}"), answer(&reply, false));
         if reply.status < 300 {
             send(client, request("DELETE", &named(&case.path, &invalid_name(step)), None)).await;
         }

@@ -1,7 +1,8 @@
 //! Services' node ports against the real binary: a NodePort or LoadBalancer Service gets one
 //! from `--service-node-port-range` for each port that names none; a port it names must lie in
 //! the range and be free; an update keeps them, a change to ClusterIP and a delete give them
-//! back.
+//! back; a local LoadBalancer holds a health check port too. Kubernetes' strategy warnings
+//! reach kubectl.
 
 mod common;
 
@@ -65,4 +66,42 @@ async fn node_ports_are_allocated_checked_kept_and_released() {
     let full = s.request(post(&service("e", "NodePort", None))).await;
     assert_eq!(full.status, 500, "{}", full.text());
     assert!(full.text().contains("range is full"), "{}", full.text());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_local_load_balancer_gets_a_health_check_port_and_warnings_reach_kubectl() {
+    let s = TestServer::start_with(&["--service-node-port-range", "30000-30004"]).await;
+    let mut lb = service("lb", "LoadBalancer", None);
+    lb["spec"]["externalTrafficPolicy"] = json!("Local");
+    let created = s.request(post(&lb)).await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    let lb = created.json();
+    let (port, health) = (lb["spec"]["ports"][0]["nodePort"].as_u64().unwrap(), lb["spec"]["healthCheckNodePort"].as_u64().expect("a health check port"));
+    assert!((30000..=30004).contains(&health) && health != port, "{lb}");
+    // The health check port is held like the others; an update that leaves it out keeps it.
+    let taken = s.request(post(&service("other", "NodePort", Some(health as u16)))).await.expect_status(422, "Invalid");
+    assert_eq!(taken["details"]["causes"][0]["message"], format!("Invalid value: {health}: provided port is already allocated"));
+    s.kubectl_ok(&["patch", "service", "lb", "--type=json", "-p", r#"[{"op": "remove", "path": "/spec/healthCheckNodePort"}]"#]);
+    assert_eq!(s.kubectl_ok(&["get", "service", "lb", "-o", "jsonpath={.spec.healthCheckNodePort}"]), health.to_string());
+    // Back to the Cluster policy: the port is given back and another Service takes it.
+    s.kubectl_ok(&["patch", "service", "lb", "-p", r#"{"spec": {"externalTrafficPolicy": "Cluster"}}"#]);
+    let other = s.request(post(&service("other", "NodePort", Some(health as u16)))).await;
+    assert_eq!(other.status, 201, "{}", other.text());
+
+    // Kubernetes' strategy warnings reach kubectl: external IPs, then a pod-making workload whose
+    // name is no DNS label and whose template uses a replaced node label.
+    let out = s.kubectl(&["patch", "service", "other", "-p", r#"{"spec": {"externalIPs": ["192.0.2.10"]}}"#]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Warning: spec.externalIPs is deprecated and may no longer be implemented in some clusters"), "{out:?}");
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web.v2"}, "spec": {
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"nodeSelector": {"beta.kubernetes.io/os": "linux"}, "containers": [{"name": "c", "image": "nginx"}]}}}});
+    let mut create = s.kubectl_command(&["create", "-f", "-"]);
+    create.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = create.spawn().expect("run kubectl");
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), deployment.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stderr.contains("Warning: metadata.name: this is used in Pod names and hostnames"), "{stderr}");
+    assert!(stderr.contains("Warning: spec.template.spec.nodeSelector[beta.kubernetes.io/os]: deprecated since v1.14; use \"kubernetes.io/os\" instead"), "{stderr}");
 }

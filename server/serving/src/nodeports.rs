@@ -1,6 +1,7 @@
 //! Service node ports, as kube-apiserver allocates them: every NodePort and LoadBalancer Service
 //! (unless `allocateLoadBalancerNodePorts` is false) gets a port from `--service-node-port-range`
-//! for each of its ports that names none; a port it names must lie in the range and be free.
+//! for each of its ports that names none, and a LoadBalancer whose external traffic policy is
+//! `Local` one for `healthCheckNodePort`; a port it names must lie in the range and be free.
 //! Each port in use is held by a reservation key written in the same transaction as its
 //! Service (and removed with it), so two Services can never share a node port, whichever node
 //! they were written through.
@@ -59,28 +60,35 @@ impl NodePorts {
         let taken = |port: u16| !held.contains(&port) && cache.get(&Self::key(port), None).ok().flatten().is_some();
         let mut causes = Vec::new();
         let mut chosen = BTreeSet::new();
-        if wants(new) {
-            for (i, p) in new["spec"]["ports"].as_array_mut().into_iter().flatten().enumerate() {
-                let field = format!("spec.ports[{i}].nodePort");
-                match p["nodePort"].as_u64() {
-                    Some(n) => {
-                        let port = u16::try_from(n).unwrap_or(0);
-                        if !self.range.contains(&port) {
-                            let (low, high) = (self.range.start(), self.range.end());
-                            causes.push(Cause::new("FieldValueInvalid", field, format!("Invalid value: {n}: provided port is not in the valid range. The range of valid ports is {low}-{high}")));
-                        } else if taken(port) {
-                            causes.push(Cause::new("FieldValueInvalid", field, format!("Invalid value: {n}: provided port is already allocated")));
-                        } else {
-                            chosen.insert(port);
-                        }
-                    }
-                    None => {
-                        let port = self.candidate(&|port| chosen.contains(&port) || taken(port))?;
-                        p["nodePort"] = json!(port);
+        // A port the Service names: in the range and free; a port it leaves out: a free one.
+        let mut claim = |given: &mut Value, field: String, chosen: &mut BTreeSet<u16>| -> ApiResult<()> {
+            match given.as_u64().filter(|n| *n != 0) {
+                Some(n) => {
+                    let port = u16::try_from(n).unwrap_or(0);
+                    if !self.range.contains(&port) {
+                        let (low, high) = (self.range.start(), self.range.end());
+                        causes.push(Cause::new("FieldValueInvalid", field, format!("Invalid value: {n}: provided port is not in the valid range. The range of valid ports is {low}-{high}")));
+                    } else if taken(port) {
+                        causes.push(Cause::new("FieldValueInvalid", field, format!("Invalid value: {n}: provided port is already allocated")));
+                    } else {
                         chosen.insert(port);
                     }
                 }
+                None => {
+                    let port = self.candidate(&|port| chosen.contains(&port) || taken(port))?;
+                    *given = json!(port);
+                    chosen.insert(port);
+                }
             }
+            Ok(())
+        };
+        if wants(new) {
+            for (i, p) in new["spec"]["ports"].as_array_mut().into_iter().flatten().enumerate() {
+                claim(&mut p["nodePort"], format!("spec.ports[{i}].nodePort"), &mut chosen)?;
+            }
+        }
+        if wants_health_check(new) {
+            claim(&mut new["spec"]["healthCheckNodePort"], "spec.healthCheckNodePort".into(), &mut chosen)?;
         }
         if !causes.is_empty() {
             return Err(ApiError::Invalid { group: String::new(), kind: "Service".into(), name: name.into(), causes });
@@ -118,9 +126,16 @@ pub fn wants(obj: &Value) -> bool {
     }
 }
 
-/// The node ports a Service holds.
+/// Whether a Service is given a health check node port: a LoadBalancer that keeps traffic on
+/// the node it arrives at.
+pub fn wants_health_check(obj: &Value) -> bool {
+    obj["spec"]["type"] == "LoadBalancer" && obj["spec"]["externalTrafficPolicy"] == "Local"
+}
+
+/// The node ports a Service holds, its health check port included.
 pub fn ports_of(obj: &Value) -> BTreeSet<u16> {
-    obj["spec"]["ports"].as_array().into_iter().flatten().filter_map(|p| p["nodePort"].as_u64()).filter_map(|n| u16::try_from(n).ok()).collect()
+    let ports = obj["spec"]["ports"].as_array().into_iter().flatten().map(|p| &p["nodePort"]);
+    ports.chain(std::iter::once(&obj["spec"]["healthCheckNodePort"])).filter_map(Value::as_u64).filter(|n| *n != 0).filter_map(|n| u16::try_from(n).ok()).collect()
 }
 
 /// The operation that gives a port back.
@@ -149,5 +164,13 @@ mod tests {
         assert!(ports.candidate(&|_| true).is_err());
         assert!(!wants(&json!({"spec": {"type": "LoadBalancer", "allocateLoadBalancerNodePorts": false}})));
         assert!(wants(&json!({"spec": {"type": "LoadBalancer"}})));
+    }
+
+    #[test]
+    fn a_local_load_balancer_holds_its_health_check_port_too() {
+        let lb = json!({"spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "healthCheckNodePort": 30005, "ports": [{"port": 80, "nodePort": 30001}]}});
+        assert!(wants_health_check(&lb));
+        assert_eq!(ports_of(&lb).into_iter().collect::<Vec<_>>(), [30001, 30005]);
+        assert!(!wants_health_check(&json!({"spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Cluster"}})));
     }
 }

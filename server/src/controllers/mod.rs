@@ -2,7 +2,7 @@
 //! them: after the post-start hooks ([`crate::poststart`]), on the Raft leader only (each through
 //! [`leading::run`], which starts and stops it as leadership moves), the namespace controller,
 //! ClusterRole aggregation, the FlowSchema status, the service-account and bootstrap token
-//! controllers, the garbage collector, the end of terminating pods, the Service IP repair, the
+//! controllers, the garbage collector, the end of terminating pods, the Service IP and node port repairs, the
 //! CRD and APIService status controllers, the admission policy type check and the resource
 //! quota controller; on every node, its identity Lease.
 
@@ -17,6 +17,7 @@ pub mod informer;
 pub mod ip_repair;
 pub mod leading;
 pub mod namespace;
+pub mod nodeport_repair;
 pub mod pod_gc;
 pub mod policy_type_check;
 pub mod resource_quota;
@@ -65,6 +66,7 @@ pub async fn run(ctx: Context, server: Client) {
             leading::run(ctx.clone(), GarbageCollector::new(controller("generic-garbage-collector"))),
             leading::run(ctx.clone(), PodGc::new(controller("pod-garbage-collector"))),
             leading::run(ctx.clone(), IpRepair { client: server.clone() }),
+            leading::run(ctx.clone(), nodeport_repair::NodePortRepair),
             leading::run(ctx.clone(), crd::CrdController { client: server.clone() }),
             leading::run(ctx.clone(), policy_type_check::TypeCheckController { client: controller("validatingadmissionpolicy-status-controller") }),
             leading::run(ctx.clone(), apiservice_availability::AvailabilityController { client: server.clone() }),

@@ -15,7 +15,10 @@ use crate::meta::{is_dns_label, DNS1035_LABEL as DNS1035};
 use crate::registry::kinds::{go_json, Strategy};
 
 /// How definitions are defaulted, validated, updated and deleted; a new one starts with no
-/// names accepted and no conditions (`null`), its storage version recorded.
+/// names accepted and no conditions, its storage version recorded. (kube-apiserver writes the
+/// empty conditions as `null`, which `kubectl wait --for condition=established` takes for an
+/// error rather than for "not yet"; this server leaves them out until the definitions'
+/// controller sets them, so a wait that starts first waits.)
 pub const STRATEGY: Strategy = Strategy {
     default: defaults,
     validate,
@@ -26,9 +29,6 @@ pub const STRATEGY: Strategy = Strategy {
         out
     },
     initial_status: Some(|| json!({"acceptedNames": {"plural": "", "kind": ""}})),
-    prepare_create: Some(|crd| {
-        crd["status"]["conditions"] = Value::Null;
-    }),
     marks_deletion: Some(mark_deleted),
     ..Strategy::NONE
 };

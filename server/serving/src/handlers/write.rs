@@ -132,6 +132,9 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
         prepare(&mut obj);
     }
     prepare::validate(info, &obj, None)?;
+    if let Some(warn) = info.ops.strategy.warnings {
+        warnings.extend(warn(&obj, None));
+    }
     warnings.extend(ctx.writes.admission.validate(&named, Operation::Create, Some(&mut obj), None, dry_run).await?);
     // A mutating plugin may not rename the object.
     let name = meta_str(&obj, "name").unwrap_or_default().to_string();
@@ -285,11 +288,18 @@ pub async fn update(
         new = prepare::decode(info, new, opts.validation, &opts.duplicates, &mut w)?;
         meta::carry_over(info, &old, &mut new);
         w.extend(ctx.writes.admission.mutate(req, Operation::Update, &mut new, Some(&old), opts.dry_run).await?);
-        prepare::validate(info, &new, Some(&old))?;
+        if let Err(e) = prepare::validate(info, &new, Some(&old)) {
+            warnings.extend(w);
+            return Err(e);
+        }
         // A subresource with its own rules (a pod's binding) changes what a plain update may not.
         let causes = if req.subresource.as_deref() == Some("binding") { Vec::new() } else { (info.ops.strategy.update)(&old, &mut new) };
         if !causes.is_empty() {
+            warnings.extend(w);
             return Err(info.invalid(req.name(), causes));
+        }
+        if let (None, Some(warn)) = (req.subresource.as_deref(), info.ops.strategy.warnings) {
+            w.extend(warn(&new, Some(&old)));
         }
         let node_ports = match is_service(info) && req.subresource.is_none() {
             true => ctx.writes.node_ports.plan(ctx.store.cache(), Some(&old), &mut new, req.namespace.as_deref().unwrap_or_default(), req.name())?,

@@ -24,6 +24,7 @@ pub mod rbac;
 pub mod resource;
 pub mod scheduling;
 pub mod storage;
+pub mod warnings;
 
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
@@ -163,12 +164,15 @@ pub struct Strategy {
     /// the generic grace period and new generation (definitions: their finalizer and the
     /// `Terminating` condition).
     pub marks_deletion: Option<fn(&mut Value)>,
+    /// The warnings a valid new object (and, on update, the stored one) earns, as Kubernetes'
+    /// `WarningsOnCreate` and `WarningsOnUpdate`: deprecated fields, labels and forms.
+    pub warnings: Option<fn(&Value, Option<&Value>) -> Vec<String>>,
 }
 
 impl Strategy {
     /// No defaults, no checks beyond types and metadata, every field mutable, the default table
     /// (Name, Created At).
-    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), validate_update: None, update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false, orphans_by_default: None, refused_as_group: None, prepare_create: None, generation_fixed: false, marks_deletion: None };
+    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), validate_update: None, update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false, orphans_by_default: None, refused_as_group: None, prepare_create: None, generation_fixed: false, marks_deletion: None, warnings: None };
 }
 
 /// A kind whose fields may all change on update.

@@ -21,6 +21,7 @@ pub const STRATEGY: Strategy = Strategy {
     initial_status: Some(|| json!({"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0})),
     columns: COLUMNS,
     cells,
+    warnings: Some(warnings),
     ..Strategy::NONE
 };
 
@@ -132,4 +133,9 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         containers(template, "image"),
         json!(selector(&obj["spec"]["selector"])),
     ]
+}
+
+/// Kubernetes' warnings: the pod template's (on update, when the template changed).
+fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    super::workload::template_warnings(obj, old, false)
 }

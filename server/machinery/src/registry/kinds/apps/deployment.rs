@@ -20,6 +20,7 @@ pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
     initial_status: Some(|| json!({})),
+    warnings: Some(warnings),
     ..Strategy::NONE
 };
 
@@ -95,6 +96,12 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         containers(&obj["spec"]["template"]["spec"], "image"),
         json!(selector(&obj["spec"]["selector"])),
     ]
+}
+
+/// Kubernetes' warnings: a name that is no DNS label, then the pod template's (on update, when
+/// the spec changed).
+fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    super::workload::template_warnings(obj, old, true)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
     initial_status: Some(|| json!({"replicas": 0})),
+    warnings: Some(warnings),
     ..Strategy::NONE
 };
 
@@ -57,4 +58,10 @@ pub fn replicated_cells(obj: &Value, selector: String) -> Vec<Value> {
         containers(template, "image"),
         json!(selector),
     ]
+}
+
+/// Kubernetes' warnings: a name that is no DNS label, then the pod template's (on update, when
+/// the spec changed).
+fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    super::workload::template_warnings(obj, old, true)
 }

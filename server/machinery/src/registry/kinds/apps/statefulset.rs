@@ -20,6 +20,7 @@ pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
     initial_status: Some(|| json!({"availableReplicas": 0, "replicas": 0})),
+    warnings: Some(warnings),
     ..Strategy::NONE
 };
 
@@ -126,4 +127,19 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         containers(template, "name"),
         containers(template, "image"),
     ]
+}
+
+/// Kubernetes' warnings: the pod template's (on update, when the spec changed), fractional sizes
+/// of the claim templates, and a negative revision history limit.
+fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    let mut out = super::workload::template_warnings(obj, old, false);
+    // (Kubernetes names the claim's spec `Spec` on update.)
+    let spec = if old.is_some() { ".Spec" } else { "" };
+    for (i, claim) in obj["spec"]["volumeClaimTemplates"].as_array().into_iter().flatten().enumerate() {
+        out.extend(crate::registry::kinds::warnings::claim_spec(&claim["spec"], &format!("spec.volumeClaimTemplates[{i}]{spec}")));
+    }
+    if obj["spec"]["revisionHistoryLimit"].as_i64().is_some_and(|l| l < 0) {
+        out.push("spec.revisionHistoryLimit: a negative value retains all historical revisions; a value >= 0 is recommended".into());
+    }
+    out
 }

@@ -130,6 +130,20 @@ pub(crate) fn selector_fixed(old: &Value, new: &Value, out: &mut Vec<Cause>) {
     }
 }
 
+/// A workload's warnings: on create, a name that is no DNS label (for the kinds whose pods take
+/// it); then its pod template's, on update only when the spec changed.
+pub fn template_warnings(obj: &Value, old: Option<&Value>, named: bool) -> Vec<String> {
+    use crate::registry::kinds::warnings::{name_warning, POD_NAMES};
+    let mut out: Vec<String> = match (old, named) {
+        (None, true) => name_warning(obj, POD_NAMES).into_iter().collect(),
+        _ => Vec::new(),
+    };
+    if old.is_none_or(|o| o["spec"] != obj["spec"]) && obj["spec"]["template"].is_object() {
+        out.extend(crate::registry::kinds::core::pod_warnings::template(&obj["spec"]["template"], "spec.template"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

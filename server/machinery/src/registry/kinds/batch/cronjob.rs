@@ -16,6 +16,7 @@ pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
     initial_status: Some(|| json!({})),
+    warnings: Some(warnings),
     ..Strategy::NONE
 };
 
@@ -122,4 +123,20 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         containers(&job["template"]["spec"], "image"),
         json!(selector(&job["selector"])),
     ]
+}
+
+/// Kubernetes' warnings: a name that is no DNS label, the job template's (on update, when the spec
+/// changed) and, on update, a time zone written in the schedule.
+fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    let mut out: Vec<String> = match old {
+        None => crate::registry::kinds::warnings::name_warning(obj, crate::registry::kinds::warnings::POD_NAMES).into_iter().collect(),
+        Some(_) => Vec::new(),
+    };
+    if old.is_none_or(|o| o["spec"] != obj["spec"]) {
+        out.extend(super::job::job_spec_warnings(&obj["spec"]["jobTemplate"]["spec"], "spec.jobTemplate.spec"));
+    }
+    if old.is_some() && obj["spec"]["schedule"].as_str().is_some_and(|s| s.contains("TZ")) {
+        out.push("cannot use TZ or CRON_TZ in spec.spec.schedule, use timeZone instead, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details".into());
+    }
+    out
 }

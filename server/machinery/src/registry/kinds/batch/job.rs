@@ -25,6 +25,7 @@ pub const STRATEGY: Strategy = Strategy {
     cells,
     initial_status: Some(|| json!({})),
     orphans_by_default: Some(Some(ORPHANS_PODS)),
+    warnings: Some(warnings),
     ..Strategy::NONE
 };
 
@@ -168,4 +169,28 @@ fn duration(status: &Value) -> String {
     let Some(start) = parse(&status["startTime"]) else { return String::new() };
     let end = parse(&status["completionTime"]).map_or_else(chrono::Utc::now, |t| t.with_timezone(&chrono::Utc));
     crate::table_form::human_duration(end.signed_duration_since(start))
+}
+
+/// Kubernetes' warnings: a name that is no DNS label, then the job spec's (on update, when the
+/// spec changed).
+fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    let mut out: Vec<String> = match old {
+        None => crate::registry::kinds::warnings::name_warning(obj, crate::registry::kinds::warnings::POD_NAMES).into_iter().collect(),
+        Some(_) => Vec::new(),
+    };
+    if old.is_none_or(|o| o["spec"] != obj["spec"]) {
+        out.extend(job_spec_warnings(&obj["spec"], "spec"));
+    }
+    out
+}
+
+/// A job spec's warnings (a Job's, or a CronJob's template's at `path`): an indexed job too large
+/// to track its failed indexes, and the pod template's.
+pub fn job_spec_warnings(spec: &Value, path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if spec["completionMode"] == "Indexed" && int(&spec["completions"]) > 100_000 && int(&spec["parallelism"]) > 10_000 {
+        out.push(format!("{path}: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail"));
+    }
+    out.extend(crate::registry::kinds::core::pod_warnings::template(&spec["template"], &format!("{path}.template")));
+    out
 }

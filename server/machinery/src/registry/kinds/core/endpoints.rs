@@ -15,6 +15,7 @@ pub const STRATEGY: Strategy = Strategy {
     deprecation: Some("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"),
     columns: COLUMNS,
     cells,
+    warnings: Some(warnings),
     ..Strategy::NONE
 };
 
@@ -95,4 +96,20 @@ pub(crate) fn first_three(all: &[String]) -> String {
         n if n > 3 => format!("{} + {} more...", all[..3].join(","), n - 3),
         _ => all.join(","),
     }
+}
+
+/// Kubernetes' warnings: addresses in discouraged forms (not for the endpoints controller's own).
+fn warnings(obj: &Value, _: Option<&Value>) -> Vec<String> {
+    if obj["metadata"]["labels"]["endpoints.kubernetes.io/managed-by"] == "endpoint-controller" {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (i, subset) in obj["subsets"].as_array().into_iter().flatten().enumerate() {
+        for list in ["addresses", "notReadyAddresses"] {
+            for (j, a) in subset[list].as_array().into_iter().flatten().enumerate() {
+                out.extend(crate::registry::kinds::warnings::ip_warnings(&format!("subsets[{i}].{list}[{j}].ip"), a["ip"].as_str().unwrap_or_default()));
+            }
+        }
+    }
+    out
 }

@@ -11,6 +11,7 @@ pub mod persistentvolume;
 pub mod persistentvolumeclaim;
 pub mod pod;
 pub mod pod_spec;
+pub mod pod_warnings;
 pub mod podtemplate;
 pub mod replicationcontroller;
 pub mod resource_names;

@@ -9,7 +9,7 @@ use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated and printed.
-pub const STRATEGY: Strategy = Strategy { default: defaults, validate, update, columns: COLUMNS, cells, keeps_status: true, ..Strategy::NONE };
+pub const STRATEGY: Strategy = Strategy { default: defaults, validate, update, columns: COLUMNS, cells, keeps_status: true, warnings: Some(warnings), ..Strategy::NONE };
 
 /// The node information fields a status always has (empty until a kubelet reports them).
 const NODE_INFO: &[&str] =
@@ -108,6 +108,22 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         text(&info["kernelVersion"]),
         text(&info["containerRuntimeVersion"]),
     ]
+}
+
+/// Kubernetes' warnings: removed and unused fields, pod CIDRs in discouraged forms.
+fn warnings(obj: &Value, _: Option<&Value>) -> Vec<String> {
+    let spec = &obj["spec"];
+    let mut out = Vec::new();
+    if !spec["configSource"].is_null() {
+        out.push("spec.configSource: the feature is removed".into());
+    }
+    if spec["externalID"].as_str().is_some_and(|s| !s.is_empty()) {
+        out.push("spec.externalID: this field is deprecated, and is unused by Kubernetes".into());
+    }
+    for (i, cidr) in spec["podCIDRs"].as_array().into_iter().flatten().filter_map(Value::as_str).enumerate() {
+        out.extend(crate::registry::kinds::warnings::cidr_warnings(&format!("spec.podCIDRs[{i}]"), cidr));
+    }
+    out
 }
 
 #[cfg(test)]

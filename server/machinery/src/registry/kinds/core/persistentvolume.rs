@@ -17,6 +17,7 @@ pub const STRATEGY: Strategy = Strategy {
     initial_status: Some(|| json!({"phase": "Pending", "lastPhaseTransitionTime": crate::meta::now()})),
     columns: COLUMNS,
     cells,
+    warnings: Some(warnings),
     ..Strategy::NONE
 };
 
@@ -171,4 +172,43 @@ pub(crate) fn access_modes(modes: &Value) -> String {
         })
         .collect();
     short.join(",")
+}
+
+/// Kubernetes' warnings: deprecated annotations, the Recycle policy, deprecated node labels in
+/// the node affinity, and volume types past their time.
+fn warnings(obj: &Value, _: Option<&Value>) -> Vec<String> {
+    let spec = &obj["spec"];
+    let mut out = Vec::new();
+    for (key, message) in [
+        ("volume.beta.kubernetes.io/storage-class", "deprecated since v1.8; use \"storageClassName\" attribute instead"),
+        ("volume.beta.kubernetes.io/mount-options", "deprecated since v1.31; use \"mountOptions\" attribute instead"),
+    ] {
+        if obj["metadata"]["annotations"].get(key).is_some() {
+            out.push(format!("metadata.annotations[{key}]: {message}"));
+        }
+    }
+    if spec["persistentVolumeReclaimPolicy"] == "Recycle" {
+        out.push("spec.persistentVolumeReclaimPolicy: The Recycle reclaim policy is deprecated. Instead, the recommended approach is to use dynamic provisioning.".into());
+    }
+    for (i, term) in spec["nodeAffinity"]["required"]["nodeSelectorTerms"].as_array().into_iter().flatten().enumerate() {
+        for (j, e) in term["matchExpressions"].as_array().into_iter().flatten().enumerate() {
+            let key = e["key"].as_str().unwrap_or_default();
+            if let Some(m) = crate::registry::kinds::warnings::deprecated_node_label(key) {
+                out.push(format!("spec.nodeAffinity.required.nodeSelectorTerms[{i}].matchExpressions[{j}].key: {key} is {m}"));
+            }
+        }
+    }
+    for (kind, message) in [
+        ("cephfs", "deprecated in v1.28, non-functional in v1.31+"),
+        ("photonPersistentDisk", "deprecated in v1.11, non-functional in v1.16+"),
+        ("scaleIO", "deprecated in v1.16, non-functional in v1.22+"),
+        ("storageOS", "deprecated in v1.22, non-functional in v1.25+"),
+        ("glusterfs", "deprecated in v1.25, non-functional in v1.26+"),
+        ("rbd", "deprecated in v1.28, non-functional in v1.31+"),
+    ] {
+        if !spec[kind].is_null() {
+            out.push(format!("spec.{kind}: {message}"));
+        }
+    }
+    out
 }

@@ -19,6 +19,7 @@ pub const STRATEGY: Strategy = Strategy {
     initial_status: Some(|| json!({"phase": "Pending"})),
     columns: COLUMNS,
     cells,
+    warnings: Some(warnings),
     ..Strategy::NONE
 };
 
@@ -132,6 +133,16 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         age(obj),
         json!(spec["volumeMode"].as_str().unwrap_or("Filesystem")),
     ]
+}
+
+/// Kubernetes' warnings: the deprecated storage class annotation and fractional sizes.
+fn warnings(obj: &Value, _: Option<&Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    if obj["metadata"]["annotations"].get(BETA_CLASS).is_some() {
+        out.push(format!("metadata.annotations[{BETA_CLASS}]: deprecated since v1.8; use \"storageClassName\" attribute instead"));
+    }
+    out.extend(crate::registry::kinds::warnings::claim_spec(&obj["spec"], "spec"));
+    out
 }
 
 #[cfg(test)]

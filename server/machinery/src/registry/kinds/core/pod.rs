@@ -21,6 +21,7 @@ pub const STRATEGY: Strategy = Strategy {
     cells,
     returns_deleted: true,
     prepare_create: Some(set_qos_class),
+    warnings: Some(warnings),
     ..Strategy::NONE
 };
 
@@ -192,6 +193,17 @@ fn readiness_gates(obj: &Value) -> String {
     let conditions = obj["status"]["conditions"].as_array().cloned().unwrap_or_default();
     let met = gates.iter().filter(|g| conditions.iter().any(|c| c["type"] == g["conditionType"] && c["status"] == "True")).count();
     format!("{met}/{}", gates.len())
+}
+
+/// Kubernetes' warnings about a new pod: a name that is no DNS label (its hostname), then the
+/// pod spec's. An update earns none.
+fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    if old.is_some() {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = crate::registry::kinds::warnings::name_warning(obj, "this is used in the Pod's hostname").into_iter().collect();
+    out.extend(super::pod_warnings::pod(obj));
+    out
 }
 
 #[cfg(test)]

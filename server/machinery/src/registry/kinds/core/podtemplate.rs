@@ -10,7 +10,7 @@ use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, deleted and printed.
-pub const STRATEGY: Strategy = Strategy { default: defaults, validate, returns_deleted: true, columns: COLUMNS, cells, ..Strategy::NONE };
+pub const STRATEGY: Strategy = Strategy { default: defaults, validate, returns_deleted: true, columns: COLUMNS, cells, warnings: Some(warnings), ..Strategy::NONE };
 
 pub fn defaults(obj: &mut Value) {
     if let Some(spec) = obj.pointer_mut("/template/spec") {
@@ -29,4 +29,12 @@ pub const COLUMNS: &[Column] = &[col("Containers", "string", 0), col("Images", "
 pub fn cells(obj: &Value) -> Vec<Value> {
     let template = &obj["template"];
     vec![containers(&template["spec"], "name"), containers(&template["spec"], "image"), json!(labels(&template["metadata"]["labels"]))]
+}
+
+/// Kubernetes' warnings: the template's (on update, when it changed).
+fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    match old {
+        Some(o) if o["template"] == obj["template"] => Vec::new(),
+        _ => super::pod_warnings::template(&obj["template"], "template"),
+    }
 }

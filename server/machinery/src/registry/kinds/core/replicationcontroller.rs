@@ -18,6 +18,7 @@ pub const STRATEGY: Strategy = Strategy {
     cells,
     initial_status: Some(|| json!({"replicas": 0})),
     orphans_by_default: Some(None),
+    warnings: Some(warnings),
     ..Strategy::NONE
 };
 
@@ -57,4 +58,15 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
 /// Printed as a ReplicaSet, its selector a plain map.
 pub fn cells(obj: &Value) -> Vec<Value> {
     replicaset::replicated_cells(obj, labels(&obj["spec"]["selector"]))
+}
+
+/// Kubernetes' warnings: a name that is no DNS label, then the pod template's; on update, when
+/// the spec changed, Kubernetes looks at the stored template's (it passes the two the other way
+/// round), and so does this.
+fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    match old {
+        Some(old) if old["spec"] != obj["spec"] => crate::registry::kinds::apps::workload::template_warnings(old, None, false),
+        Some(_) => Vec::new(),
+        None => crate::registry::kinds::apps::workload::template_warnings(obj, None, true),
+    }
 }

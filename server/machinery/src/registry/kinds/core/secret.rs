@@ -17,6 +17,7 @@ pub const STRATEGY: Strategy = Strategy {
     update,
     columns: COLUMNS,
     cells,
+    warnings: Some(warnings),
     ..Strategy::NONE
 };
 
@@ -77,6 +78,30 @@ pub const COLUMNS: &[Column] = &[col("Type", "string", 0), col("Data", "string",
 
 pub fn cells(obj: &Value) -> Vec<Value> {
     vec![json!(obj["type"].as_str().unwrap_or("Opaque")), json!(keys(&obj["data"])), age(obj)]
+}
+
+/// Kubernetes' warning about a TLS secret whose certificate and key are not PEM data.
+fn warnings(obj: &Value, _: Option<&Value>) -> Vec<String> {
+    if obj["type"] != "kubernetes.io/tls" {
+        return Vec::new();
+    }
+    let decoded = |key: &str| obj["data"][key].as_str().and_then(|d| base64::Engine::decode(&base64::engine::general_purpose::STANDARD, d).ok()).unwrap_or_default();
+    let blocks = |pem: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(pem).lines().filter_map(|l| l.strip_prefix("-----BEGIN ").and_then(|l| l.strip_suffix("-----"))).map(str::to_string).collect()
+    };
+    let (cert, key) = (blocks(&decoded("tls.crt")), blocks(&decoded("tls.key")));
+    let problem = if cert.is_empty() {
+        Some("tls: failed to find any PEM data in certificate input".to_string())
+    } else if !cert.iter().any(|b| b == "CERTIFICATE") {
+        Some(format!("tls: failed to find \"CERTIFICATE\" PEM block in certificate input after skipping PEM blocks of the following types: [{}]", cert.join(" ")))
+    } else if key.is_empty() {
+        Some("tls: failed to find any PEM data in key input".to_string())
+    } else if !key.iter().any(|b| b == "PRIVATE KEY" || b.ends_with(" PRIVATE KEY")) {
+        Some(format!("tls: failed to find PEM block with type ending in \"PRIVATE KEY\" in key input after skipping PEM blocks of the following types: [{}]", key.join(" ")))
+    } else {
+        None
+    };
+    problem.into_iter().collect()
 }
 
 #[cfg(test)]

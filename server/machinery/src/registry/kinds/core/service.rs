@@ -18,6 +18,7 @@ pub const STRATEGY: Strategy = Strategy {
     cells,
     returns_deleted: true,
     initial_status: Some(|| json!({"loadBalancer": {}})),
+    warnings: Some(warnings),
     ..Strategy::NONE
 };
 
@@ -186,7 +187,7 @@ fn kept_cluster_ips(was: &Value, now: &Value, out: &mut Vec<Cause>) {
     }
 }
 
-/// Node ports kept from `old`, or dropped with the type that used them.
+/// Node ports (and the health check's) kept from `old`, or dropped with the type that used them.
 fn type_dependent(old: &Value, new: &mut Value) {
     let (was, spec) = (&old["spec"], &mut new["spec"]);
     let same_port = |a: &Value, b: &Value| a["port"] == b["port"] && a["protocol"] == b["protocol"];
@@ -199,6 +200,14 @@ fn type_dependent(old: &Value, new: &mut Value) {
         } else if !uses_node_ports && external(was) && p["nodePort"] == before {
             p.as_object_mut().map(|o| o.remove("nodePort"));
         }
+    }
+    let health_check = |s: &Value| s["type"] == "LoadBalancer" && s["externalTrafficPolicy"] == "Local";
+    if health_check(spec) && health_check(was) && spec["healthCheckNodePort"].is_null() && !was["healthCheckNodePort"].is_null() {
+        spec["healthCheckNodePort"] = was["healthCheckNodePort"].clone();
+    }
+    // No longer a local load balancer, the health check port left as it was goes.
+    if health_check(was) && !health_check(spec) && spec["healthCheckNodePort"] == was["healthCheckNodePort"] {
+        spec.as_object_mut().map(|o| o.remove("healthCheckNodePort"));
     }
     if !uses_node_ports && external(was) {
         for field in ["externalTrafficPolicy", "healthCheckNodePort"] {
@@ -249,6 +258,59 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         age(obj),
         json!(selector),
     ]
+}
+
+/// Kubernetes' warnings: a deprecated annotation, addresses in discouraged forms, fields a
+/// headless or ExternalName Service ignores, deprecated external IPs and traffic distribution.
+fn warnings(obj: &Value, _: Option<&Value>) -> Vec<String> {
+    use crate::registry::kinds::warnings::{cidr_warnings, ip_warnings};
+    let spec = &obj["spec"];
+    let mut out = Vec::new();
+    if obj["metadata"]["annotations"].get("service.kubernetes.io/topology-aware-hints").is_some() {
+        out.push("annotation service.kubernetes.io/topology-aware-hints is deprecated, please use service.kubernetes.io/topology-mode instead".into());
+    }
+    let ips: Vec<&str> = spec["clusterIPs"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    if ips.first().is_some_and(|ip| !ip.is_empty() && *ip != "None") {
+        for (i, ip) in ips.iter().enumerate() {
+            out.extend(ip_warnings(&format!("spec.clusterIPs[{i}]"), ip));
+        }
+    }
+    let kind = spec["type"].as_str().unwrap_or("ClusterIP");
+    let headless = kind == "ClusterIP" && spec["clusterIP"] == "None";
+    let external: Vec<&str> = spec["externalIPs"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    if headless {
+        if spec["loadBalancerIP"].as_str().is_some_and(|s| !s.is_empty()) {
+            out.push("spec.loadBalancerIP is ignored for headless services".into());
+        }
+        if !external.is_empty() {
+            out.push("spec.externalIPs is ignored for headless services".into());
+        }
+        if spec["sessionAffinity"].as_str().is_some_and(|a| a != "None") {
+            out.push("spec.SessionAffinity is ignored for headless services".into());
+        }
+    }
+    for (i, ip) in external.iter().enumerate() {
+        out.extend(ip_warnings(&format!("spec.externalIPs[{i}]"), ip));
+    }
+    if !external.is_empty() && !headless && kind != "ExternalName" {
+        out.push("spec.externalIPs is deprecated and may no longer be implemented in some clusters".into());
+    }
+    if let Some(ip) = spec["loadBalancerIP"].as_str().filter(|s| !s.is_empty()) {
+        out.extend(ip_warnings("spec.loadBalancerIP", ip));
+    }
+    for (i, cidr) in spec["loadBalancerSourceRanges"].as_array().into_iter().flatten().filter_map(Value::as_str).enumerate() {
+        out.extend(cidr_warnings(&format!("spec.loadBalancerSourceRanges[{i}]"), cidr));
+    }
+    if kind == "ExternalName" && !external.is_empty() {
+        out.push("spec.externalIPs is ignored when spec.type is \"ExternalName\"".into());
+    }
+    if kind != "ExternalName" && spec["externalName"].as_str().is_some_and(|n| !n.is_empty()) {
+        out.push("spec.externalName is ignored when spec.type is not \"ExternalName\"".into());
+    }
+    if spec["trafficDistribution"] == "PreferClose" {
+        out.push("spec.trafficDistribution: \"PreferClose\" is deprecated; use \"PreferSameZone\"".into());
+    }
+    out
 }
 
 #[cfg(test)]

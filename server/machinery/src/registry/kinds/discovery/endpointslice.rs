@@ -10,7 +10,7 @@ use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated and printed.
-pub const STRATEGY: Strategy = Strategy { default: defaults, validate, validate_update: Some(validate_update), update, columns: COLUMNS, cells, ..Strategy::NONE };
+pub const STRATEGY: Strategy = Strategy { default: defaults, validate, validate_update: Some(validate_update), update, columns: COLUMNS, cells, warnings: Some(warnings), ..Strategy::NONE };
 
 pub fn defaults(obj: &mut Value) {
     for port in items_mut(obj, "ports") {
@@ -114,4 +114,23 @@ pub fn cells(obj: &Value) -> Vec<Value> {
     let ports = if ports.is_empty() { "<unset>".to_string() } else { ports.join(",") };
     let endpoints = if addresses.is_empty() { "<unset>".to_string() } else { first_three(&addresses) };
     vec![obj["addressType"].clone(), json!(ports), json!(endpoints), age(obj)]
+}
+
+/// Kubernetes' warnings: the deprecated FQDN address type (on create) and addresses in
+/// discouraged forms (not for the endpoint controllers' own slices).
+fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    if old.is_none() && obj["addressType"] == "FQDN" {
+        out.push("spec.addressType: FQDN endpoints are deprecated".into());
+    }
+    let managed = obj["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"].as_str();
+    if matches!(managed, Some("endpointslice-controller.k8s.io" | "endpointslicemirroring-controller.k8s.io")) {
+        return out;
+    }
+    for (i, endpoint) in obj["endpoints"].as_array().into_iter().flatten().enumerate() {
+        for (j, a) in endpoint["addresses"].as_array().into_iter().flatten().filter_map(Value::as_str).enumerate() {
+            out.extend(crate::registry::kinds::warnings::ip_warnings(&format!("endpoints[{i}].addresses[{j}]"), a));
+        }
+    }
+    out
 }

@@ -9,7 +9,7 @@ use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is validated, created and printed.
-pub const STRATEGY: Strategy = Strategy { validate, columns: COLUMNS, cells, initial_status: Some(|| json!({"loadBalancer": {}})), ..Strategy::NONE };
+pub const STRATEGY: Strategy = Strategy { validate, columns: COLUMNS, cells, initial_status: Some(|| json!({"loadBalancer": {}})), warnings: Some(warnings), ..Strategy::NONE };
 
 /// Rules or a default backend; hosts that are DNS names (a wildcard as the first label); paths
 /// that are absolute and clean for their type; backends that name one service port or one
@@ -155,4 +155,13 @@ pub fn cells(obj: &Value) -> Vec<Value> {
         json!(ports),
         age(obj),
     ]
+}
+
+/// The class annotation on a new Ingress without `spec.ingressClassName`, deprecated.
+fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    let annotated = obj["metadata"]["annotations"].get("kubernetes.io/ingress.class").is_some();
+    match old.is_none() && annotated && obj["spec"]["ingressClassName"].is_null() {
+        true => vec!["annotation \"kubernetes.io/ingress.class\" is deprecated, please use 'spec.ingressClassName' instead".into()],
+        false => Vec::new(),
+    }
 }

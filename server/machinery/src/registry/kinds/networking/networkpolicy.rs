@@ -9,7 +9,7 @@ use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated and printed.
-pub const STRATEGY: Strategy = Strategy { default: defaults, validate, columns: COLUMNS, cells, ..Strategy::NONE };
+pub const STRATEGY: Strategy = Strategy { default: defaults, validate, columns: COLUMNS, cells, warnings: Some(warnings), ..Strategy::NONE };
 
 /// Every port's protocol is TCP unless given; without `policyTypes`, a policy is `Ingress`, and
 /// `Egress` too when it has egress rules.
@@ -126,4 +126,25 @@ pub const COLUMNS: &[Column] = &[col("Pod-Selector", "string", 0), AGE];
 
 pub fn cells(obj: &Value) -> Vec<Value> {
     vec![json!(selector(&obj["spec"]["podSelector"])), age(obj)]
+}
+
+/// Kubernetes' warnings: IP blocks in discouraged forms.
+fn warnings(obj: &Value, _: Option<&Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (rules, peers) in [("ingress", "from"), ("egress", "to")] {
+        for (i, rule) in obj["spec"][rules].as_array().into_iter().flatten().enumerate() {
+            for (j, peer) in rule[peers].as_array().into_iter().flatten().enumerate() {
+                let block = &peer["ipBlock"];
+                if block.is_null() {
+                    continue;
+                }
+                let at = format!("spec.{rules}[{i}].{peers}[{j}].ipBlock");
+                out.extend(crate::registry::kinds::warnings::cidr_warnings(&format!("{at}.cidr"), block["cidr"].as_str().unwrap_or_default()));
+                for (k, except) in block["except"].as_array().into_iter().flatten().filter_map(Value::as_str).enumerate() {
+                    out.extend(crate::registry::kinds::warnings::cidr_warnings(&format!("{at}.except[{k}]"), except));
+                }
+            }
+        }
+    }
+    out
 }

@@ -8,7 +8,7 @@ use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is validated, updated and printed.
-pub const STRATEGY: Strategy = Strategy { validate, update, columns: COLUMNS, cells, ..Strategy::NONE };
+pub const STRATEGY: Strategy = Strategy { validate, update, columns: COLUMNS, cells, warnings: Some(warnings), ..Strategy::NONE };
 
 /// A handler named as a DNS label, an overhead that is not negative, and scheduling
 /// constraints made of a node selector and tolerations.
@@ -69,4 +69,11 @@ pub const COLUMNS: &[Column] = &[col("Handler", "string", 0), AGE];
 
 pub fn cells(obj: &Value) -> Vec<Value> {
     vec![json!(obj["handler"].as_str().unwrap_or_default()), age(obj)]
+}
+
+/// Kubernetes' warnings: deprecated node labels in the scheduling node selector.
+fn warnings(obj: &Value, _: Option<&Value>) -> Vec<String> {
+    let selector = obj["scheduling"]["nodeSelector"].as_object();
+    let deprecated = selector.into_iter().flat_map(|m| m.keys()).filter_map(|k| crate::registry::kinds::warnings::deprecated_node_label(k));
+    deprecated.map(|m| format!("scheduling.nodeSelector: {m}")).collect()
 }

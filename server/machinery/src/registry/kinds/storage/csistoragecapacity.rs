@@ -7,7 +7,7 @@ use crate::registry::kinds::fields::{invalid, label_selector, nonnegative_quanti
 use crate::registry::kinds::Strategy;
 
 /// How the kind is validated and updated.
-pub const STRATEGY: Strategy = Strategy { validate, update, ..Strategy::NONE };
+pub const STRATEGY: Strategy = Strategy { validate, update, warnings: Some(warnings), ..Strategy::NONE };
 
 /// A node topology selector, a storage class name and a capacity that is not negative.
 pub fn validate(obj: &Value) -> Vec<Cause> {
@@ -28,5 +28,23 @@ pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
         out.push(invalid("nodeTopology", &new["nodeTopology"], IMMUTABLE));
     }
     unchanged(old, new, "/storageClassName", &mut out);
+    out
+}
+
+/// Kubernetes' warnings: deprecated node labels in the node topology.
+fn warnings(obj: &Value, _: Option<&Value>) -> Vec<String> {
+    let topology = &obj["nodeTopology"];
+    let mut out = Vec::new();
+    for (i, e) in topology["matchExpressions"].as_array().into_iter().flatten().enumerate() {
+        let key = e["key"].as_str().unwrap_or_default();
+        if let Some(m) = crate::registry::kinds::warnings::deprecated_node_label(key) {
+            out.push(format!("nodeTopology.matchExpressions[{i}].key: {key} is {m}"));
+        }
+    }
+    for key in topology["matchLabels"].as_object().into_iter().flat_map(|m| m.keys()) {
+        if let Some(m) = crate::registry::kinds::warnings::deprecated_node_label(key) {
+            out.push(format!("nodeTopology.matchLabels.{key}: {m}"));
+        }
+    }
     out
 }

@@ -10,7 +10,7 @@ use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated, printed and deleted.
-pub const STRATEGY: Strategy = Strategy { default: defaults, validate, update, columns: COLUMNS, cells, returns_deleted: true, ..Strategy::NONE };
+pub const STRATEGY: Strategy = Strategy { default: defaults, validate, update, columns: COLUMNS, cells, returns_deleted: true, warnings: Some(warnings), ..Strategy::NONE };
 
 /// Volumes are deleted with their claims and bound at once, unless said otherwise.
 pub fn defaults(obj: &mut Value) {
@@ -85,4 +85,17 @@ pub const COLUMNS: &[Column] = &[
 
 pub fn cells(obj: &Value) -> Vec<Value> {
     vec![obj["provisioner"].clone(), obj["reclaimPolicy"].clone(), obj["volumeBindingMode"].clone(), json!(obj["allowVolumeExpansion"] == true), age(obj)]
+}
+
+/// Kubernetes' warnings: deprecated node labels in the allowed topologies.
+fn warnings(obj: &Value, _: Option<&Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, topology) in obj["allowedTopologies"].as_array().into_iter().flatten().enumerate() {
+        for (j, e) in topology["matchLabelExpressions"].as_array().into_iter().flatten().enumerate() {
+            if let Some(m) = crate::registry::kinds::warnings::deprecated_node_label(e["key"].as_str().unwrap_or_default()) {
+                out.push(format!("allowedTopologies[{i}].matchLabelExpressions[{j}].key: {m}"));
+            }
+        }
+    }
+    out
 }
