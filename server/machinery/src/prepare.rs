@@ -74,7 +74,8 @@ pub fn check_type_meta(info: &ResourceInfo, obj: &mut Value, expect_kind: &str, 
 
 /// Decodes through the kind's typed schema (unknown fields dropped), reports the unknown fields
 /// and the `duplicates` found in the body per `fieldValidation` (Strict: one 400 naming them
-/// all, unknown ones first, as Kubernetes words it), writes quantities in canonical form and
+/// all, unknown ones first, as Kubernetes words it), normalizes what Kubernetes' decoding does
+/// (quantities in canonical form, empty reference names left out) and
 /// applies defaults, as Kubernetes decodes
 /// a request's object before mutating admission.
 pub fn decode(info: &ResourceInfo, obj: Value, validation: FieldValidation, duplicates: &[String], warnings: &mut Vec<String>) -> ApiResult<Value> {
@@ -96,7 +97,7 @@ pub fn decode(info: &ResourceInfo, obj: Value, validation: FieldValidation, dupl
     }
     let mut obj = decoded.object;
     if let Some(message) = crate::protobuf::kind_message(info) {
-        crate::registry::kinds::quantities::canonicalize(message, &mut obj);
+        crate::registry::kinds::canonical::canonicalize(message, &mut obj);
     }
     (info.ops.default)(info, &mut obj);
     Ok(obj)

@@ -43,19 +43,18 @@ pub use write::parse;
 
 /// Serves one resource request.
 pub async fn serve(ctx: &Ctx, req: ResourceRequest, params: Params, headers: &HeaderMap, body: Bytes) -> Response {
-    // Warnings go out with the answer, a refusal too (an unknown field and the 422).
-    let mut warnings = Vec::new();
+    // A deprecated version (of a built-in kind or a custom resource) says so on every answer,
+    // first; the other warnings go out with the answer, a refusal too (an unknown field and the
+    // 422).
+    let mut warnings: Vec<String> = match req.info.ops.strategy.deprecation {
+        Some(w) => vec![w.to_string()],
+        None => machinery::registry::custom::version(req.info).and_then(|v| v.deprecation.clone()).into_iter().collect(),
+    };
     let mut resp = match run(ctx, &req, &params, headers, body, &mut warnings).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     };
     for w in warnings {
-        add_warning(&mut resp, &w);
-    }
-    // A deprecated version (of a built-in kind or a custom resource) says so on every answer.
-    if let Some(w) = req.info.ops.strategy.deprecation {
-        add_warning(&mut resp, w);
-    } else if let Some(w) = machinery::registry::custom::version(req.info).and_then(|v| v.deprecation.clone()) {
         add_warning(&mut resp, &w);
     }
     resp

@@ -222,11 +222,27 @@ pub(crate) fn ip(v: &Value, field: &str, out: &mut Vec<Cause>) {
     }
 }
 
-/// A string field, when set, that must be a CIDR.
+/// A string field, when set, that must be a CIDR of a network, as Kubernetes' strict CIDR
+/// validation (on since 1.34) checks a legacy field.
 pub(crate) fn cidr(v: &Value, field: &str, out: &mut Vec<Cause>) {
-    if let Some(s) = v.as_str().filter(|s| parse_cidr(s).is_none()) {
-        out.push(Cause::invalid(field, s, CIDR));
+    if let Some(problem) = v.as_str().and_then(cidr_problem) {
+        out.push(Cause::invalid(field, v.as_str().unwrap_or_default(), problem));
     }
+}
+
+/// What is wrong with a CIDR under strict validation, if anything.
+pub(crate) fn cidr_problem(s: &str) -> Option<&'static str> {
+    let Some((ip, bits)) = parse_cidr(s) else {
+        // Go's lenient parser takes leading zeros, which strict validation then names.
+        let unpadded = s.split(['.', '/']).all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+            && parse_cidr(&s.split('/').map(|half| half.split('.').map(|p| p.trim_start_matches('0')).map(|p| if p.is_empty() { "0" } else { p }).collect::<Vec<_>>().join(".")).collect::<Vec<_>>().join("/")).is_some();
+        return Some(if unpadded { "must not have leading 0s in IP or prefix length" } else { CIDR });
+    };
+    if ip.to_canonical() != ip {
+        return Some("must not have an IPv4-mapped IPv6 address");
+    }
+    let network = ipnet::IpNet::new(ip, bits).ok()?.trunc().addr();
+    (network != ip).then_some("must not have bits set beyond the prefix length")
 }
 
 /// A string field, when set, that must be a DNS-1123 subdomain (as object names).

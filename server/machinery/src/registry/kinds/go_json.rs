@@ -46,14 +46,14 @@ enum Node {
 /// `v`, the served JSON of a `struct_name` (`core.PodSpec`), as `json.Marshal` prints it.
 pub(crate) fn compact(v: &Value, struct_name: &str) -> String {
     let mut out = String::new();
-    write_compact(&node(v, &Value::Null, &format!("struct {struct_name}")), &mut out);
+    write(&node(v, &Value::Null, &format!("struct {struct_name}")), false, 0, &mut out);
     out
 }
 
 /// `v` as `json.MarshalIndent(v, "", " ")` prints it.
 pub(crate) fn indented(v: &Value, struct_name: &str) -> String {
     let mut out = String::new();
-    write_indented(&node(v, &Value::Null, &format!("struct {struct_name}")), 0, &mut out);
+    write(&node(v, &Value::Null, &format!("struct {struct_name}")), true, 0, &mut out);
     out
 }
 
@@ -176,72 +176,38 @@ pub(crate) fn go_string(s: &str) -> String {
     out
 }
 
-fn write_compact(n: &Node, out: &mut String) {
-    match n {
-        Node::Scalar(s) => out.push_str(s),
-        Node::List(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_compact(item, out);
-            }
-            out.push(']');
+/// Writes `n` as `json.Marshal` (`indented` false) or `json.MarshalIndent(v, "", " ")` does: one
+/// space per level, empty lists and objects staying `[]` and `{}`.
+fn write(n: &Node, indented: bool, depth: usize, out: &mut String) {
+    let items: Vec<(Option<&String>, &Node)> = match n {
+        Node::Scalar(s) => {
+            out.push_str(s);
+            return;
         }
-        Node::Object(fields) => {
-            out.push('{');
-            for (i, (k, item)) in fields.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&go_string(k));
-                out.push(':');
-                write_compact(item, out);
-            }
-            out.push('}');
+        Node::List(items) => items.iter().map(|i| (None, i)).collect(),
+        Node::Object(fields) => fields.iter().map(|(k, i)| (Some(k), i)).collect(),
+    };
+    let (open, close) = if matches!(n, Node::List(_)) { ('[', ']') } else { ('{', '}') };
+    out.push(open);
+    for (i, (key, item)) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
         }
+        if indented {
+            out.push('\n');
+            out.push_str(&" ".repeat(depth + 1));
+        }
+        if let Some(k) = key {
+            out.push_str(&go_string(k));
+            out.push_str(if indented { ": " } else { ":" });
+        }
+        write(item, indented, depth + 1, out);
     }
-}
-
-/// One space per level, as `json.MarshalIndent(v, "", " ")`; empty lists and objects stay `[]`
-/// and `{}`.
-fn write_indented(n: &Node, depth: usize, out: &mut String) {
-    let newline = |out: &mut String, depth: usize| {
+    if indented && !items.is_empty() {
         out.push('\n');
         out.push_str(&" ".repeat(depth));
-    };
-    match n {
-        Node::Scalar(s) => out.push_str(s),
-        Node::List(items) if items.is_empty() => out.push_str("[]"),
-        Node::Object(fields) if fields.is_empty() => out.push_str("{}"),
-        Node::List(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, depth + 1);
-                write_indented(item, depth + 1, out);
-            }
-            newline(out, depth);
-            out.push(']');
-        }
-        Node::Object(fields) => {
-            out.push('{');
-            for (i, (k, item)) in fields.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, depth + 1);
-                out.push_str(&go_string(k));
-                out.push_str(": ");
-                write_indented(item, depth + 1, out);
-            }
-            newline(out, depth);
-            out.push('}');
-        }
     }
+    out.push(close);
 }
 
 #[cfg(test)]

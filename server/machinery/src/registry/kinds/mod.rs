@@ -15,7 +15,7 @@ pub mod enums;
 pub(crate) mod fields;
 pub(crate) mod go_diff;
 pub(crate) mod go_json;
-pub mod quantities;
+pub mod canonical;
 pub mod flowcontrol;
 pub mod networking;
 pub mod node;

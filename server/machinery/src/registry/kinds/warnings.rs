@@ -41,7 +41,11 @@ pub fn name_warning(obj: &Value, what: &str) -> Option<String> {
         problems.push("must be no more than 63 characters".to_string());
     }
     if !crate::meta::is_dns_label(name, usize::MAX, false) {
-        problems.push(crate::meta::DNS1123_LABEL.to_string());
+        // A valid subdomain that is no label can only have dots.
+        problems.push(match crate::meta::is_dns_subdomain(name) {
+            true => "must not contain dots".to_string(),
+            false => crate::meta::DNS1123_LABEL.to_string(),
+        });
     }
     (!problems.is_empty()).then(|| format!("metadata.name: {what}, which can result in surprising behavior; a DNS label is recommended: [{}]", problems.join(" ")))
 }
@@ -74,6 +78,18 @@ pub fn claim_spec(spec: &Value, path: &str) -> Vec<String> {
         .iter()
         .filter_map(|kind| fractional_bytes(&spec["resources"][*kind]["storage"], &format!("{path}.resources.{kind}[storage]")))
         .collect()
+}
+
+/// The suffix Kubernetes reserves for admission configurations read from manifests at start.
+const STATIC_SUFFIX: &str = ".static.k8s.io";
+
+/// An admission webhook configuration, policy or binding named with the reserved suffix (the
+/// manifest-based configuration gate, alpha, is off: the name is allowed, with a warning).
+pub fn static_suffix(obj: &Value, _: Option<&Value>) -> Vec<String> {
+    match obj["metadata"]["name"].as_str().is_some_and(|n| n.ends_with(STATIC_SUFFIX)) {
+        true => vec![format!("metadata.name: names ending with \"{STATIC_SUFFIX}\" are reserved for static manifest-based configurations and cannot be managed via the API")],
+        false => Vec::new(),
+    }
 }
 
 /// A CIDR Kubernetes accepts but discourages: bits set past the prefix, IPv4-mapped, or IPv6 not

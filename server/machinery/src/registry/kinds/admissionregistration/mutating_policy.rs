@@ -24,7 +24,7 @@ const V1: &str = "admissionregistration.k8s.io/v1";
 const V1BETA1: &str = "admissionregistration.k8s.io/v1beta1";
 
 /// MutatingAdmissionPolicies (v1beta1 and v1): expressions that compile, kubectl's columns.
-pub const STRATEGY: Strategy = Strategy { validate, columns: COLUMNS, cells, ..Strategy::NONE };
+pub const STRATEGY: Strategy = Strategy { validate, columns: COLUMNS, cells, warnings: Some(crate::registry::kinds::warnings::static_suffix), ..Strategy::NONE };
 
 /// Both kinds' `v1` objects are stored as `v1beta1`.
 pub static STORED_AS_V1BETA1: StoredAs = StoredAs { api_version: V1BETA1, from_storage: as_v1, to_storage: as_v1beta1 };

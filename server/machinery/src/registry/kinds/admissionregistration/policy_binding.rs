@@ -14,6 +14,7 @@ pub const STRATEGY: Strategy = Strategy {
     cells,
     default: defaults,
     validate,
+    warnings: Some(crate::registry::kinds::warnings::static_suffix),
     ..Strategy::NONE
 };
 

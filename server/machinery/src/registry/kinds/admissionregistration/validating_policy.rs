@@ -18,6 +18,7 @@ pub const STRATEGY: Strategy = Strategy {
     default: defaults,
     validate,
     initial_status: Some(|| json!({})),
+    warnings: Some(crate::registry::kinds::warnings::static_suffix),
     ..Strategy::NONE
 };
 

@@ -12,10 +12,10 @@ use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// Validating webhook configurations.
-pub const VALIDATING: Strategy = Strategy { default: validating_defaults, validate, columns: COLUMNS, cells, ..Strategy::NONE };
+pub const VALIDATING: Strategy = Strategy { default: validating_defaults, validate, columns: COLUMNS, cells, warnings: Some(crate::registry::kinds::warnings::static_suffix), ..Strategy::NONE };
 
 /// Mutating webhook configurations: also called again after later mutations only if asked.
-pub const MUTATING: Strategy = Strategy { default: mutating_defaults, validate, columns: COLUMNS, cells, ..Strategy::NONE };
+pub const MUTATING: Strategy = Strategy { default: mutating_defaults, validate, columns: COLUMNS, cells, warnings: Some(crate::registry::kinds::warnings::static_suffix), ..Strategy::NONE };
 
 /// The AdmissionReview versions this server can send.
 const REVIEW_VERSIONS: &[&str] = &["v1", "v1beta1"];

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{age, cidr, col, forbidden, invalid, items_mut, label_selector, parse_cidr, port, port_name, required, selector, set, AGE, CIDR};
+use crate::registry::kinds::fields::{age, cidr, cidr_problem, col, forbidden, invalid, items_mut, label_selector, parse_cidr, port, port_name, required, selector, set, AGE};
 use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
@@ -103,14 +103,15 @@ fn ip_block(block: &Value, at: &str, out: &mut Vec<Cause>) {
         out.push(Cause::required(format!("{at}.cidr")));
         return;
     };
-    let Some(range) = network(range) else {
-        out.push(Cause::invalid(format!("{at}.cidr"), range, CIDR));
-        return;
-    };
+    if let Some(problem) = cidr_problem(range) {
+        out.push(Cause::invalid(format!("{at}.cidr"), range, problem));
+    }
+    let Some(range) = network(range) else { return };
     for (i, except) in block["except"].as_array().into_iter().flatten().enumerate() {
         let field = format!("{at}.except[{i}]");
+        cidr(except, &field, out);
         match except.as_str().and_then(network) {
-            None => cidr(except, &field, out),
+            None => {}
             Some(e) if !range.contains(&e.network()) || range.prefix_len() >= e.prefix_len() => out.push(invalid(field, except, "must be a strict subset of `cidr`")),
             Some(_) => {}
         }

@@ -1,8 +1,9 @@
-//! Quantities in their canonical form, as Kubernetes' decoding leaves every `resource.Quantity`
-//! of a built-in object (`0.5` is stored and answered as `500m`, `1.5Gi` as `1536Mi`). The
-//! quantity fields are found through the kinds' Protobuf schema, where a quantity is a message
-//! of its own; which messages hold one at any depth is worked out once, so objects without any
-//! (ConfigMaps, Secrets, ...) are not walked.
+//! What Kubernetes' decoding normalizes in a built-in object: every `resource.Quantity` in
+//! canonical form (`0.5` is stored and answered as `500m`, `1.5Gi` as `1536Mi`), and the empty
+//! name of a local object reference left out (Go's `omitempty`; the typed schema here requires
+//! the field and writes it). The fields are found through the kinds' Protobuf schema, where both
+//! are messages of their own; which messages hold one at any depth is worked out once, so
+//! objects without any (ConfigMaps, Secrets, ...) are not walked.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -13,9 +14,15 @@ use crate::expr::amount::Amount;
 use crate::protobuf::schema::{messages, Label, Type};
 
 const QUANTITY: &str = "apimachinery.pkg.api.resource.Quantity";
+const LOCAL_REFERENCE: &str = "api.core.v1.LocalObjectReference";
 
-/// Whether each message holds a quantity somewhere below it: the messages from which the
-/// quantity can be reached, found backwards from it.
+/// The messages rewritten.
+fn target(message: &str) -> bool {
+    message == QUANTITY || message == LOCAL_REFERENCE
+}
+
+/// Whether each message holds a rewritten one somewhere below it: the messages from which one
+/// can be reached, found backwards from them.
 static HOLDS: LazyLock<HashMap<&'static str, bool>> = LazyLock::new(|| {
     let mut holders: HashMap<&str, Vec<&'static str>> = HashMap::new();
     for (name, m) in messages() {
@@ -26,7 +33,7 @@ static HOLDS: LazyLock<HashMap<&'static str, bool>> = LazyLock::new(|| {
         }
     }
     let mut holds: HashMap<&'static str, bool> = messages().keys().map(|name| (*name, false)).collect();
-    let mut todo = vec![QUANTITY];
+    let mut todo = vec![QUANTITY, LOCAL_REFERENCE];
     while let Some(name) = todo.pop() {
         for holder in holders.get(name).into_iter().flatten() {
             if !holds.insert(holder, true).unwrap_or(false) {
@@ -37,8 +44,9 @@ static HOLDS: LazyLock<HashMap<&'static str, bool>> = LazyLock::new(|| {
     holds
 });
 
-/// Rewrites each quantity of `obj`, a `message` (the kind's Protobuf message name), in canonical
-/// form; a quantity that does not parse is left for validation to refuse.
+/// Rewrites `obj`, a `message` (the kind's Protobuf message name): each quantity in canonical
+/// form (one that does not parse is left for validation to refuse), each empty reference name
+/// left out.
 pub fn canonicalize(message: &str, obj: &mut Value) {
     if HOLDS.get(message).copied().unwrap_or(false) {
         walk(message, obj);
@@ -46,6 +54,12 @@ pub fn canonicalize(message: &str, obj: &mut Value) {
 }
 
 fn walk(message: &str, v: &mut Value) {
+    if message == LOCAL_REFERENCE {
+        if let Some(map) = v.as_object_mut().filter(|m| m.get("name").is_some_and(|n| n == "")) {
+            map.remove("name");
+        }
+        return;
+    }
     if message == QUANTITY {
         if let Some(canonical) = v.as_str().and_then(|s| Amount::parse(s).ok()).map(|a| a.to_string()) {
             *v = Value::String(canonical);
@@ -55,7 +69,7 @@ fn walk(message: &str, v: &mut Value) {
     let (Some(m), Some(map)) = (messages().get(message), v.as_object_mut()) else { return };
     for f in m.fields.values() {
         let Type::Message(inner) = f.ty else { continue };
-        if inner != QUANTITY && !HOLDS.get(inner).copied().unwrap_or(false) {
+        if !target(inner) && !HOLDS.get(inner).copied().unwrap_or(false) {
             continue;
         }
         if f.json == ".." {
@@ -92,6 +106,16 @@ mod tests {
         assert_eq!(pod["spec"]["containers"][0]["resources"], json!({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "2"}}));
         assert_eq!(pod["spec"]["overhead"]["cpu"], "1500m");
         assert_eq!(pod["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "1536Mi");
+    }
+
+    #[test]
+    fn empty_reference_names_are_left_out_embedded_ones_too() {
+        let mut pod = json!({"spec": {"imagePullSecrets": [{"name": "reg"}, {"name": ""}], "containers": [{"name": "a", "env": [
+            {"name": "E", "valueFrom": {"configMapKeyRef": {"name": "", "key": "k"}}}
+        ]}]}});
+        canonicalize("api.core.v1.Pod", &mut pod);
+        assert_eq!(pod["spec"]["imagePullSecrets"], json!([{"name": "reg"}, {}]));
+        assert_eq!(pod["spec"]["containers"][0]["env"][0]["valueFrom"]["configMapKeyRef"], json!({"key": "k"}));
     }
 
     #[test]
