@@ -81,21 +81,47 @@ fn name_problems(group: &str, resource: &str, name: &str) -> Vec<String> {
     }
 }
 
-/// What is wrong with a qualified name (`prefix/name` or `name`, as label keys), if anything.
-pub fn qualified_name_problem(key: &str) -> Option<&'static str> {
-    let (prefix, name) = match key.rsplit_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
+/// Kubernetes' words for a name part that is not one.
+const NAME_PART: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+/// Every problem of a qualified name (`prefix/name` or `name`, as label keys), as Kubernetes'
+/// `IsLabelKey` lists them.
+pub fn label_key_problems(key: &str) -> Vec<String> {
+    let parts: Vec<&str> = key.split('/').collect();
+    let mut out = Vec::new();
+    let name = match parts[..] {
+        [name] => name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                out.push("prefix part must be non-empty".to_string());
+            } else {
+                if prefix.len() > 253 {
+                    out.push("prefix part must be no more than 253 bytes".to_string());
+                }
+                if !prefix.split('.').all(|part| is_dns_label(part, 253, false)) {
+                    out.push(format!("prefix part {}", DNS1123_SUBDOMAIN));
+                }
+            }
+            name
+        }
+        _ => return vec![format!("a valid label key {NAME_PART} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')")],
     };
-    if prefix.is_some_and(|p| p.is_empty() || !is_dns_subdomain(p)) {
-        return Some("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character");
+    if name.is_empty() {
+        out.push("name part must be non-empty".to_string());
+    } else if name.len() > 63 {
+        out.push("name part must be no more than 63 bytes".to_string());
     }
-    let ok = !name.is_empty()
-        && name.len() <= 63
-        && name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-        && name.as_bytes()[0].is_ascii_alphanumeric()
-        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
-    (!ok).then_some("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+    let b = name.as_bytes();
+    let valid = !b.is_empty() && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.')) && b[0].is_ascii_alphanumeric() && b[b.len() - 1].is_ascii_alphanumeric();
+    if !valid {
+        out.push(format!("name part {NAME_PART}"));
+    }
+    out
+}
+
+/// The first problem of a qualified name, if any.
+pub fn qualified_name_problem(key: &str) -> Option<String> {
+    label_key_problems(key).into_iter().next()
 }
 
 /// Validates the metadata every object shares: name format, labels and annotations.
@@ -110,7 +136,75 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
         }
     }
     causes.extend(validate_labels_and_annotations(obj));
+    causes.extend(owner_references(&obj["metadata"]["ownerReferences"]));
+    causes.extend(finalizers(&obj["metadata"]["finalizers"], !crate::registry::custom::is_custom(info)));
     causes
+}
+
+/// Owner references: each names an API version with a version, a kind, a name and a uid, never
+/// a core Event, and at most one is the controller.
+fn owner_references(refs: &Value) -> Vec<Cause> {
+    const FIELD: &str = "metadata.ownerReferences";
+    let shown = |r: &Value| crate::registry::kinds::go_json::compact(r, "metav1.OwnerReference");
+    let mut out = Vec::new();
+    let mut controller: Option<String> = None;
+    for r in refs.as_array().map(Vec::as_slice).unwrap_or_default() {
+        let text = |k: &str| r[k].as_str().unwrap_or_default();
+        // schema.ParseGroupVersion: `v`, `g/v`; anything else has no version.
+        let version = match text("apiVersion").split('/').collect::<Vec<_>>()[..] {
+            [v] | [_, v] => v,
+            _ => "",
+        };
+        if version.is_empty() {
+            out.push(Cause::invalid(format!("{FIELD}.apiVersion"), text("apiVersion"), "version must not be empty"));
+        }
+        for key in ["kind", "name", "uid"] {
+            if text(key).is_empty() {
+                out.push(Cause::invalid(format!("{FIELD}.{key}"), "", "must not be empty"));
+            }
+        }
+        if text("apiVersion") == "v1" && text("kind") == "Event" {
+            out.push(Cause::new("FieldValueInvalid", FIELD, format!("Invalid value: {}: /v1, Kind=Event is disallowed from being an owner", shown(r))));
+        }
+        if r["controller"] == true {
+            let this = format!("{}/{}", text("kind"), text("name"));
+            match &controller {
+                Some(first) => {
+                    let all: Vec<String> = refs.as_array().into_iter().flatten().map(shown).collect();
+                    out.push(Cause::new(
+                        "FieldValueInvalid",
+                        FIELD,
+                        format!("Invalid value: [{}]: Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}", all.join(",")),
+                    ));
+                }
+                None => controller = Some(this),
+            }
+        }
+    }
+    out
+}
+
+/// The finalizers Kubernetes defines itself, which need no domain.
+const STANDARD_FINALIZERS: &[&str] = &["kubernetes", "orphan", "foregroundDeletion"];
+
+/// Finalizers: qualified names, not both `orphan` and `foregroundDeletion`; on built-in kinds a
+/// name without a domain must be one of Kubernetes' own.
+fn finalizers(list: &Value, builtin: bool) -> Vec<Cause> {
+    const FIELD: &str = "metadata.finalizers";
+    let names: Vec<&str> = list.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let mut out = Vec::new();
+    for name in &names {
+        validate_qualified_name(name, FIELD, &mut out);
+    }
+    if names.contains(&"orphan") && names.contains(&"foregroundDeletion") {
+        out.push(Cause::new("FieldValueInvalid", FIELD, format!("Invalid value: {list}: finalizer orphan and foregroundDeletion cannot be both set")));
+    }
+    if builtin {
+        for (i, name) in names.iter().enumerate().filter(|(_, n)| !n.contains('/') && !STANDARD_FINALIZERS.contains(n)) {
+            out.push(Cause::invalid(format!("{FIELD}[{i}]"), name, "name is neither a standard finalizer name nor is it fully qualified"));
+        }
+    }
+    out
 }
 
 /// Kubernetes' words for a value that is not a label value.
@@ -128,13 +222,10 @@ pub fn validate_label_value(v: &str, field: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-/// A qualified name's problems; an empty one is refused twice, as Kubernetes does.
+/// A qualified name's problems (an empty one is refused twice, as Kubernetes does).
 pub fn validate_qualified_name(name: &str, field: &str, causes: &mut Vec<Cause>) {
-    if name.is_empty() {
-        causes.push(Cause::invalid(field, name, "name part must be non-empty"));
-    }
-    if let Some(p) = qualified_name_problem(name) {
-        causes.push(Cause::invalid(field, name, p));
+    for p in label_key_problems(name) {
+        causes.push(Cause::invalid(field, name, &p));
     }
 }
 
@@ -156,8 +247,8 @@ pub fn validate_labels_and_annotations(obj: &Value) -> Vec<Cause> {
     if let Some(annotations) = meta.and_then(|m| m.get("annotations")).and_then(Value::as_object) {
         let total: usize = annotations.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum();
         for k in annotations.keys() {
-            if let Some(p) = qualified_name_problem(&k.to_ascii_lowercase()) {
-                causes.push(Cause::invalid("metadata.annotations", k, p));
+            for p in label_key_problems(&k.to_ascii_lowercase()) {
+                causes.push(Cause::invalid("metadata.annotations", k, &p));
             }
         }
         if total > 256 * 1024 {

@@ -202,6 +202,10 @@ pub fn wants_aggregated_discovery(headers: &HeaderMap) -> bool {
 /// What a body with this Content-Type is; none means JSON.
 pub fn request_body_kind(content_type: Option<&str>) -> ApiResult<BodyKind> {
     let mime = content_type.unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    // A Content-Type given without a media type (`;;;`) is no JSON: Go cannot parse it.
+    if content_type.is_some_and(|c| !c.trim().is_empty()) && !mime.contains('/') {
+        return Err(unsupported_body());
+    }
     match mime.as_str() {
         "" | "application/json" => Ok(BodyKind::Json),
         "application/yaml" => Ok(BodyKind::Yaml),

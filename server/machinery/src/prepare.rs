@@ -43,6 +43,27 @@ impl FieldValidation {
     }
 }
 
+/// `apiVersion` and `kind`, when given, must be strings (or null): Go cannot read the type of
+/// the body otherwise, and refuses it naming the Go type and showing the body's start.
+pub fn type_meta_strings(obj: &Value, body: &[u8], kind: &str) -> ApiResult<()> {
+    for field in ["apiVersion", "kind"] {
+        let found = match &obj[field] {
+            Value::Null | Value::String(_) => continue,
+            Value::Bool(_) => "bool",
+            Value::Number(_) => "number",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        let text = String::from_utf8_lossy(body);
+        let start: String = text.chars().take(30).collect();
+        let shown = if start.len() < text.len() { format!("{start} ...") } else { start };
+        return Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: json: cannot unmarshal {found} into Go struct field .{field} of type string ({shown})"
+        )));
+    }
+    Ok(())
+}
+
 /// Checks `apiVersion`/`kind` of a request body against the resource, filling them when absent.
 pub fn check_type_meta(info: &ResourceInfo, obj: &mut Value, expect_kind: &str, expect_api_version: &str) -> ApiResult<()> {
     let Some(map) = obj.as_object_mut() else {

@@ -55,10 +55,14 @@ impl Params {
     pub fn uint(&self, key: &str) -> ApiResult<Option<u64>> {
         match self.value(key) {
             None => Ok(None),
-            Some(v) => v
-                .parse::<i64>()
-                .map(|n| Some(n.max(0) as u64))
-                .map_err(|_| ApiError::bad_request(format!("invalid value {v:?} for {key}"))),
+            Some(v) => v.parse::<i64>().map(|n| Some(n.max(0) as u64)).map_err(|e| {
+                // As Go's strconv.ParseInt words it.
+                let why = match e.kind() {
+                    std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
+                    _ => "invalid syntax",
+                };
+                ApiError::bad_request(format!("strconv.ParseInt: parsing {}: {why}", crate::expr::quote(v)))
+            }),
         }
     }
 
@@ -121,8 +125,12 @@ pub fn list_read(params: &Params, prefix: &str) -> ApiResult<ReadAt> {
     let rv = params.value("resourceVersion");
     let rvm = params.value("resourceVersionMatch");
     let limit = params.uint("limit")?.filter(|l| *l > 0);
+    params.uint("timeoutSeconds")?;
     let cont = params.value("continue");
     let mut causes = Vec::new();
+    if params.get("sendInitialEvents").is_some() {
+        causes.push(Cause::new("FieldValueForbidden", "sendInitialEvents", "Forbidden: sendInitialEvents is forbidden for list"));
+    }
     if let Some(m) = rvm {
         if m != "Exact" && m != "NotOlderThan" {
             causes.push(Cause::new(
@@ -166,25 +174,50 @@ struct ContinueToken {
     start: String,
 }
 
-/// A continue token for the page after `last_key`, read at `rev` (`None`: the latest): base64
-/// of a small JSON
-/// document holding the revision and the position relative to the collection prefix.
+/// A continue token for the page after `last_key`, read at `rev` (`None`: the latest): unpadded
+/// base64 of a small JSON document holding the revision and the position relative to the
+/// collection prefix, as Kubernetes encodes it.
 pub fn encode_continue(rev: Option<u64>, prefix: &str, last_key: &str) -> String {
     let start = last_key.strip_prefix(prefix).unwrap_or(last_key);
     let rv = rev.map_or(-1, |r| i64::try_from(r).unwrap_or(i64::MAX));
     let token = ContinueToken { v: "meta.k8s.io/v1".into(), rv, start: start.to_string() };
-    base64::engine::general_purpose::URL_SAFE.encode(serde_json::to_vec(&token).unwrap_or_default())
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).unwrap_or_default())
 }
 
+/// Reads a continue token as Kubernetes does, refusing what it never issues (padding, an empty
+/// start key, a start key that is not a clean path) in its words.
 fn decode_continue(token: &str, prefix: &str) -> ApiResult<(Option<u64>, String)> {
-    let bad = || ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
-    let raw = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|_| bad())?;
-    let t: ContinueToken = serde_json::from_slice(&raw).map_err(|_| bad())?;
-    if t.v != "meta.k8s.io/v1" || t.rv == 0 || t.rv < -1 || t.start.contains("..") {
-        return Err(bad());
+    let bad = |why: String| ApiError::bad_request(format!("invalid continue token: continue key is not valid{why}"));
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|e| {
+        let at = match e {
+            base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => at,
+            base64::DecodeError::InvalidLength(len) => len,
+            base64::DecodeError::InvalidPadding => token.find('=').unwrap_or(token.len()),
+        };
+        bad(format!(": illegal base64 data at input byte {at}"))
+    })?;
+    let t: ContinueToken = serde_json::from_slice(&raw).map_err(|e| bad(format!(": {e}")))?;
+    if t.v != "meta.k8s.io/v1" {
+        return Err(bad(format!(": server does not recognize this encoded version {}", t.v)));
+    }
+    if t.rv == 0 {
+        return Err(bad(": incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into()));
+    }
+    if t.start.is_empty() {
+        return Err(bad(": encoded start key empty (version meta.k8s.io/v1)".into()));
+    }
+    let key = if t.start.starts_with('/') { t.start.clone() } else { format!("/{}", t.start) };
+    if !is_clean_path(&key) {
+        return Err(bad(format!(": {}", t.start)));
     }
     let rev = (t.rv > 0).then_some(t.rv as u64);
-    Ok((rev, format!("{prefix}{}", t.start)))
+    Ok((rev, format!("{prefix}{}", &key[1..])))
+}
+
+/// Whether Go's `path.Clean` leaves an absolute path as it is: no empty, `.` or `..` segment and
+/// no trailing slash.
+fn is_clean_path(path: &str) -> bool {
+    path == "/" || path[1..].split('/').all(|segment| !segment.is_empty() && segment != "." && segment != "..")
 }
 
 #[cfg(test)]

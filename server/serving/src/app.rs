@@ -41,6 +41,13 @@ pub fn router(ctx: Ctx) -> Router {
 /// only then the handler.
 async fn dispatch(State(ctx): State<Arc<Ctx>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
+    // What Go's server refuses never reaches kube-apiserver (this server's own loopback client
+    // is not a network client).
+    if parts.extensions.get::<Loopback>().is_none() {
+        if let Some(refused) = crate::framing::refusal(&parts) {
+            return refused;
+        }
+    }
     let audit_id = audit::stage::audit_id(&parts.headers);
     // The body is read before anything can refuse the request, so that an early answer never
     // leaves a client still sending (HTTP/2 clients see a reset stream otherwise).

@@ -18,6 +18,7 @@ pub mod discovery;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
 pub mod flowcontrol;
+pub mod framing;
 pub mod handlers;
 pub mod health;
 pub mod hooks;

@@ -78,24 +78,24 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
         Verb::List => Box::pin(read::list(ctx, req, params)).await?,
         Verb::Watch => return Box::pin(watch_response(ctx, req, params, output)).await,
         Verb::Create if req.info.resource == "bindings" || req.subresource.as_deref() == Some("binding") => {
-            let obj = decode_object(headers, &body)?;
+            let obj = decode_object(headers, &body, "Binding")?;
             Box::pin(binding::create(ctx, req, obj, params.dry_run()?)).await?
         }
         Verb::Create if req.subresource.as_deref() == Some("eviction") => {
-            let obj = decode_object(headers, &body)?;
+            let obj = decode_object(headers, &body, "Eviction")?;
             Box::pin(eviction::create(ctx, req, obj, params.dry_run()?)).await?
         }
         Verb::Create if req.subresource.as_deref() == Some("token") => {
-            let obj = decode_object(headers, &body)?;
+            let obj = decode_object(headers, &body, "TokenRequest")?;
             Box::pin(token_request::create(ctx, req, obj)).await?
         }
         Verb::Create if req.info.is_review() => {
-            let mut obj = decode_object(headers, &body)?;
+            let mut obj = decode_object(headers, &body, req.info.kind)?;
             machinery::prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;
             Box::pin(review::create(ctx, req, obj)).await?
         }
         Verb::Create => {
-            let mut obj = decode_object(headers, &body)?;
+            let mut obj = decode_object(headers, &body, req.info.kind)?;
             machinery::prepare::check_type_meta(req.info, &mut obj, req.info.kind, &req.info.api_version())?;
             let validation = FieldValidation::from_params(params)?;
             let manager = request_manager(req, params, headers, "CreateOptions", None)?;
@@ -104,7 +104,7 @@ async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &Header
             Box::pin(write::create(ctx, req, obj, opts, warnings)).await?
         }
         Verb::Update => {
-            let obj = decode_object(headers, &body)?;
+            let obj = decode_object(headers, &body, req.info.kind)?;
             let manager = request_manager(req, params, headers, "UpdateOptions", None)?;
             Box::pin(mutate::update(ctx, req, params, obj, duplicate_fields(headers, &body), manager, warnings)).await?
         }
@@ -160,7 +160,9 @@ fn request_manager(req: &ResourceRequest, params: &Params, headers: &HeaderMap, 
 }
 
 /// Decodes a JSON, YAML or Protobuf request body into an object.
-fn decode_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
+/// Decodes a request body that must be an object of `kind` (named in Kubernetes' refusal of an
+/// `apiVersion` or `kind` that is no string).
+fn decode_object(headers: &HeaderMap, body: &[u8], kind: &str) -> ApiResult<Value> {
     let value: Value = match negotiate::body_kind(headers)? {
         BodyKind::Json => serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}")))?,
         BodyKind::Yaml => serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't decode the request body as YAML: {e}")))?,
@@ -171,6 +173,7 @@ fn decode_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
     if !value.is_object() {
         return Err(ApiError::bad_request("the request body must be a JSON or YAML object"));
     }
+    machinery::prepare::type_meta_strings(&value, body, kind)?;
     Ok(value)
 }
 
@@ -186,7 +189,7 @@ fn optional_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Option<Value>>
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    decode_object(headers, body).map(Some)
+    decode_object(headers, body, "DeleteOptions").map(Some)
 }
 
 fn to_json(value: &impl serde::Serialize) -> ApiResult<Bytes> {

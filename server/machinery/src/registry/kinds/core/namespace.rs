@@ -51,7 +51,7 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     for f in obj["spec"]["finalizers"].as_array().into_iter().flatten() {
         let name = f.as_str().unwrap_or_default();
         if let Some(problem) = crate::meta::qualified_name_problem(name) {
-            out.push(Cause::invalid("spec.finalizers", name, problem));
+            out.push(Cause::invalid("spec.finalizers", name, &problem));
         }
         if !name.contains('/') && !STANDARD_FINALIZERS.contains(&name) {
             out.push(Cause::invalid("spec.finalizers", name, "name is neither a standard finalizer name nor is it fully qualified"));

@@ -4,7 +4,7 @@
 use base64::Engine;
 use serde_json::{json, Value};
 
-use super::configmap::{data_keys, immutable_data};
+use super::configmap::{data_keys, immutable_data, secret_too_large};
 use crate::error::Cause;
 use crate::registry::kinds::fields::{age, col, keys, set, unchanged, AGE};
 use crate::registry::kinds::Strategy;
@@ -42,6 +42,7 @@ const REQUIRED_KEYS: &[(&str, &[&str])] = &[
 
 pub fn validate(obj: &Value) -> Vec<Cause> {
     let mut out = data_keys(obj, &["data", "stringData"]);
+    out.extend(secret_too_large(obj));
     let data = &obj["data"];
     let kind = obj["type"].as_str().unwrap_or_default();
     match kind {
