@@ -1,6 +1,7 @@
 //! Hostile and malformed input against the real binary, refused as kube-apiserver 1.36 refuses
 //! it (codes and messages recorded from it): oversized and ill-keyed ConfigMaps and Secrets,
-//! type metadata of the wrong JSON type, bad owner references and finalizers, list parameters
+//! type metadata of the wrong JSON type, bad owner references and finalizers, a patch that moves
+//! the object, an untyped applied configuration, a delete whose body is no DeleteOptions, list parameters
 //! that do not parse, continue tokens Kubernetes never issues, a Content-Type without a media
 //! type, and HTTP/1.1 framing Go's server refuses (sent as raw bytes over TLS).
 
@@ -73,6 +74,20 @@ async fn objects_kubernetes_refuses_are_refused_in_its_words() {
     // Nothing of it was stored.
     let listed = s.get(CMS).await.json();
     assert!(listed["items"].as_array().unwrap().iter().all(|i| i["metadata"]["name"] == "kube-root-ca.crt"), "{listed}");
+
+
+    // A patch may not move the object, an applied configuration names its type, a delete's body
+    // is DeleteOptions (nothing is deleted otherwise).
+    s.request(post(CMS, configmap(json!({"name": "kept"}), json!({"a": "1"})), json)).await;
+    let patch = |body: &str, content_type: &str| http::Request::patch(format!("{CMS}/kept?fieldManager=m")).header("content-type", content_type).body(body.as_bytes().to_vec()).unwrap();
+    let moved = s.request(patch(r#"[{"op": "replace", "path": "/metadata/namespace", "value": "other"}]"#, "application/json-patch+json")).await.expect_status(400, "BadRequest");
+    assert_eq!(moved["message"], "the namespace of the provided object does not match the namespace sent on the request");
+    let untyped = s.request(patch(r#"{"apiVersion": "v1", "metadata": {"name": "kept"}}"#, "application/apply-patch+yaml")).await.expect_status(400, "BadRequest");
+    assert_eq!(untyped["message"], "invalid object type: /v1, Kind=");
+    let pod = br#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}}"#.to_vec();
+    let deleted = s.request(http::Request::delete(format!("{CMS}/kept")).header("content-type", json).body(pod).unwrap()).await.expect_status(400, "BadRequest");
+    assert_eq!(deleted["message"], "no kind \"Pod\" is registered for version \"v1\" in scheme \"k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:27\"");
+    assert_eq!(s.get(&format!("{CMS}/kept")).await.status, 200);
 
     // A body whose Content-Type names no media type.
     let unknown = s.request(post(CMS, configmap(json!({"name": "typed"}), json!({})), ";;;")).await;

@@ -19,6 +19,13 @@ pub fn options(params: &Params, body: Option<&Value>) -> ApiResult<DeleteOptions
     let mut opts = DeleteOptions { dry_run: params.dry_run()?, ..Default::default() };
     let empty = Value::Null;
     let b = body.unwrap_or(&empty);
+    // A body of another kind is no DeleteOptions: nothing is deleted.
+    if let Some(kind) = b["kind"].as_str().filter(|k| !k.is_empty() && *k != "DeleteOptions") {
+        let version = b["apiVersion"].as_str().unwrap_or_default();
+        return Err(ApiError::bad_request(format!(
+            "no kind \"{kind}\" is registered for version \"{version}\" in scheme \"k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:27\""
+        )));
+    }
     let policy = b["propagationPolicy"].as_str().map(str::to_string).or_else(|| params.get("propagationPolicy").map(str::to_string));
     let orphan = match (b["orphanDependents"].as_bool(), params.get("orphanDependents")) {
         (Some(o), _) => Some(o),

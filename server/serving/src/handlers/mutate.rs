@@ -174,6 +174,9 @@ fn check_patched(req: &ResourceRequest, current: &Value, patched: &Value) -> Api
     if meta_str(patched, "name").is_some_and(|n| n != req.name()) {
         return Err(ApiError::bad_request("metadata.name: Invalid value: the name of the object does not match the name on the URL"));
     }
+    if req.info.namespaced && meta_str(patched, "namespace").is_some_and(|n| !n.is_empty() && Some(n) != req.namespace.as_deref()) {
+        return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+    }
     Ok(())
 }
 
@@ -187,6 +190,13 @@ async fn apply(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: &[u8], m
     }
     if applied["metadata"].get("managedFields").is_some() {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    // An applied configuration names its type: Kubernetes reads it by it.
+    let text = |k: &str| applied[k].as_str().unwrap_or_default().to_string();
+    if text("apiVersion").is_empty() || text("kind").is_empty() {
+        let api_version = text("apiVersion");
+        let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+        return Err(ApiError::bad_request(format!("invalid object type: {group}/{version}, Kind={}", text("kind"))));
     }
     check_type_meta(req.info, &mut applied, req.info.kind, &req.info.api_version())?;
     let force = params.flag("force")?;
