@@ -2,7 +2,8 @@
 //! it (codes and messages recorded from it): oversized and ill-keyed ConfigMaps and Secrets,
 //! type metadata of the wrong JSON type, bad owner references and finalizers, a patch that moves
 //! the object, an untyped applied configuration, a delete whose body is no DeleteOptions, list parameters
-//! that do not parse, continue tokens Kubernetes never issues, a Content-Type without a media
+//! that do not parse, continue tokens Kubernetes never issues, a custom resource asked for in
+//! Protobuf only (406), a Content-Type without a media
 //! type, and HTTP/1.1 framing Go's server refuses (sent as raw bytes over TLS).
 
 mod common;
@@ -165,4 +166,21 @@ async fn http_framing_go_refuses_is_refused() {
     // A well-framed request goes on to authentication (no certificate: anonymous, refused).
     let answer = raw(&s, &get("Host: localhost\r\n")).await;
     assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn custom_resources_asked_for_in_protobuf_are_answered_in_json_or_refused() {
+    let s = TestServer::start().await;
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "widgets.probe.example.com"},
+        "spec": {"group": "probe.example.com", "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    s.kubectl_create(&crd).unwrap();
+    s.kubectl_ok(&["wait", "--for", "condition=established", "crd/widgets.probe.example.com", "--timeout=30s"]);
+    let list = |accept: &'static str| http::Request::get("/apis/probe.example.com/v1/namespaces/default/widgets").header("accept", accept).body(Vec::new()).unwrap();
+    let only = s.request(list("application/vnd.kubernetes.protobuf")).await.expect_status(406, "NotAcceptable");
+    assert_eq!(only["message"], "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf");
+    // client-go's own choice for a custom resource falls back to JSON.
+    let fallback = s.request(list("application/vnd.kubernetes.protobuf, application/json")).await;
+    assert_eq!(fallback.status, 200, "{}", fallback.text());
+    assert_eq!(fallback.json()["kind"], "WidgetList");
 }

@@ -174,10 +174,13 @@ fn not_acceptable(types: &[&str]) -> ApiError {
 }
 
 /// The encoding of a resource response (`watch`: of a watch stream, which has no YAML form;
-/// `tables`: whether the resource has a Table form, which the reviews have not).
-pub fn output(headers: &HeaderMap, watch: bool, tables: bool) -> ApiResult<Output> {
+/// `tables`: whether the resource has a Table form, which the reviews have not; `protobuf`:
+/// whether its objects have a Protobuf form, which custom resources have not, though their
+/// Tables and metadata do).
+pub fn output(headers: &HeaderMap, watch: bool, tables: bool, protobuf: bool) -> ApiResult<Output> {
     let chosen = negotiate(headers, |m| match m {
         Media::Resource(Output { form: Form::Table, .. }) if !tables => None,
+        Media::Resource(Output { form: Form::Object, encoding: Encoding::Protobuf }) if !protobuf => None,
         Media::Resource(out) => Some(out),
         Media::AggregatedDiscovery => None,
     });
@@ -280,52 +283,55 @@ mod tests {
 
     #[test]
     fn plain_and_wildcards_mean_json() {
-        assert_eq!(output(&HeaderMap::new(), false, true).unwrap(), JSON);
+        assert_eq!(output(&HeaderMap::new(), false, true, true).unwrap(), JSON);
         for a in
             ["application/json", "application/json, */*", "*/*", "application/*", "application/json; charset=utf-8"]
         {
-            assert_eq!(output(&accept(a), false, true).unwrap(), JSON, "{a}");
+            assert_eq!(output(&accept(a), false, true, true).unwrap(), JSON, "{a}");
         }
-        assert_eq!(output(&accept("application/yaml"), false, true).unwrap(), YAML);
+        assert_eq!(output(&accept("application/yaml"), false, true, true).unwrap(), YAML);
     }
 
     #[test]
     fn kubectl_table_with_fallbacks() {
         let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(output(&accept(kubectl), false, true).unwrap(), TABLE);
+        assert_eq!(output(&accept(kubectl), false, true, true).unwrap(), TABLE);
         // Without a Table form, kubectl's own fallback to JSON is taken; a Table alone is 406.
-        assert_eq!(output(&accept(kubectl), false, false).unwrap(), JSON);
-        assert!(matches!(output(&accept("application/json;as=Table;v=v1;g=meta.k8s.io"), false, false), Err(ApiError::NotAcceptable(_))));
-        assert_eq!(output(&accept(kubectl), true, true).unwrap(), TABLE);
-        assert_eq!(output(&accept("application/json;g=meta.k8s.io;v=v1beta1;as=Table"), false, true).unwrap(), TABLE);
+        assert_eq!(output(&accept(kubectl), false, false, true).unwrap(), JSON);
+        assert!(matches!(output(&accept("application/json;as=Table;v=v1;g=meta.k8s.io"), false, false, true), Err(ApiError::NotAcceptable(_))));
+        assert_eq!(output(&accept(kubectl), true, true, true).unwrap(), TABLE);
+        assert_eq!(output(&accept("application/json;g=meta.k8s.io;v=v1beta1;as=Table"), false, true, true).unwrap(), TABLE);
         // The metadata-only form is served; a conversion to something unknown is skipped in
         // favour of the next clause.
         let partial = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
-        assert_eq!(output(&accept(partial), false, true).unwrap(), METADATA);
+        assert_eq!(output(&accept(partial), false, true, true).unwrap(), METADATA);
         let unknown = "application/json;as=Unknown;g=meta.k8s.io;v=v1,application/json";
-        assert_eq!(output(&accept(unknown), false, true).unwrap(), JSON);
+        assert_eq!(output(&accept(unknown), false, true, true).unwrap(), JSON);
         assert!(matches!(
-            output(&accept("application/json;as=Table;g=meta.k8s.io;v=v2"), false, true),
+            output(&accept("application/json;as=Table;g=meta.k8s.io;v=v2"), false, true, true),
             Err(ApiError::NotAcceptable(_))
         ));
     }
 
     #[test]
     fn protobuf_as_client_go_asks() {
-        assert_eq!(output(&accept("application/vnd.kubernetes.protobuf"), false, true).unwrap(), PROTOBUF);
+        assert_eq!(output(&accept("application/vnd.kubernetes.protobuf"), false, true, true).unwrap(), PROTOBUF);
         let fallback = "application/vnd.kubernetes.protobuf, application/json";
-        assert_eq!(output(&accept(fallback), false, true).unwrap(), PROTOBUF);
-        assert_eq!(output(&accept(fallback), true, true).unwrap(), PROTOBUF);
-        assert_eq!(output(&accept("application/vnd.kubernetes.protobuf;stream=watch"), true, true).unwrap(), PROTOBUF);
+        assert_eq!(output(&accept(fallback), false, true, true).unwrap(), PROTOBUF);
+        assert_eq!(output(&accept(fallback), true, true, true).unwrap(), PROTOBUF);
+        // Custom resources have no Protobuf form: JSON when the client also takes it, else 406.
+        assert_eq!(output(&accept(fallback), false, true, false).unwrap(), JSON);
+        assert!(matches!(output(&accept("application/vnd.kubernetes.protobuf"), false, true, false), Err(ApiError::NotAcceptable(_))));
+        assert_eq!(output(&accept("application/vnd.kubernetes.protobuf;stream=watch"), true, true, true).unwrap(), PROTOBUF);
         // The metadata client's first choice; a Table has no Protobuf form, so its fallback wins.
         let metadata = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
         assert_eq!(
-            output(&accept(metadata), false, true).unwrap(),
+            output(&accept(metadata), false, true, true).unwrap(),
             Output { form: Form::Metadata, encoding: Encoding::Protobuf }
         );
         let table = "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1,application/json";
-        assert_eq!(output(&accept(table), false, true).unwrap(), JSON);
-        let err = output(&accept("text/html"), false, true).unwrap_err();
+        assert_eq!(output(&accept(table), false, true, true).unwrap(), JSON);
+        let err = output(&accept("text/html"), false, true, true).unwrap_err();
         assert_eq!(err.code(), http::StatusCode::NOT_ACCEPTABLE);
         assert_eq!(
             err.to_string(),
@@ -335,19 +341,19 @@ mod tests {
 
     #[test]
     fn q_values_order_clauses() {
-        assert_eq!(output(&accept("application/json;q=0.5, application/yaml"), false, true).unwrap(), YAML);
-        assert_eq!(output(&accept("*/*, application/yaml"), false, true).unwrap(), YAML);
+        assert_eq!(output(&accept("application/json;q=0.5, application/yaml"), false, true, true).unwrap(), YAML);
+        assert_eq!(output(&accept("*/*, application/yaml"), false, true, true).unwrap(), YAML);
     }
 
     #[test]
     fn watch_streams_have_no_yaml() {
-        assert_eq!(output(&accept("application/json;stream=watch"), true, true).unwrap(), JSON);
-        let err = output(&accept("application/yaml"), true, true).unwrap_err();
+        assert_eq!(output(&accept("application/json;stream=watch"), true, true, true).unwrap(), JSON);
+        let err = output(&accept("application/yaml"), true, true, true).unwrap_err();
         assert_eq!(
             err.to_string(),
             "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
         );
-        assert!(output(&accept("application/yaml;stream=watch"), false, true).is_err());
+        assert!(output(&accept("application/yaml;stream=watch"), false, true, true).is_err());
     }
 
     #[test]
@@ -357,7 +363,7 @@ mod tests {
         assert!(!wants_aggregated_discovery(&accept("application/json")));
         assert!(!wants_aggregated_discovery(&HeaderMap::new()));
         // Resource endpoints do not serve it; the fallback applies.
-        assert_eq!(output(&accept(kubectl), false, true).unwrap(), JSON);
+        assert_eq!(output(&accept(kubectl), false, true, true).unwrap(), JSON);
     }
 
     #[test]

@@ -68,7 +68,8 @@ fn add_warning(resp: &mut Response, warning: &str) {
 }
 
 async fn run(ctx: &Ctx, req: &ResourceRequest, params: &Params, headers: &HeaderMap, body: Bytes, warnings: &mut Vec<String>) -> ApiResult<Response> {
-    let output = negotiate::output(headers, req.verb == Verb::Watch, !req.info.is_review())?;
+    let custom = machinery::registry::custom::is_custom(req.info);
+    let output = negotiate::output(headers, req.verb == Verb::Watch, !req.info.is_review(), !custom)?;
     // Each verb's handler runs in a box of its own size, so that a GET does not carry the
     // state of the largest write handler.
     let reply = match req.verb {
