@@ -1,10 +1,10 @@
 //! Hostile and malformed input against the real binary, refused as kube-apiserver 1.36 refuses
 //! it (codes and messages recorded from it): oversized and ill-keyed ConfigMaps and Secrets,
-//! type metadata of the wrong JSON type, bad owner references and finalizers, a patch that moves
-//! the object, an untyped applied configuration, a delete whose body is no DeleteOptions, list parameters
-//! that do not parse, continue tokens Kubernetes never issues, a custom resource asked for in
-//! Protobuf only (406), a Content-Type without a media
-//! type, and HTTP/1.1 framing Go's server refuses (sent as raw bytes over TLS).
+//! type metadata of the wrong JSON type, bad owner references and finalizers, a patch that
+//! moves the object, an untyped applied configuration, a delete whose body is no DeleteOptions,
+//! list parameters that do not parse, continue tokens Kubernetes never issues, a custom
+//! resource asked for in Protobuf only (406), a Content-Type without a media type, and HTTP/1.1
+//! framing Go's server refuses (sent as raw bytes over TLS).
 
 mod common;
 
