@@ -141,6 +141,10 @@ async fn token_requests_are_validated_and_capped() {
     let granted = reply.json();
     assert_eq!(granted["kind"], "TokenRequest");
     assert_eq!(granted["spec"]["expirationSeconds"], 7200, "capped by --service-account-max-token-expiration");
+    // The answer names the account by uid and carries its time, as kube-apiserver's does.
+    let account = s.get("/api/v1/namespaces/default/serviceaccounts/short").await.json();
+    assert_eq!(granted["metadata"]["uid"], account["metadata"]["uid"]);
+    assert!(granted["metadata"]["creationTimestamp"].is_string() && granted["spec"]["boundObjectRef"].is_null(), "{granted}");
     let claims = decode_claims(granted["status"]["token"].as_str().unwrap());
     assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 7200);
     let expires = chrono::DateTime::parse_from_rfc3339(granted["status"]["expirationTimestamp"].as_str().unwrap()).unwrap();

@@ -72,6 +72,10 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<R
         obj["metadata"]["namespace"] = json!(meta);
     }
     obj["status"] = status;
+    // A SelfSubjectReview is stamped with the time it was answered, as Kubernetes' REST does.
+    if info.kind == "SelfSubjectReview" {
+        obj["metadata"]["creationTimestamp"] = json!(machinery::meta::now());
+    }
     Ok(Reply::value(StatusCode::CREATED, &obj))
 }
 

@@ -123,14 +123,13 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, body: Value) -> ApiResult<
     let token = tokens.sign(&bound.claims()).map_err(ApiError::internal)?;
     let expires = chrono::DateTime::from_timestamp(bound.now + bound.expiration_seconds, 0).unwrap_or_default();
     let granted = requested.min(tokens.max_expiration.unwrap_or(i64::MAX));
-    let mut out_spec = json!({"audiences": bound.audiences, "expirationSeconds": granted});
-    if reference.is_object() {
-        out_spec["boundObjectRef"] = reference.clone();
-    }
+    // The answer names the account (its uid too) and the time, as Kubernetes' token REST does;
+    // a bound object reference is written even when absent.
+    let out_spec = json!({"audiences": bound.audiences, "expirationSeconds": granted, "boundObjectRef": reference});
     let reply = json!({
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
-        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": null},
+        "metadata": {"name": name, "namespace": namespace, "uid": account["metadata"]["uid"], "creationTimestamp": machinery::meta::now()},
         "spec": out_spec,
         "status": {"token": token, "expirationTimestamp": expires.format("%Y-%m-%dT%H:%M:%SZ").to_string()},
     });
