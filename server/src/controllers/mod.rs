@@ -66,7 +66,7 @@ pub async fn run(ctx: Context, server: Client) {
             leading::run(ctx.clone(), GarbageCollector::new(controller("generic-garbage-collector"))),
             leading::run(ctx.clone(), PodGc::new(controller("pod-garbage-collector"))),
             leading::run(ctx.clone(), IpRepair { client: server.clone() }),
-            leading::run(ctx.clone(), nodeport_repair::NodePortRepair),
+            leading::run(ctx.clone(), nodeport_repair::NodePortRepair::default()),
             leading::run(ctx.clone(), crd::CrdController { client: server.clone() }),
             leading::run(ctx.clone(), policy_type_check::TypeCheckController { client: controller("validatingadmissionpolicy-status-controller") }),
             leading::run(ctx.clone(), apiservice_availability::AvailabilityController { client: server.clone() }),
