@@ -137,7 +137,10 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
     }
     causes.extend(validate_labels_and_annotations(obj));
     causes.extend(owner_references(&obj["metadata"]["ownerReferences"]));
-    causes.extend(finalizers(&obj["metadata"]["finalizers"], !crate::registry::custom::is_custom(info)));
+    // Kubernetes' own kinds check finalizer names against its standard ones; definitions,
+    // APIServices and custom resources are validated by the generic metadata rules only.
+    let core_rules = !crate::registry::custom::is_custom(info) && !matches!(info.group, "apiextensions.k8s.io" | "apiregistration.k8s.io");
+    causes.extend(finalizers(&obj["metadata"]["finalizers"], core_rules));
     causes
 }
 
@@ -187,9 +190,9 @@ fn owner_references(refs: &Value) -> Vec<Cause> {
 /// The finalizers Kubernetes defines itself, which need no domain.
 const STANDARD_FINALIZERS: &[&str] = &["kubernetes", "orphan", "foregroundDeletion"];
 
-/// Finalizers: qualified names, not both `orphan` and `foregroundDeletion`; on built-in kinds a
-/// name without a domain must be one of Kubernetes' own.
-fn finalizers(list: &Value, builtin: bool) -> Vec<Cause> {
+/// Finalizers: qualified names, not both `orphan` and `foregroundDeletion`; under the core rules
+/// a name without a domain must be one of Kubernetes' own.
+fn finalizers(list: &Value, core_rules: bool) -> Vec<Cause> {
     const FIELD: &str = "metadata.finalizers";
     let names: Vec<&str> = list.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     let mut out = Vec::new();
@@ -199,7 +202,7 @@ fn finalizers(list: &Value, builtin: bool) -> Vec<Cause> {
     if names.contains(&"orphan") && names.contains(&"foregroundDeletion") {
         out.push(Cause::new("FieldValueInvalid", FIELD, format!("Invalid value: {list}: finalizer orphan and foregroundDeletion cannot be both set")));
     }
-    if builtin {
+    if core_rules {
         for (i, name) in names.iter().enumerate().filter(|(_, n)| !n.contains('/') && !STANDARD_FINALIZERS.contains(n)) {
             out.push(Cause::invalid(format!("{FIELD}[{i}]"), name, "name is neither a standard finalizer name nor is it fully qualified"));
         }
