@@ -12,16 +12,19 @@ pub fn refusal(parts: &http::request::Parts) -> Option<Response> {
         return None;
     }
     let headers = &parts.headers;
-    let hosts: Vec<&HeaderValue> = headers.get_all(header::HOST).iter().collect();
-    match hosts[..] {
-        [] => return Some(plain(StatusCode::BAD_REQUEST, "400 Bad Request: missing required Host header")),
-        [host] if !valid_host(host.as_bytes()) => return Some(plain(StatusCode::BAD_REQUEST, "400 Bad Request: malformed Host header")),
-        [_] => {}
-        _ => return Some(plain(StatusCode::BAD_REQUEST, "400 Bad Request: too many Host headers")),
+    // Looked at without collecting: this runs for every request.
+    let mut hosts = headers.get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (None, _) => return Some(plain(StatusCode::BAD_REQUEST, "400 Bad Request: missing required Host header")),
+        (Some(_), Some(_)) => return Some(plain(StatusCode::BAD_REQUEST, "400 Bad Request: too many Host headers")),
+        (Some(host), None) if !valid_host(host.as_bytes()) => return Some(plain(StatusCode::BAD_REQUEST, "400 Bad Request: malformed Host header")),
+        (Some(_), None) => {}
     }
-    let encodings: Vec<&HeaderValue> = headers.get_all(header::TRANSFER_ENCODING).iter().collect();
-    if !encodings.is_empty() && !(encodings.len() == 1 && encodings[0].as_bytes().eq_ignore_ascii_case(b"chunked")) {
-        return Some(plain(StatusCode::NOT_IMPLEMENTED, "Unsupported transfer encoding"));
+    let mut encodings = headers.get_all(header::TRANSFER_ENCODING).iter();
+    match (encodings.next(), encodings.next()) {
+        (None, _) => {}
+        (Some(one), None) if one.as_bytes().eq_ignore_ascii_case(b"chunked") => {}
+        _ => return Some(plain(StatusCode::NOT_IMPLEMENTED, "Unsupported transfer encoding")),
     }
     if headers.get(header::EXPECT).is_some_and(|e| !e.as_bytes().eq_ignore_ascii_case(b"100-continue")) {
         return Some(plain(StatusCode::EXPECTATION_FAILED, ""));
