@@ -40,6 +40,38 @@ pub struct Args {
     #[arg(long)]
     pub client_ca_file: Option<PathBuf>,
 
+    /// Lowest TLS version served: `VersionTLS12` (the default) or `VersionTLS13`
+    /// (`VersionTLS10` and `VersionTLS11` are accepted and serve TLS 1.2 and up: this server has
+    /// no older protocol).
+    #[arg(long, default_value = "")]
+    pub tls_min_version: String,
+
+    /// TLS 1.2 cipher suites by Go's names, comma-separated (TLS 1.3's are always offered);
+    /// all this server has when empty. Only AEAD suites exist here: CBC, RC4 and 3DES names are
+    /// refused at start.
+    #[arg(long, value_delimiter = ',')]
+    pub tls_cipher_suites: Vec<String>,
+
+    /// A further serving certificate chosen by the name a client asks for (SNI):
+    /// `cert,key` (for the names the certificate holds) or `cert,key:*.example.com,example.com`.
+    /// May be given more than once.
+    #[arg(long, value_parser = serving::tls::parse_sni_cert_key)]
+    pub tls_sni_cert_key: Vec<serving::tls::SniCertKey>,
+
+    /// The limit on concurrent streams this server announces to HTTP/2 clients; 0 for 100.
+    #[arg(long, default_value_t = 0)]
+    pub http2_max_streams_per_connection: u32,
+
+    /// The fraction of HTTP/2 requests answered and then followed by GOAWAY, so that clients
+    /// reconnect and a load balancer spreads them over the replicas; 0 (off) to 0.02.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_goaway_chance)]
+    pub goaway_chance: f64,
+
+    /// On SIGTERM, how long the node keeps serving (with `/readyz` failing) before it stops
+    /// accepting connections, so that load balancers take it out first.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_delay_duration: Duration,
+
     /// CIDR from which Service cluster IPs are allocated.
     #[arg(long, default_value = "10.96.0.0/12")]
     pub service_cluster_ip_range: String,
@@ -239,3 +271,12 @@ pub fn parse_members(s: &str) -> Result<Members, String> {
     Ok(members)
 }
 
+
+/// `--goaway-chance`: between 0 and 0.02.
+fn parse_goaway_chance(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if (0.0..=0.02).contains(&p) => Ok(p),
+        Ok(_) => Err("--goaway-chance can not be less than 0 or greater than 0.02".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}

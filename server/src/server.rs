@@ -55,7 +55,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("reading --requestheader-client-ca-file {}", path.display()))?),
         None => None,
     };
-    let tls_config = tls::server_config(&pki, proxy_ca_pem.as_deref())?;
+    let tls_flags = tls::TlsFlags { min_version: args.tls_min_version.clone(), cipher_suites: args.tls_cipher_suites.clone() };
+    let sources = tls_opts.sources(&args.data_dir, args.authentication.requestheader_client_ca_file.clone(), args.tls_sni_cert_key.clone());
+    let (tls_config, tls_reload) = tls::DynamicTls::follow(sources, tls_flags)?;
     let read = |path: &std::path::PathBuf, flag: &str| std::fs::read_to_string(path).with_context(|| format!("reading --{flag} {}", path.display()));
     let proxy_client = match (&args.proxy_client_cert_file, &args.proxy_client_key_file) {
         (Some(cert), Some(key)) => Some(serving::context::ClientCredentials { cert: read(cert, "proxy-client-cert-file")?, key: read(key, "proxy-client-key-file")? }),
@@ -179,7 +181,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         tracing::info!("shutting down");
         shutting_down.store(true, Ordering::Relaxed);
     };
-    tls::serve(listener, tls_config, router, shutdown).await?;
+    let options = tls::ServeOptions {
+        shutdown_delay: args.shutdown_delay_duration,
+        http2_max_streams: args.http2_max_streams_per_connection,
+        goaway_chance: args.goaway_chance,
+    };
+    tls::serve(listener, tls_config, router, options, shutdown).await?;
+    tls_reload.abort();
     controllers.abort();
     let _ = stop_peers.send(());
     if let Some(mut peers) = peers {

@@ -86,3 +86,68 @@ fn scopeguard(dir: &str) -> impl Drop + '_ {
     }
     Down(dir)
 }
+
+/// `--goaway-chance` behind a load balancer in TCP mode: HTTP/2 clients that would each keep one
+/// connection to one node are sent GOAWAY now and then, reconnect, and end up on every node.
+#[tokio::test(flavor = "multi_thread")]
+async fn goaway_chance_spreads_http2_clients_over_every_node() {
+    use common::tls_client::{handshake, http1, Hello};
+    use http_body_util::Full;
+
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let lb = free_ports(7);
+    let (base, peer) = (lb + 1, lb + 4);
+    local_cluster(&["up", "--nodes", "3", "--dir", d, "--lb-port", &lb.to_string(), "--base-port", &base.to_string(), "--peer-base-port", &peer.to_string(), "--", "--goaway-chance", "0.02"]);
+    let _cleanup = scopeguard(d);
+    let read = |name: &str| std::fs::read_to_string(dir.path().join("node-1/pki").join(name)).unwrap();
+    let (cert, key) = (read("admin.crt"), read("admin.key"));
+    let admin = Hello { alpn: Some(b"h2"), client_cert: Some((&cert, &key)), ..Default::default() };
+
+    // 30 clients, 40 requests each, every one on the connection it has until that is closed.
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut clients = Vec::new();
+    for _ in 0..30 {
+        let (admin, connections) = (Hello { client_cert: admin.client_cert, alpn: admin.alpn, ..Default::default() }, connections.clone());
+        clients.push(async move {
+            let mut sender: Option<hyper::client::conn::http2::SendRequest<Full<bytes::Bytes>>> = None;
+            let mut done = 0;
+            while done < 40 {
+                if sender.as_mut().is_none_or(|s| s.is_closed()) {
+                    let (stream, _) = handshake(lb, &admin).await.unwrap();
+                    sender = Some(common::tls_client::http2(stream).await);
+                    connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                let s = sender.as_mut().unwrap();
+                if s.ready().await.is_err() {
+                    sender = None;
+                    continue;
+                }
+                let probe = http::Request::get(format!("https://127.0.0.1:{lb}/api/v1/namespaces/default/limitranges/goaway-probe")).body(Full::new(bytes::Bytes::new())).unwrap();
+                match s.send_request(probe).await {
+                    Ok(resp) => {
+                        assert_eq!(resp.status(), 404);
+                        done += 1;
+                    }
+                    // Sent as the GOAWAY crossed it: not taken, sent again on a new connection.
+                    Err(_) => sender = None,
+                }
+            }
+        });
+    }
+    futures::future::join_all(clients).await;
+    let made = connections.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(made > 30, "no client was sent GOAWAY in 1200 requests ({made} connections)");
+
+    // Each node's count of the probes it answered.
+    let mut served = Vec::new();
+    for port in base..base + 3 {
+        let (stream, _) = handshake(port, &Hello { client_cert: admin.client_cert, alpn: Some(b"http/1.1"), ..Default::default() }).await.unwrap();
+        let (status, metrics) = http1(stream, "GET", "/metrics", &[], "").await.unwrap();
+        assert_eq!(status, 200);
+        let line = metrics.lines().find(|l| l.starts_with(r#"apiserver_request_total{verb="GET",group="",version="v1",resource="limitranges",subresource="",code="404"}"#));
+        served.push(line.and_then(|l| l.rsplit(' ').next()).and_then(|n| n.parse::<u64>().ok()).unwrap_or(0));
+    }
+    assert!(served.iter().all(|n| *n > 0), "probes per node: {served:?}");
+    assert!(served.iter().sum::<u64>() >= 1200, "probes per node: {served:?}");
+}

@@ -7,6 +7,7 @@
 pub mod failpoints;
 pub mod oidc_issuer;
 pub mod ports;
+pub mod tls_client;
 pub mod user_cert;
 pub mod webhook_server;
 
@@ -319,11 +320,21 @@ impl TestServer {
         }
     }
 
+    /// The process id, while it runs.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the server is not running").id()
+    }
+
     /// Sends SIGTERM and waits up to `within` for the exit; `None` if it is still running.
     pub fn sigterm(&mut self, within: Duration) -> Option<ExitStatus> {
-        let pid = self.child.as_ref().expect("the server is not running").id();
+        let pid = self.pid();
         let sent = Command::new("kill").args(["-TERM", &pid.to_string()]).status().expect("run kill");
         assert!(sent.success(), "kill -TERM {pid} failed");
+        self.wait_exit(within)
+    }
+
+    /// Waits up to `within` for the process to exit; `None` if it is still running.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {

@@ -59,6 +59,21 @@ pub struct TlsOptions {
     pub peer_sans: Vec<String>,
 }
 
+impl TlsOptions {
+    /// The files `ensure_pki` served from (given by flag, else generated under `DATA_DIR/pki`),
+    /// which the running server follows.
+    pub fn sources(&self, data_dir: &Path, proxy_ca: Option<PathBuf>, sni: Vec<super::SniCertKey>) -> super::Sources {
+        let dir = data_dir.join("pki");
+        super::Sources {
+            serving_cert: self.cert_file.clone().unwrap_or_else(|| dir.join("apiserver.crt")),
+            serving_key: self.key_file.clone().unwrap_or_else(|| dir.join("apiserver.key")),
+            client_ca: self.client_ca_file.clone().unwrap_or_else(|| dir.join("ca.crt")),
+            proxy_ca,
+            sni,
+        }
+    }
+}
+
 /// The certificates and keys the server runs with, all PEM.
 #[derive(Clone)]
 pub struct Pki {

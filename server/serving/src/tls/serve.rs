@@ -1,126 +1,94 @@
-//! The HTTPS listener: TLS with optional client certificates, HTTP/1.1 and HTTP/2 (ALPN),
-//! the client's identity in each request's extensions, and graceful shutdown.
+//! The HTTPS listener: accepts connections with the TLS configuration in force, serves each
+//! ([`super::connection`]) and shuts down as kube-apiserver does: on the signal `/readyz` fails
+//! at once (the caller's part), new connections are still served for `--shutdown-delay-duration`
+//! so that load balancers notice, then the listener closes and open connections are asked to
+//! close (HTTP/2 GOAWAY, HTTP/1.1 close after the current response); those still open a few
+//! seconds later are dropped.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
-use axum::extract::ConnectInfo;
 use axum::Router;
-use hyper::body::Incoming;
-use hyper::Request;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::service::TowerToHyperService;
-use rustls::pki_types::CertificateDer;
-use rustls::server::danger::ClientCertVerifier;
-use rustls::server::WebPkiClientVerifier;
-use rustls::ServerConfig;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tokio_rustls::TlsAcceptor;
-use tower::ServiceExt;
 
-use super::certs::{parse_certs, Pki};
-use super::v1_certs::AcceptingV1;
-use access::authn::x509::{ClientIdentity, ProxyIdentity};
+use super::connection::{connection, Connection};
+use super::reload::DynamicTls;
 
-/// A client that has not finished the TLS handshake by then is dropped.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// After shutdown is signalled, open requests (watches included) get this long to finish.
+/// After the listener closes, open requests (watches included) get this long to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Pause after a failed `accept` (e.g. out of file descriptors) before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// An HTTP/1.1 client has this long to send a request's headers, counted from the end of the
+/// previous response on a kept-alive connection (kube-apiserver's `ReadHeaderTimeout`).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
+/// HTTP/2 frames and per-stream receive windows of 256 KiB, as kube-apiserver sizes them (most
+/// objects fit one frame).
+const HTTP2_FRAME: u32 = 256 * 1024;
+/// Streams reset by the client before the server took them, at once, beyond which the client is
+/// sent GOAWAY (ENHANCE_YOUR_CALM): the rapid-reset attack (CVE-2023-44487).
+const HTTP2_PENDING_RESETS: usize = 20;
 
-/// The server's TLS settings and the verifiers that tell which CA a client certificate is of.
-#[derive(Clone)]
-pub struct Tls {
-    pub config: Arc<ServerConfig>,
-    /// Set when there is a proxy CA: then the handshake accepted either CA, and each is asked.
-    split: Option<(Arc<dyn ClientCertVerifier>, Arc<dyn ClientCertVerifier>)>,
+/// How connections are served: kube-apiserver's serving flags.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// `--shutdown-delay-duration`.
+    pub shutdown_delay: Duration,
+    /// `--http2-max-streams-per-connection` (0: 100, as kube-apiserver).
+    pub http2_max_streams: u32,
+    /// `--goaway-chance`.
+    pub goaway_chance: f64,
 }
 
-fn verifier(pems: &[&str], provider: &Arc<rustls::crypto::CryptoProvider>) -> anyhow::Result<Arc<dyn ClientCertVerifier>> {
-    let mut roots = rustls::RootCertStore::empty();
-    let mut cas = Vec::new();
-    for pem in pems {
-        for cert in parse_certs(pem)? {
-            roots.add(cert.clone()).context("adding a client CA certificate")?;
-            cas.push(cert);
-        }
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions { shutdown_delay: Duration::ZERO, http2_max_streams: 0, goaway_chance: 0.0 }
     }
-    let webpki = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-        .allow_unauthenticated()
-        .build()
-        .context("building the client certificate verifier")?;
-    Ok(Arc::new(AcceptingV1::new(webpki, &cas, provider.signature_verification_algorithms)))
 }
 
-/// The rustls server configuration for `pki`: the serving certificate, client certificates
-/// verified against the client CA (or the authenticating proxy's `proxy_ca`) but optional
-/// (anonymous clients may connect, a certificate that fails verification fails the handshake),
-/// ALPN `h2` and `http/1.1`, the ring provider.
-pub fn server_config(pki: &Pki, proxy_ca: Option<&str>) -> anyhow::Result<Tls> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let (verifier, split) = match proxy_ca {
-        None => (verifier(&[&pki.client_ca_pem], &provider)?, None),
-        Some(proxy) => (
-            verifier(&[&pki.client_ca_pem, proxy], &provider)?,
-            Some((verifier(&[&pki.client_ca_pem], &provider)?, verifier(&[proxy], &provider)?)),
-        ),
+fn builder(options: &ServeOptions) -> Builder<TokioExecutor> {
+    let streams = match options.http2_max_streams {
+        0 => 100,
+        n => n,
     };
-    let chain = parse_certs(&pki.serving_cert_pem)?;
-    let key = rustls_pemfile::private_key(&mut pki.serving_key_pem.as_bytes())
-        .context("reading the serving key")?
-        .context("the serving key file holds no PEM private key")?;
-    let mut config = ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(chain, key)
-        .context("the serving certificate and key do not fit together")?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Tls { config: Arc::new(config), split })
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT).max_buf_size(1 << 20);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(streams)
+        .max_frame_size(HTTP2_FRAME)
+        .initial_stream_window_size(HTTP2_FRAME)
+        .initial_connection_window_size(HTTP2_FRAME.saturating_mul(streams))
+        .max_pending_accept_reset_streams(HTTP2_PENDING_RESETS);
+    builder
 }
 
-impl Tls {
-    /// Who a verified chain says the client is: a user of the client CA, a proxy of the proxy
-    /// CA, or both when both CAs verify it.
-    fn identities(&self, chain: Option<&[CertificateDer<'static>]>) -> (Option<ClientIdentity>, Option<ProxyIdentity>) {
-        let Some((leaf, intermediates)) = chain.and_then(|c| c.split_first()) else { return (None, None) };
-        let Some(identity) = ClientIdentity::from_certificate(leaf) else { return (None, None) };
-        let Some((client, proxy)) = &self.split else { return (Some(identity), None) };
-        let now = rustls::pki_types::UnixTime::now();
-        let by = |v: &Arc<dyn ClientCertVerifier>| v.verify_client_cert(leaf, intermediates, now).is_ok();
-        let proxy = by(proxy).then(|| ProxyIdentity { name: identity.user.clone() });
-        (by(client).then_some(identity), proxy)
-    }
-}
-
-/// Serves `app` over TLS on `listener` until `shutdown` resolves; then stops accepting, asks
-/// open connections to close (HTTP/2 GOAWAY, HTTP/1.1 close after the current response) and
-/// drops those still open after a few seconds. Each request carries `ConnectInfo<SocketAddr>`
-/// and, when the client presented a verified certificate naming a user, a [`ClientIdentity`].
+/// Serves `app` over TLS on `listener` until `shutdown` resolves and the shutdown delay has
+/// passed. Each request carries `ConnectInfo<SocketAddr>` and, when the client presented a
+/// verified certificate naming a user, a `ClientIdentity`.
 pub async fn serve(
     listener: TcpListener,
-    tls: Tls,
+    tls: Arc<DynamicTls>,
     app: Router,
+    options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let acceptor = TlsAcceptor::from(tls.config.clone());
-    let tls = Arc::new(tls);
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new());
-    builder.http2().timer(TokioTimer::new());
-    let builder = Arc::new(builder);
+    let shared = Arc::new(Connection::new(builder(&options), app, options.goaway_chance));
     let (stop_tx, stop_rx) = watch::channel(());
     let mut conns = JoinSet::new();
-    tokio::pin!(shutdown);
+    let stop_accepting = async move {
+        shutdown.await;
+        tokio::time::sleep(options.shutdown_delay).await;
+    };
+    tokio::pin!(stop_accepting);
     loop {
         let (tcp, peer) = tokio::select! {
-            () = &mut shutdown => break,
+            () = &mut stop_accepting => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(err) => {
@@ -131,15 +99,7 @@ pub async fn serve(
             },
         };
         while conns.try_join_next().is_some() {}
-        conns.spawn(connection(
-            tcp,
-            peer,
-            acceptor.clone(),
-            tls.clone(),
-            builder.clone(),
-            app.clone(),
-            stop_rx.clone(),
-        ));
+        conns.spawn(connection(tcp, peer, tls.current(), shared.clone(), stop_rx.clone()));
     }
     drop(listener);
     stop_tx.send_replace(());
@@ -147,70 +107,21 @@ pub async fn serve(
         while conns.join_next().await.is_some() {}
     });
     if drained.await.is_err() {
-        tracing::info!(
-            open = conns.len(),
-            "closing connections still open after the shutdown grace period"
-        );
+        tracing::info!(open = conns.len(), "closing connections still open after the shutdown grace period");
         conns.shutdown().await;
     }
     Ok(())
 }
 
-/// One client connection: handshake, then HTTP until the client leaves or `stop` fires.
-async fn connection(
-    tcp: TcpStream,
-    peer: SocketAddr,
-    acceptor: TlsAcceptor,
-    settings: Arc<Tls>,
-    builder: Arc<Builder<TokioExecutor>>,
-    app: Router,
-    mut stop: watch::Receiver<()>,
-) {
-    let _ = tcp.set_nodelay(true);
-    let tls = tokio::select! {
-        _ = stop.changed() => return,
-        handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)) => match handshake {
-            Ok(Ok(tls)) => tls,
-            Ok(Err(err)) => {
-                tracing::debug!(%peer, error = %err, "TLS handshake failed");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(%peer, "TLS handshake timed out");
-                return;
-            }
-        },
-    };
-    let (identity, proxy) = settings.identities(tls.get_ref().1.peer_certificates());
-    let service = app.map_request(move |mut req: Request<Incoming>| {
-        req.extensions_mut().insert(ConnectInfo(peer));
-        if let Some(identity) = &identity {
-            req.extensions_mut().insert(identity.clone());
-        }
-        if let Some(proxy) = &proxy {
-            req.extensions_mut().insert(proxy.clone());
-        }
-        req
-    });
-    let conn = builder
-        .serve_connection_with_upgrades(TokioIo::new(tls), TowerToHyperService::new(service));
-    tokio::pin!(conn);
-    let result = tokio::select! {
-        result = conn.as_mut() => result,
-        _ = stop.changed() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
-    if let Err(err) = result {
-        tracing::debug!(%peer, error = %err, "connection ended with an error");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tls::certs::{ensure_pki, tests::temp_dir, TlsOptions};
+    use std::net::SocketAddr;
+    use crate::tls::certs::{ensure_pki, parse_certs, tests::temp_dir, Pki, TlsOptions};
+    use hyper::Request;
+    use hyper_util::rt::TokioIo;
+    use tokio::net::TcpStream;
+    use access::authn::x509::ClientIdentity;
     use axum::body::Body;
     use axum::routing::get;
     use axum::Extension;
@@ -294,7 +205,8 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, server_config(&pki, None).unwrap(), app, async {
+        let tls = TlsOptions::default().sources(&dir, None, Vec::new()).load(&Default::default()).unwrap();
+        let server = tokio::spawn(serve(listener, DynamicTls::fixed(tls), app, ServeOptions::default(), async {
             let _ = stopped.await;
         }));
         let admin = Some((pki.admin_cert_pem.as_str(), pki.admin_key_pem.as_str()));
