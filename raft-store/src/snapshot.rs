@@ -5,7 +5,10 @@
 //! newer.
 //!
 //! The file is the CBOR-encoded metadata, prefixed by its length (8 bytes, little-endian), then
-//! the CBOR-encoded body. Between replicas the body alone is sent, after the metadata.
+//! the CBOR-encoded body, then a trailer: the SHA-256 of all before it and the 8 bytes
+//! `snapsum1`. A node checks it when it opens its snapshot and will not start from a file that
+//! fails it; a file without the trailer (from earlier versions) is taken as it is. Between
+//! replicas the body alone is sent, after the metadata.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -17,9 +20,10 @@ use std::sync::{Arc, Mutex};
 
 use redb::{Database, ReadableDatabase, TableDefinition};
 use serde::{Deserialize, Serialize, Serializer};
+use sha2::{Digest, Sha256};
 
 use crate::dedupe::Outcome;
-use crate::error::io_err;
+use crate::error::{io_err, StoreError};
 use crate::log_store::{decode, encode};
 use crate::types::{LogId, Object, TypeConfig};
 
@@ -30,6 +34,9 @@ pub(crate) type Snapshot = openraft::alias::SnapshotOf<TypeConfig, SnapshotFile>
 const SNAPSHOT_TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshot");
 const FILE: &str = "snapshot";
 const TEMPORARY: &str = "snapshot.tmp";
+/// The end of a file with a checksum: the digest, then these bytes.
+const TRAILER_MAGIC: &[u8; 8] = b"snapsum1";
+const TRAILER: u64 = 32 + 8;
 
 /// What a snapshot holds besides its metadata.
 #[derive(Deserialize)]
@@ -62,13 +69,14 @@ pub struct SnapshotFile {
 
 impl SnapshotFile {
     /// The body's bytes, from the start, for sending to a peer; and how many there are.
-    pub(crate) fn body(&self) -> io::Result<(tokio::fs::File, u64)> {
+    pub(crate) fn body(&self) -> io::Result<(tokio::io::Take<tokio::fs::File>, u64)> {
         let mut file = self.file.try_clone()?;
         file.seek(SeekFrom::Start(0))?;
         let offset = 8 + read_len(&mut file)?;
-        let size = file.metadata()?.len().checked_sub(offset).ok_or_else(|| io_err("snapshot file is truncated"))?;
+        let trailer = if has_trailer(&mut file)? { TRAILER } else { 0 };
+        let size = file.metadata()?.len().checked_sub(offset + trailer).ok_or_else(|| io_err("snapshot file is truncated"))?;
         file.seek(SeekFrom::Start(offset))?;
-        Ok((tokio::fs::File::from_std(file), size))
+        Ok((tokio::io::AsyncReadExt::take(tokio::fs::File::from_std(file), size), size))
     }
 }
 
@@ -91,8 +99,24 @@ pub(crate) struct Snapshots {
 
 impl Snapshots {
     /// Opens the snapshot under `dir`, moving one that `db` holds from an earlier version into
-    /// the file, and removing temporary files a stopped node left behind.
-    pub fn open(dir: &Path, db: &Database) -> io::Result<Snapshots> {
+    /// the file, and removing temporary files a stopped node left behind; a snapshot that fails
+    /// its checksum or cannot be read is `Damaged`.
+    pub fn open(dir: &Path, db: &Database) -> Result<Snapshots, StoreError> {
+        let damaged = |detail: String| StoreError::Damaged { file: dir.join(FILE).display().to_string(), detail };
+        let snapshots = Snapshots::open_files(dir, db).map_err(StoreError::internal)?;
+        match File::open(dir.join(FILE)) {
+            Ok(mut file) => verify(&mut file).map_err(|e| damaged(e.to_string()))?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::internal(e)),
+        }
+        *snapshots.current.lock().unwrap() = match snapshots.current().map_err(|e| damaged(e.to_string()))? {
+            Some(s) => s.meta.last_log_id,
+            None => None,
+        };
+        Ok(snapshots)
+    }
+
+    fn open_files(dir: &Path, db: &Database) -> io::Result<Snapshots> {
         for entry in std::fs::read_dir(dir)? {
             let entry = entry?;
             if entry.file_name().to_string_lossy().starts_with(TEMPORARY) {
@@ -101,10 +125,6 @@ impl Snapshots {
         }
         let snapshots = Snapshots { dir: dir.to_path_buf(), current: Default::default(), next_temporary: Default::default() };
         snapshots.move_from(db)?;
-        *snapshots.current.lock().unwrap() = match snapshots.current()? {
-            Some(s) => s.meta.last_log_id,
-            None => None,
-        };
         Ok(snapshots)
     }
 
@@ -160,16 +180,21 @@ impl Snapshots {
         // Removed on any failure below.
         let guard = SnapshotFile { file: std_file.try_clone()?, path, temporary: true };
         let mut out = tokio::io::BufWriter::new(tokio::fs::File::from_std(std_file));
-        out.write_all(&header(meta)?).await?;
+        let header = header(meta)?;
+        let mut digest = Sha256::new();
+        digest.update(&header);
+        out.write_all(&header).await?;
         let mut received = 0u64;
         while let Some(piece) = pieces.next().await {
             let piece = piece.map_err(io_err)?;
             received += piece.len() as u64;
+            digest.update(&piece);
             out.write_all(&piece).await?;
         }
         if let Some(size) = size.filter(|size| *size != received) {
             return Err(io_err(format!("snapshot body of {received} bytes, {size} announced")));
         }
+        out.write_all(&trailer(digest)).await?;
         out.flush().await?;
         out.get_ref().sync_all().await?;
         Ok(guard)
@@ -199,15 +224,18 @@ impl Snapshots {
         Ok((File::options().read(true).write(true).create_new(true).mode(0o600).open(&path)?, path))
     }
 
-    /// Writes the metadata and then what `body` writes to a synced temporary file.
-    fn create(&self, meta: &SnapshotMeta, body: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>) -> io::Result<SnapshotFile> {
+    /// Writes the metadata, what `body` writes and the checksum of both to a synced temporary
+    /// file.
+    fn create(&self, meta: &SnapshotMeta, body: impl FnOnce(&mut Hashing<BufWriter<File>>) -> io::Result<()>) -> io::Result<SnapshotFile> {
         let (file, path) = self.temporary()?;
         let snapshot = SnapshotFile { file, path, temporary: true };
-        let mut out = BufWriter::with_capacity(1 << 16, &snapshot.file);
+        let mut out = Hashing { inner: BufWriter::with_capacity(1 << 16, snapshot.file.try_clone()?), digest: Sha256::new() };
         out.write_all(&header(meta)?)?;
         body(&mut out)?;
-        out.flush()?;
-        drop(out);
+        let Hashing { mut inner, digest } = out;
+        inner.write_all(&trailer(digest))?;
+        inner.flush()?;
+        drop(inner);
         snapshot.file.sync_all()?;
         Ok(snapshot)
     }
@@ -226,6 +254,75 @@ impl Snapshots {
         file.path = path;
         file.temporary = false;
         Ok(file)
+    }
+}
+
+/// A writer that hashes what goes through it.
+struct Hashing<W> {
+    inner: W,
+    digest: Sha256,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.digest.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+fn trailer(digest: Sha256) -> Vec<u8> {
+    let mut out = digest.finalize().to_vec();
+    out.extend_from_slice(TRAILER_MAGIC);
+    out
+}
+
+/// Whether the file ends with a checksum trailer.
+fn has_trailer(file: &mut File) -> io::Result<bool> {
+    let len = file.metadata()?.len();
+    if len < TRAILER {
+        return Ok(false);
+    }
+    let at = file.stream_position()?;
+    file.seek(SeekFrom::Start(len - 8))?;
+    let mut magic = [0u8; 8];
+    file.read_exact(&mut magic)?;
+    file.seek(SeekFrom::Start(at))?;
+    Ok(&magic == TRAILER_MAGIC)
+}
+
+/// Checks a snapshot file against its trailer (a file without one passes).
+fn verify(file: &mut File) -> io::Result<()> {
+    if !has_trailer(file)? {
+        return Ok(());
+    }
+    let covered = file.metadata()?.len() - TRAILER;
+    file.seek(SeekFrom::Start(0))?;
+    let mut digest = Sha256::new();
+    io::copy(&mut (&*file).take(covered), &mut DigestWriter(&mut digest))?;
+    let mut stored = [0u8; 32];
+    file.read_exact(&mut stored)?;
+    if digest.finalize().as_slice() != stored {
+        return Err(io_err("its SHA-256 checksum does not match its contents"));
+    }
+    Ok(())
+}
+
+/// Feeds `io::copy` into a digest.
+struct DigestWriter<'a>(&'a mut Sha256);
+
+impl Write for DigestWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -330,6 +427,32 @@ mod tests {
         assert!(err.to_string().contains("announced"), "{err}");
         assert!(files(follower.path()).is_empty(), "left behind: {:?}", files(follower.path()));
         assert!(to.current().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_damaged_snapshot_stops_the_open_and_one_without_a_checksum_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        open(dir.path()).build(meta(30), &objects(30), &[]).unwrap();
+        let path = dir.path().join(FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.windows(6).position(|w| w == b"{\"i\":7").unwrap() + 5;
+        bytes[at] ^= 0x01;
+        std::fs::write(&path, &bytes).unwrap();
+        let db = Database::create(dir.path().join("raft.redb")).unwrap();
+        match Snapshots::open(dir.path(), &db) {
+            Err(StoreError::Damaged { file, detail }) => {
+                assert!(file.ends_with("/snapshot"), "{file}");
+                assert!(detail.contains("checksum"), "{detail}");
+            }
+            other => panic!("opened a damaged snapshot: {:?}", other.map(|_| ())),
+        }
+        // As earlier versions wrote it: no trailer, taken as it is.
+        bytes[at] ^= 0x01;
+        bytes.truncate(bytes.len() - TRAILER as usize);
+        std::fs::write(&path, &bytes).unwrap();
+        let snapshots = Snapshots::open(dir.path(), &db).unwrap();
+        let body = snapshots.install(snapshots.current().unwrap().unwrap()).unwrap();
+        assert_eq!(body.objects.len(), 30);
     }
 
     #[test]

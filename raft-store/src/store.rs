@@ -79,17 +79,30 @@ const REDB_CACHE_BYTES: usize = 32 << 20;
 
 /// Opens the redb file. The last handle of a previous `Store` in this process releases the file
 /// lock just after it is dropped, so a reopen right after `shutdown` may briefly find it held.
+/// Opens the log and state database, and checks every page of it against its checksum: a node
+/// must not start from a file that lost or changed what it acknowledged.
 async fn open_db(path: &Path) -> Result<Database, StoreError> {
+    let damaged = |detail: String| StoreError::Damaged { file: path.display().to_string(), detail };
     let mut attempts = 0;
-    loop {
+    let mut db = loop {
         match Database::builder().set_cache_size(REDB_CACHE_BYTES).create(path) {
             Err(redb::DatabaseError::DatabaseAlreadyOpen) if attempts < 100 => {
                 attempts += 1;
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            other => return other.map_err(StoreError::internal),
+            Err(redb::DatabaseError::Storage(redb::StorageError::Corrupted(detail))) => return Err(damaged(detail)),
+            other => break other.map_err(StoreError::internal)?,
         }
+    };
+    let started = std::time::Instant::now();
+    match db.check_integrity() {
+        Ok(true) => {}
+        Ok(false) => return Err(damaged("pages failed their checksums and the file was rolled back to its last intact commit, which may lack entries this node acknowledged".into())),
+        Err(redb::DatabaseError::Storage(redb::StorageError::Corrupted(detail))) => return Err(damaged(detail)),
+        Err(e) => return Err(StoreError::internal(e)),
     }
+    tracing::info!(took = ?started.elapsed(), "raft.redb checked");
+    Ok(db)
 }
 
 /// A replica of the store; clones share it.
@@ -160,7 +173,7 @@ impl Store {
         let linger = log.linger_switch();
         let voted_for = log.voted_for();
         let cache = Arc::new(Cache::with_observers(opts.cache, opts.observers.clone()));
-        let snapshots = Snapshots::open(dir, &db).map_err(StoreError::internal)?;
+        let snapshots = Snapshots::open(dir, &db)?;
         let sm = StateMachine::new(cache.clone(), snapshots.clone());
         let config = Config {
             cluster_name: "apiserver".into(),

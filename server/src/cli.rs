@@ -235,6 +235,11 @@ pub enum Command {
         #[command(subcommand)]
         action: MemberAction,
     },
+    /// Moves this node's Raft state (`raft.redb`, `snapshot`) under `--data-dir` aside into
+    /// `damaged-<seconds>/`, keeping its certificates: started again with
+    /// `--initial-cluster-state existing`, the node catches up from the leader. For a member whose
+    /// state is damaged, while the others of its cluster run.
+    Reseed,
     /// Prints the flags reference (`docs/flags.md`) in Markdown.
     #[command(hide = true)]
     FlagsReference,

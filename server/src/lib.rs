@@ -14,4 +14,5 @@ pub mod flags_reference;
 pub mod loopback;
 pub mod member;
 pub mod poststart;
+pub mod reseed;
 pub mod server;

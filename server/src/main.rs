@@ -25,6 +25,7 @@ async fn main() -> anyhow::Result<()> {
             println!("certificates in {}", args.data_dir.join("pki").display());
             Ok(())
         }
+        Some(apiserver::cli::Command::Reseed) => apiserver::reseed::run(&args.data_dir),
         Some(apiserver::cli::Command::FlagsReference) => {
             print!("{}", apiserver::flags_reference::render());
             Ok(())

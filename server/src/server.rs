@@ -110,7 +110,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         },
     )
     .await
-    .context("opening the store")?;
+    .map_err(|e| match e {
+        raft_store::StoreError::Damaged { .. } => anyhow::anyhow!(
+            "{e}\nThis node cannot start from it. With the other members of its cluster running, re-seed it: `apiserver reseed --data-dir {}` moves the damaged state aside, then start the node with `--initial-cluster-state existing` and it catches up from the leader (docs/operating.md, \"Damaged data\")",
+            args.data_dir.display()
+        ),
+        e => anyhow::Error::new(e).context("opening the store"),
+    })?;
     // Replicas reach each other on the peer listener.
     let (stop_peers, peers_stopped) = tokio::sync::oneshot::channel::<()>();
     let peers = match args.listen_peer_address.as_ref().or(peer_addr.as_ref()) {

@@ -1,7 +1,8 @@
 //! Three real nodes on loopback, one Raft group behind three API servers: writes on any node
 //! are read on every node, a watch resumes on another node, acknowledged writes survive
 //! `kill -9` of any node (the leader among them, also under load), a full restart keeps
-//! everything, a wiped node rejoins from a snapshot, members are added and removed, every
+//! everything, a wiped node rejoins from a snapshot, a node whose database is damaged refuses to
+//! start and is re-seeded with `apiserver reseed` while writes go on, members are added and removed, every
 //! node's `/metrics` names the same leader, a watcher on a follower sees a write without waiting
 //! for further traffic, and the leader's log gathers its flushes only while
 //! its followers answer, and a RoleBinding written through one node authorizes on every node,
@@ -368,6 +369,65 @@ async fn a_wiped_node_rejoins_from_a_snapshot() {
     // And it takes part in writes again.
     configmaps(&nodes[2]).create(&PostParams::default(), &configmap("after-rejoin", &[])).await.unwrap();
     assert!(stored(&nodes[0]).await.contains("after-rejoin"));
+}
+
+#[tokio::test]
+async fn a_damaged_follower_refuses_to_start_and_is_reseeded_under_writes() {
+    let mut nodes = cluster_with(&["--snapshot-count", "20"]).await;
+    for i in 0..30 {
+        configmaps(&nodes[i % 2]).create(&PostParams::default(), &configmap(&format!("before-{i}"), &[])).await.unwrap();
+    }
+    // Writes go on through the other two nodes all along.
+    let writer = {
+        let api = configmaps(&nodes[0]);
+        tokio::spawn(async move {
+            let mut written = BTreeSet::new();
+            for i in 0..60 {
+                let name = format!("during-{i}");
+                api.create(&PostParams::default(), &configmap(&name, &[])).await.expect("a write while a follower was damaged");
+                written.insert(name);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            written
+        })
+    };
+    // Node 3's database damaged on disk: a byte changed in every page after the first.
+    let leader = leader_index(&nodes).await;
+    let victim = if leader == 2 { 1 } else { 2 };
+    nodes[victim].kill9();
+    let db = nodes[victim].data_dir().join("raft.redb");
+    let mut bytes = std::fs::read(&db).unwrap();
+    for page in (4096..bytes.len()).step_by(4096) {
+        bytes[page + 100] ^= 0x5a;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    nodes[victim].launch();
+    let refused = nodes[victim].wait_ready().await.expect_err("a node started from a damaged database");
+    assert!(refused.contains("raft.redb is damaged") && refused.contains("apiserver reseed --data-dir"), "{refused}");
+
+    // The documented command, then a start as a member that lost its data.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_apiserver")).args(["reseed", "--data-dir"]).arg(nodes[victim].data_dir()).output().unwrap();
+    let said = common::expect_success(&["reseed"], out);
+    assert!(said.contains("moved raft.redb"), "{said}");
+    nodes[victim].set_flag("--initial-cluster-state", "existing");
+    nodes[victim].launch();
+    nodes[victim].wait_ready().await.unwrap_or_else(|log| panic!("the reseeded node did not rejoin:\n{log}"));
+
+    let mut expected: BTreeSet<String> = (0..30).map(|i| format!("before-{i}")).collect();
+    expected.extend(writer.await.unwrap());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let here: BTreeSet<String> = names(&configmaps(&nodes[victim]).list(&ListParams::default().match_any()).await.unwrap()).into_iter().collect();
+        if here.is_superset(&expected) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the reseeded node lacks {:?}", expected.difference(&here).collect::<Vec<_>>());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for node in &nodes {
+        let stored: BTreeSet<String> = stored(node).await;
+        assert!(stored.is_superset(&expected), "a node lost acknowledged writes");
+    }
 }
 
 /// Runs `apiserver member ...` with the peer certificate of `via`, against its peer address.

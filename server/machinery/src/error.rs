@@ -366,6 +366,7 @@ impl From<raft_store::StoreError> for ApiError {
             }
             S::NotLeader(m) | S::Unavailable(m) => ApiError::Unavailable(m),
             S::Internal(m) => ApiError::Internal(m),
+            damaged @ S::Damaged { .. } => ApiError::Internal(damaged.to_string()),
             S::Corrupt(objects) => ApiError::Internal(format!(
                 "Internal error occurred: {}",
                 objects.first().map(corrupt_object).unwrap_or_default()
