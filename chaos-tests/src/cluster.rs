@@ -14,6 +14,10 @@ use crate::net::Net;
 
 const API_PORT: u16 = 6443;
 const PEER_PORT: u16 = 2380;
+/// Each node's own file system, when faults fill disks.
+const SMALL_DISK_MIB: u64 = 512;
+/// What a filled disk leaves free: less than the reserve a node keeps.
+const FILLED_LEAVES: u64 = 16 << 20;
 
 /// One replica: its data directory and, while it runs, its process.
 struct Node {
@@ -33,6 +37,8 @@ pub struct Cluster {
     failpoints: Option<String>,
     /// Flags every node starts with, besides its address and membership.
     flags: Vec<String>,
+    /// Whether each node's data directory is a small file system of its own (for `disk-full`).
+    small_disks: bool,
 }
 
 fn free_port() -> Result<u16> {
@@ -48,8 +54,9 @@ fn signal(pid: u32, sig: &str) -> Result<()> {
 }
 
 impl Cluster {
-    /// Starts `nodes` replicas of a new cluster under `dir` and the load balancer.
-    pub fn start(bin: &Path, dir: &Path, nodes: u32, failpoints: Option<String>, flags: Vec<String>) -> Result<Cluster> {
+    /// Starts `nodes` replicas of a new cluster under `dir` and the load balancer; with
+    /// `small_disks`, each on a tmpfs of its own.
+    pub fn start(bin: &Path, dir: &Path, nodes: u32, failpoints: Option<String>, flags: Vec<String>, small_disks: bool) -> Result<Cluster> {
         let net = Net::create(nodes)?;
         let lb_port = free_port()?;
         let status = Command::new(bin)
@@ -62,9 +69,12 @@ impl Cluster {
         if !status.success() {
             bail!("apiserver certs failed");
         }
-        let mut cluster = Cluster { net, bin: bin.to_path_buf(), dir: dir.to_path_buf(), nodes: Vec::new(), haproxy: None, lb_port, failpoints, flags };
+        let mut cluster = Cluster { net, bin: bin.to_path_buf(), dir: dir.to_path_buf(), nodes: Vec::new(), haproxy: None, lb_port, failpoints, flags, small_disks };
         cluster.nodes = (1..=nodes).map(|i| Node { dir: dir.join(format!("node-{i}")), process: None, paused: false }).collect();
         for i in 1..=nodes {
+            if small_disks {
+                cluster.mount_small_disk(i)?;
+            }
             cluster.seed_pki(i)?;
             cluster.launch(i, "new")?;
         }
@@ -78,6 +88,46 @@ impl Cluster {
 
     fn node(&mut self, i: u32) -> &mut Node {
         &mut self.nodes[i as usize - 1]
+    }
+
+    /// Mounts a tmpfs of `SMALL_DISK_MIB` as node `i`'s data directory.
+    fn mount_small_disk(&mut self, i: u32) -> Result<()> {
+        let dir = self.node(i).dir.clone();
+        std::fs::create_dir_all(&dir)?;
+        let status = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={SMALL_DISK_MIB}m"), "tmpfs"]).arg(&dir).status()?;
+        if !status.success() {
+            bail!("mounting a tmpfs on {}", dir.display());
+        }
+        Ok(())
+    }
+
+    /// Fills node `i`'s file system until less than a node's reserve is left.
+    pub fn fill_disk(&mut self, i: u32) -> Result<()> {
+        if !self.small_disks {
+            bail!("disk-full needs the nodes on small disks of their own");
+        }
+        let dir = self.node(i).dir.clone();
+        let out = Command::new("df").args(["-B1", "--output=avail"]).arg(&dir).output()?;
+        let free: u64 = String::from_utf8_lossy(&out.stdout).lines().nth(1).context("df")?.trim().parse()?;
+        let mut filler = std::io::BufWriter::new(std::fs::File::create(dir.join("filler"))?);
+        let block = vec![0x5a_u8; 1 << 20];
+        let mut left = free.saturating_sub(FILLED_LEAVES);
+        while left > 0 {
+            let n = left.min(block.len() as u64) as usize;
+            std::io::Write::write_all(&mut filler, &block[..n])?;
+            left -= n as u64;
+        }
+        std::io::Write::flush(&mut filler)?;
+        Ok(())
+    }
+
+    /// Frees what `fill_disk` took.
+    pub fn free_disk(&mut self, i: u32) -> Result<()> {
+        let filler = self.node(i).dir.join("filler");
+        if filler.exists() {
+            std::fs::remove_file(filler)?;
+        }
+        Ok(())
     }
 
     /// Gives node `i` the cluster CA, from which it issues its own certificates.
@@ -98,7 +148,8 @@ impl Cluster {
     fn launch(&mut self, i: u32, state: &str) -> Result<()> {
         let members: Vec<String> = (1..=self.size()).map(|j| format!("{j}={}", self.peer_addr(j))).collect();
         let dir = self.node(i).dir.clone();
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("apiserver.log"))?;
+        // Beside the data directory, which may be a file system unmounted at the end.
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join(format!("node-{i}.log")))?;
         let mut cmd = self.net.command(i, &self.bin);
         cmd.arg("--data-dir")
             .arg(&dir)
@@ -189,7 +240,7 @@ impl Cluster {
         let dir = self.node(i).dir.clone();
         for entry in std::fs::read_dir(&dir)? {
             let path = entry?.path();
-            if path.file_name().is_some_and(|n| n != "pki" && n != "apiserver.log") {
+            if path.file_name().is_some_and(|n| n != "pki") {
                 if path.is_dir() {
                     std::fs::remove_dir_all(&path)?;
                 } else {
@@ -282,6 +333,11 @@ impl Cluster {
         if let Some(mut h) = self.haproxy.take() {
             let _ = h.kill();
             let _ = h.wait();
+        }
+        if std::mem::take(&mut self.small_disks) {
+            for node in &self.nodes {
+                let _ = Command::new("umount").arg("-l").arg(&node.dir).status();
+            }
         }
     }
 }

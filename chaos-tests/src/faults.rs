@@ -26,6 +26,7 @@ pub enum Fault {
     Membership,
     SlowFsync,
     FailFsync,
+    DiskFull,
 }
 
 const NAMES: &[(&str, Fault)] = &[
@@ -43,6 +44,7 @@ const NAMES: &[(&str, Fault)] = &[
     ("membership", Fault::Membership),
     ("slow-fsync", Fault::SlowFsync),
     ("fail-fsync", Fault::FailFsync),
+    ("disk-full", Fault::DiskFull),
 ];
 
 impl Fault {
@@ -136,6 +138,10 @@ pub async fn inject(cluster: &mut Cluster, fault: Fault, rng: &mut StdRng) -> Re
             cluster.failpoint(follower, "raft-log-fsync", Some("return")).await?;
             vec![follower]
         }
+        Fault::DiskFull => {
+            cluster.fill_disk(random)?;
+            vec![random]
+        }
     };
     Ok(Active { fault, nodes })
 }
@@ -188,6 +194,12 @@ pub async fn heal(cluster: &mut Cluster, active: &Active) -> Result<()> {
         Fault::SlowFsync => {
             for &n in &active.nodes {
                 cluster.failpoint(n, "raft-log-fsync", None).await?;
+            }
+        }
+        Fault::DiskFull => {
+            // Nothing else: the node goes on by itself once its disk has room.
+            for &n in &active.nodes {
+                cluster.free_disk(n)?;
             }
         }
         Fault::FailFsync => {

@@ -81,7 +81,8 @@ pub async fn run(opts: Options) -> Result<bool> {
     let out = opts.out.canonicalize()?;
     let failpoints = opts.broken.as_ref().map(|_| "read-index-skip=return".to_string());
     let flags = opts.snapshot_count.map(|n| vec!["--snapshot-count".to_string(), n.to_string()]).unwrap_or_default();
-    let mut cluster = Cluster::start(&bin, &out.join("cluster"), opts.nodes, failpoints, flags)?;
+    let small_disks = opts.faults.contains(&Fault::DiskFull);
+    let mut cluster = Cluster::start(&bin, &out.join("cluster"), opts.nodes, failpoints, flags, small_disks)?;
     println!("cluster of {} nodes behind https://127.0.0.1:{}; report in {}", opts.nodes, cluster.lb_port, out.display());
     cluster.wait_ready(Duration::from_secs(60)).await?;
     let rec = Arc::new(Recorder::default());

@@ -21,6 +21,9 @@ pub enum StoreError {
     /// An I/O or encoding failure.
     #[error("storage error: {0}")]
     Internal(String),
+    /// The data directory's file system is short of space: writes wait until it is freed.
+    #[error("{0}")]
+    NoSpace(String),
     /// A file of the data directory fails its checks: the node must not start from it.
     #[error("{file} is damaged: {detail}")]
     Damaged { file: String, detail: String },

@@ -18,6 +18,7 @@ mod pipe;
 mod read_index;
 mod service;
 mod snapshot;
+mod space;
 mod stamp;
 mod state_machine;
 mod store;

@@ -3,14 +3,14 @@
 //! openraft messages they carry.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use proto::raft::raft_client::RaftClient;
 use proto::raft::{ForwardRequest, ForwardResponse, RaftPayload, ReadIndexRequest, ReadIndexResponse};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 use crate::pipe::Pipes;
 use crate::types::NodeId;
@@ -31,10 +31,25 @@ impl std::fmt::Debug for PeerTls {
 }
 
 impl PeerTls {
-    pub(crate) fn server(&self) -> ServerTlsConfig {
-        ServerTlsConfig::new()
-            .identity(Identity::from_pem(&self.cert_pem, &self.key_pem))
-            .client_ca_root(Certificate::from_pem(&self.ca_pem))
+    /// The listener's configuration: this node's certificate, peers' certificates required and
+    /// verified against the CA, HTTP/2 (gRPC).
+    pub fn server_config(&self) -> Result<Arc<rustls::ServerConfig>, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let certs = |pem: &str| rustls_pemfile::certs(&mut pem.as_bytes()).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string());
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in certs(&self.ca_pem)? {
+            roots.add(ca).map_err(|e| format!("the peer CA: {e}"))?;
+        }
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build().map_err(|e| format!("the peer CA: {e}"))?;
+        let key = rustls_pemfile::private_key(&mut self.key_pem.as_bytes()).map_err(|e| e.to_string())?.ok_or("the peer key file holds no PEM private key")?;
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(certs(&self.cert_pem)?, key)
+            .map_err(|e| format!("the peer certificate and key: {e}"))?;
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        Ok(Arc::new(config))
     }
 
     fn client(&self, host: &str) -> ClientTlsConfig {
@@ -49,7 +64,8 @@ impl PeerTls {
 /// store handle) share the certificates and the channels.
 #[derive(Clone)]
 pub struct Peers {
-    tls: Option<Arc<PeerTls>>,
+    /// Replaced when the certificate files change; new connections use the new ones.
+    tls: Arc<RwLock<Option<Arc<PeerTls>>>>,
     channels: Arc<Mutex<HashMap<(NodeId, String), Channel>>>,
     /// Standing streams for single appends, forwarded writes and read indexes.
     pub(crate) appends: Pipes<RaftPayload, RaftPayload>,
@@ -60,7 +76,7 @@ pub struct Peers {
 impl Peers {
     pub fn new(tls: Option<PeerTls>) -> Self {
         Peers {
-            tls: tls.map(Arc::new),
+            tls: Arc::new(RwLock::new(tls.map(Arc::new))),
             channels: Default::default(),
             appends: Default::default(),
             forwards: Default::default(),
@@ -69,8 +85,17 @@ impl Peers {
     }
 
     /// The certificates peers present and check, if the transport uses TLS.
-    pub fn tls(&self) -> Option<&PeerTls> {
-        self.tls.as_deref()
+    pub fn tls(&self) -> Option<Arc<PeerTls>> {
+        self.tls.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// New certificates (checked first): the listener's next handshakes and the channels opened
+    /// from now on use them; connections open now stay as they are.
+    pub fn set_tls(&self, tls: PeerTls) -> Result<(), String> {
+        tls.server_config()?;
+        *self.tls.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(tls));
+        self.channels.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        Ok(())
     }
 
     /// A client to the peer `id` at `addr` (`host:port`).
@@ -79,13 +104,14 @@ impl Peers {
         if let Some(ch) = channels.get(&(id, addr.to_string())) {
             return Ok(RaftClient::new(ch.clone()).max_decoding_message_size(MAX_MESSAGE));
         }
-        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let tls = self.tls();
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
             .map_err(|e| e.to_string())?
             .connect_timeout(Duration::from_secs(1))
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(10));
-        if let Some(tls) = &self.tls {
+        if let Some(tls) = &tls {
             let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_matches(['[', ']']);
             endpoint = endpoint.tls_config(tls.client(host)).map_err(|e| e.to_string())?;
         }

@@ -162,7 +162,11 @@ impl RaftRpc for Service {
     }
 }
 
-/// Serves the peer service on `listener` until `shutdown` completes.
+/// A peer that has not finished its TLS handshake by then is dropped.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves the peer service on `listener` until `shutdown` completes; over mutual TLS with the
+/// certificates in force when each connection arrives.
 pub(crate) async fn serve(
     raft: Raft,
     peers: Peers,
@@ -170,18 +174,44 @@ pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
-    let mut builder = tonic::transport::Server::builder();
-    if let Some(tls) = peers.tls() {
-        builder = builder.tls_config(tls.server()).map_err(|e| e.to_string())?;
-    }
-    let service = RaftServer::new(Service { raft, peers, snapshots }).max_decoding_message_size(MAX_MESSAGE).max_encoding_message_size(MAX_MESSAGE);
+    let tls = peers.tls().is_some();
+    let service = RaftServer::new(Service { raft, peers: peers.clone(), snapshots }).max_decoding_message_size(MAX_MESSAGE).max_encoding_message_size(MAX_MESSAGE);
     // Small RPCs (votes, heartbeats, single appends) must not wait for Nagle's algorithm.
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener).map(|conn| {
+    let connections = tokio_stream::wrappers::TcpListenerStream::new(listener).map(|conn| {
         let conn = conn?;
         conn.set_nodelay(true)?;
         Ok::<_, std::io::Error>(conn)
     });
-    builder.add_service(service).serve_with_incoming_shutdown(incoming, shutdown).await.map_err(|e| e.to_string())
+    let server = tonic::transport::Server::builder().add_service(service);
+    if !tls {
+        return server.serve_with_incoming_shutdown(connections, shutdown).await.map_err(|e| e.to_string());
+    }
+    server.serve_with_incoming_shutdown(handshakes(connections, peers), shutdown).await.map_err(|e| e.to_string())
+}
+
+/// The connections that complete a TLS handshake, each shaken on its own task.
+fn handshakes(
+    mut connections: impl futures::Stream<Item = std::io::Result<tokio::net::TcpStream>> + Unpin + Send + 'static,
+    peers: Peers,
+) -> impl futures::Stream<Item = std::io::Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>> {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(async move {
+        while let Some(conn) = connections.next().await {
+            let Ok(conn) = conn else { continue };
+            let Some(config) = peers.tls().and_then(|t| t.server_config().ok()) else { continue };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                match tokio::time::timeout(HANDSHAKE_TIMEOUT, tokio_rustls::TlsAcceptor::from(config).accept(conn)).await {
+                    Ok(Ok(stream)) => {
+                        let _ = tx.send(Ok(stream)).await;
+                    }
+                    Ok(Err(e)) => tracing::debug!(error = %e, "a peer's TLS handshake failed"),
+                    Err(_) => tracing::debug!("a peer's TLS handshake timed out"),
+                }
+            });
+        }
+    });
+    tokio_stream::wrappers::ReceiverStream::new(rx)
 }
 
 /// The answers of a standing stream.

@@ -149,6 +149,11 @@ impl Snapshots {
         txn.commit().map_err(io_err)
     }
 
+    /// The size of the node's snapshot file (0 without one).
+    pub fn size(&self) -> u64 {
+        std::fs::metadata(self.dir.join(FILE)).map(|m| m.len()).unwrap_or(0)
+    }
+
     /// The node's snapshot, if it has one.
     pub fn current(&self) -> io::Result<Option<Snapshot>> {
         let path = self.dir.join(FILE);

@@ -13,6 +13,7 @@ use openraft::{EntryPayload, OptionalSend};
 use crate::cache::Cache;
 use crate::error::io_err;
 use crate::snapshot::{Snapshot, SnapshotFile, SnapshotMeta, Snapshots};
+use crate::space::Space;
 use crate::types::{LogId, Object, TxnResult, TypeConfig};
 
 type StoredMembership = openraft::alias::StoredMembershipOf<TypeConfig>;
@@ -29,11 +30,12 @@ pub struct StateMachine {
     cache: Arc<Cache>,
     snapshots: Snapshots,
     applied: Arc<Mutex<Applied>>,
+    space: Arc<Space>,
 }
 
 impl StateMachine {
-    pub(crate) fn new(cache: Arc<Cache>, snapshots: Snapshots) -> Self {
-        StateMachine { cache, snapshots, applied: Default::default() }
+    pub(crate) fn new(cache: Arc<Cache>, snapshots: Snapshots, space: Arc<Space>) -> Self {
+        StateMachine { cache, snapshots, applied: Default::default(), space }
     }
 }
 
@@ -110,6 +112,19 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             r.send(result);
         }
         Ok(())
+    }
+
+    /// A snapshot is deferred while the file system could not hold a new one beside the old
+    /// (openraft asks again later); a failed write would stop Raft.
+    async fn try_create_snapshot_builder(&mut self, force: bool) -> Option<Self::SnapshotBuilder> {
+        let room = self.snapshots.size().saturating_mul(2);
+        if !force {
+            if let Some(why) = self.space.short_of(room) {
+                tracing::warn!(reason = %why, "snapshot deferred");
+                return None;
+            }
+        }
+        Some(self.clone())
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {

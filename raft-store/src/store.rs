@@ -18,6 +18,7 @@ use crate::network::Network;
 use crate::observer::Observers;
 use crate::forwarder::{self, Batcher};
 use crate::peer::{PeerTls, Peers};
+use crate::space::Space;
 use crate::service;
 use crate::snapshot::Snapshots;
 use crate::state_machine::StateMachine;
@@ -124,6 +125,8 @@ pub struct Store {
     linger: Arc<AtomicBool>,
     db: std::sync::Weak<Database>,
     snapshots: Snapshots,
+    /// The data directory's free space; writes are refused while it is short.
+    space: Arc<Space>,
 }
 
 /// A node's view of its Raft group.
@@ -168,13 +171,14 @@ impl Store {
         std::fs::create_dir_all(dir).map_err(StoreError::internal)?;
         let db = Arc::new(open_db(&dir.join("raft.redb")).await?);
         let db_ref = Arc::downgrade(&db);
-        let log = LogStore::open(db.clone()).map_err(StoreError::internal)?;
+        let space = Arc::new(Space::new(dir));
+        let log = LogStore::open(db.clone(), space.clone()).map_err(StoreError::internal)?;
         let flushes = log.flushes();
         let linger = log.linger_switch();
         let voted_for = log.voted_for();
         let cache = Arc::new(Cache::with_observers(opts.cache, opts.observers.clone()));
         let snapshots = Snapshots::open(dir, &db)?;
-        let sm = StateMachine::new(cache.clone(), snapshots.clone());
+        let sm = StateMachine::new(cache.clone(), snapshots.clone(), space.clone());
         let config = Config {
             cluster_name: "apiserver".into(),
             heartbeat_interval: opts.heartbeat.as_millis() as u64,
@@ -260,6 +264,7 @@ impl Store {
             linger,
             db: db_ref,
             snapshots,
+            space,
         })
     }
 
@@ -268,6 +273,10 @@ impl Store {
     /// client reads its own write on any replica. While the group has no leader (an election is
     /// running) the proposal waits for one, up to a few seconds.
     pub async fn write(&self, mut txn: Txn) -> Result<TxnResult, StoreError> {
+        // A node whose log cannot grow refuses at once: the entry would wait in its writer.
+        if let Some(why) = self.space.refusal() {
+            return Err(StoreError::NoSpace(why));
+        }
         self.proposals.fetch_add(1, Ordering::Relaxed);
         // Every attempt below carries this id, so that the proposal applies at most once.
         txn.id = rand::random::<u64>().max(1);
@@ -376,6 +385,11 @@ impl Store {
 
     /// Serves the peer service (Raft RPCs, forwarded writes, read index) on `listener` until
     /// `shutdown` completes.
+    /// New peer certificates for the connections made from now on (see `Peers::set_tls`).
+    pub fn set_peer_tls(&self, tls: PeerTls) -> Result<(), String> {
+        self.peers.set_tls(tls)
+    }
+
     pub async fn serve_peers(
         &self,
         listener: tokio::net::TcpListener,
@@ -414,6 +428,11 @@ impl Store {
     }
 
     /// Whether this node knows a leader (for readiness).
+    /// Why this node refuses writes for want of space, while it does.
+    pub fn space_shortage(&self) -> Option<String> {
+        self.space.refusal()
+    }
+
     pub fn has_leader(&self) -> bool {
         self.raft.metrics().borrow_watched().current_leader.is_some()
     }

@@ -117,6 +117,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         ),
         e => anyhow::Error::new(e).context("opening the store"),
     })?;
+    // The peer certificates, like the serving ones, are followed on disk.
+    let peer_reload = match &pki.peer {
+        Some(_) => {
+            let (dir, store) = (args.data_dir.join("pki"), store.clone());
+            let files = vec![dir.join("peer.crt"), dir.join("peer.key"), dir.join("ca.crt")];
+            Some(tls::follow_files(files, "peer certificates", move |c| {
+                store.set_peer_tls(PeerTls { cert_pem: c[0].clone(), key_pem: c[1].clone(), ca_pem: c[2].clone() }).map_err(anyhow::Error::msg)
+            })?)
+        }
+        None => None,
+    };
     // Replicas reach each other on the peer listener.
     let (stop_peers, peers_stopped) = tokio::sync::oneshot::channel::<()>();
     let peers = match args.listen_peer_address.as_ref().or(peer_addr.as_ref()) {
@@ -194,6 +205,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     tls::serve(listener, tls_config, router, options, shutdown).await?;
     tls_reload.abort();
+    if let Some(task) = peer_reload {
+        task.abort();
+    }
     controllers.abort();
     let _ = stop_peers.send(());
     if let Some(mut peers) = peers {

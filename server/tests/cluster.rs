@@ -2,7 +2,9 @@
 //! are read on every node, a watch resumes on another node, acknowledged writes survive
 //! `kill -9` of any node (the leader among them, also under load), a full restart keeps
 //! everything, a wiped node rejoins from a snapshot, a node whose database is damaged refuses to
-//! start and is re-seeded with `apiserver reseed` while writes go on, members are added and removed, every
+//! start and is re-seeded with `apiserver reseed` while writes go on, a node's peer certificate
+//! is replaced on disk and taken up without a restart, a node out of disk space refuses writes
+//! at once, serves reads and recovers by itself once space is freed, members are added and removed, every
 //! node's `/metrics` names the same leader, a watcher on a follower sees a write without waiting
 //! for further traffic, and the leader's log gathers its flushes only while
 //! its followers answer, and a RoleBinding written through one node authorizes on every node,
@@ -428,6 +430,151 @@ async fn a_damaged_follower_refuses_to_start_and_is_reseeded_under_writes() {
         let stored: BTreeSet<String> = stored(node).await;
         assert!(stored.is_superset(&expected), "a node lost acknowledged writes");
     }
+}
+
+#[tokio::test]
+async fn peer_certificates_rotate_without_a_restart() {
+    use common::tls_client::{handshake, Hello};
+    let mut nodes = cluster().await;
+    // Node 1's peer certificate reissued from the cluster CA, as an operator's tooling would.
+    let pki = nodes[0].data_dir().join("pki");
+    let read = |dir: &std::path::Path, f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let issuer = rcgen::Issuer::from_ca_cert_pem(&read(&pki, "ca.crt"), rcgen::KeyPair::from_pem(&read(&pki, "ca.key")).unwrap()).unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    params.distinguished_name.push(rcgen::DnType::CommonName, "rotated-peer");
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth, rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    for (name, pem) in [("peer.key", key.serialize_pem()), ("peer.crt", cert.pem())] {
+        std::fs::write(pki.join(format!("{name}.new")), pem).unwrap();
+        std::fs::rename(pki.join(format!("{name}.new")), pki.join(name)).unwrap();
+    }
+
+    // Node 1's peer port shows the new certificate to a peer (node 2's certificate).
+    let peer_port: u16 = nodes[0].flag("--initial-cluster").split(',').next().unwrap().rsplit(':').next().unwrap().parse().unwrap();
+    let other = nodes[1].data_dir().join("pki");
+    let (client_cert, client_key) = (read(&other, "peer.crt"), read(&other, "peer.key"));
+    let as_peer = Hello { alpn: Some(b"h2"), client_cert: Some((&client_cert, &client_key)), ..Default::default() };
+    let new_leaf = cert.der().clone();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while handshake(peer_port, &as_peer).await.unwrap().1 != new_leaf {
+        assert!(Instant::now() < deadline, "node 1's peer port still shows its old certificate");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // The cluster works across it, over connections opened since: node 2 restarted.
+    nodes[1].restart().await;
+    for (i, node) in nodes.iter().enumerate() {
+        configmaps(node).create(&PostParams::default(), &configmap(&format!("after-rotation-{i}"), &[])).await.unwrap();
+    }
+    for node in &nodes {
+        let stored = stored(node).await;
+        assert!((0..3).all(|i| stored.contains(&format!("after-rotation-{i}"))), "{stored:?}");
+    }
+    assert!(nodes[0].log().contains("certificates reloaded"), "{}", nodes[0].log());
+}
+
+/// A small file system mounted over a directory (its contents copied in) for as long as this
+/// lives.
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    fn over(dir: &std::path::Path, mib: u64) -> SmallDisk {
+        let saved = dir.with_extension("saved");
+        std::fs::rename(dir, &saved).unwrap();
+        std::fs::create_dir(dir).unwrap();
+        let mount = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"]).arg(dir).output().unwrap();
+        assert!(mount.status.success(), "mounting a tmpfs (the test needs to): {}", String::from_utf8_lossy(&mount.stderr));
+        let copy = std::process::Command::new("cp").arg("-a").arg(format!("{}/.", saved.display())).arg(dir).status().unwrap();
+        assert!(copy.success());
+        SmallDisk(dir.to_path_buf())
+    }
+
+    /// Fills the file system up to `left` bytes free.
+    fn fill(&self, left: u64) {
+        let stats = free_bytes(&self.0);
+        let filler = std::fs::File::create(self.0.join("filler")).unwrap();
+        filler.set_len(0).unwrap();
+        let mut filler = std::io::BufWriter::new(filler);
+        let block = vec![0x5a; 1 << 20];
+        let mut to_write = stats.saturating_sub(left);
+        while to_write > 0 {
+            let n = to_write.min(block.len() as u64) as usize;
+            if std::io::Write::write_all(&mut filler, &block[..n]).is_err() {
+                break;
+            }
+            to_write -= n as u64;
+        }
+        let _ = std::io::Write::flush(&mut filler);
+    }
+
+    fn empty(&self) {
+        std::fs::remove_file(self.0.join("filler")).unwrap();
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Free bytes of the file system holding `dir`, as `df` reports them.
+fn free_bytes(dir: &std::path::Path) -> u64 {
+    let out = std::process::Command::new("df").args(["-B1", "--output=avail"]).arg(dir).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().nth(1).unwrap().trim().parse().unwrap()
+}
+
+#[tokio::test]
+async fn a_node_out_of_disk_space_refuses_writes_serves_reads_and_recovers_by_itself() {
+    let mut nodes = cluster().await;
+    for i in 0..10 {
+        configmaps(&nodes[0]).create(&PostParams::default(), &configmap(&format!("before-{i}"), &[])).await.unwrap();
+    }
+    // A follower moved onto a file system of 128 MiB.
+    let leader = leader_index(&nodes).await;
+    let victim = if leader == 2 { 1 } else { 2 };
+    nodes[victim].kill9();
+    let disk = SmallDisk::over(&nodes[victim].data_dir(), 128);
+    nodes[victim].launch();
+    nodes[victim].wait_ready().await.unwrap_or_else(|log| panic!("the node did not start on its small disk:\n{log}"));
+
+    // Filled to 16 MiB free, under the reserve: writes through it are refused at once, naming the cause.
+    disk.fill(16 << 20);
+    let started = Instant::now();
+    let refused = configmaps(&nodes[victim]).create(&PostParams::default(), &configmap("refused", &[])).await;
+    let status = common::api_error(refused);
+    assert_eq!(status.code, 503, "{status:?}");
+    assert!(status.message.contains("no space left for the Raft log"), "{}", status.message);
+    assert!(started.elapsed() < Duration::from_secs(2), "the refusal took {:?}", started.elapsed());
+    let ready = nodes[victim].get("/readyz?verbose").await;
+    assert_eq!(ready.status, 500, "{}", ready.text());
+    assert!(ready.text().contains("[-]etcd failed"), "{}", ready.text());
+    // Reads go on there, and writes through the others.
+    let listed = configmaps(&nodes[victim]).list(&ListParams::default().match_any()).await.unwrap();
+    assert!(names(&listed).contains(&"before-9".to_string()));
+    let mut during = BTreeSet::new();
+    for i in 0..20 {
+        let name = format!("during-{i}");
+        configmaps(&nodes[leader]).create(&PostParams::default(), &configmap(&name, &[])).await.unwrap();
+        during.insert(name);
+    }
+
+    // Space freed: the node takes up writes again by itself, with every write made meanwhile.
+    disk.empty();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match configmaps(&nodes[victim]).create(&PostParams::default(), &configmap("after", &[])).await {
+            Ok(_) => break,
+            Err(e) => assert!(Instant::now() < deadline, "writes still refused after space was freed: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let here = stored(&nodes[victim]).await;
+    assert!(here.is_superset(&during) && here.contains("after"), "{here:?}");
+    assert!(nodes[victim].log().contains("log writes held until space is freed") || nodes[victim].log().contains("no space left"), "{}", nodes[victim].log());
+    nodes[victim].kill9();
+    drop(disk);
 }
 
 /// Runs `apiserver member ...` with the peer certificate of `via`, against its peer address.

@@ -1,6 +1,7 @@
 //! Reads against the real binary: every row of the get/list resourceVersion table, chunked
 //! lists (remainingItemCount, a stable snapshot across pages), label and field selectors, 504
-//! for a far-future resourceVersion, 410 once history is compacted, and the metadata-only form.
+//! for a far-future resourceVersion, 410 once history is compacted, the metadata-only form, and a
+//! list of a gibibyte streamed without the server holding it a second time.
 
 mod common;
 
@@ -449,6 +450,23 @@ async fn large_responses_are_gzipped_when_the_client_accepts_it() {
     assert!(small.headers.get("content-encoding").is_none());
     let plain = s.get(CMS).await;
     assert!(plain.headers.get("content-encoding").is_none() && plain.json()["items"].is_array());
+
+    // A list past a mebibyte, streamed as it is made, is gzipped piece by piece.
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    for i in 0..200 {
+        let mut cm = configmap(&format!("bigger-{i}"), &[]);
+        cm.data = Some([("payload".to_string(), "y".repeat(4096))].into());
+        api.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let reply = s.request(gzip_get(CMS)).await;
+    assert_eq!(reply.headers.get("content-encoding").map(|v| v.to_str().unwrap()), Some("gzip"));
+    assert!(reply.headers.get("content-length").is_none(), "the list was not streamed");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&reply.body[..]).read_to_string(&mut text).unwrap();
+    assert!(text.len() > 1 << 20, "{} bytes", text.len());
+    let list: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert!(list["items"].as_array().unwrap().len() >= 500);
 }
 
 #[tokio::test]
@@ -458,4 +476,66 @@ async fn response_compression_can_be_turned_off() {
     let reply = s.request(gzip_get(CMS)).await;
     assert!(reply.headers.get("content-encoding").is_none());
     assert!(reply.json()["items"].is_array());
+}
+
+/// The server's resident memory, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap();
+    kb * 1024
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_of_a_gibibyte_is_streamed_without_holding_it_twice() {
+    let server = TestServer::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    // 1,100 ConfigMaps of 0.95 MiB: about 1 GiB.
+    let value = "x".repeat(1_000_000);
+    futures::stream::iter(0..1100)
+        .map(|i| {
+            let (api, value) = (api.clone(), value.clone());
+            async move {
+                let mut cm = configmap(&format!("big-{i}"), &[]);
+                cm.data = Some([("v".to_string(), value)].into());
+                api.create(&PostParams::default(), &cm).await.unwrap();
+            }
+        })
+        .buffer_unordered(4)
+        .collect::<Vec<_>>()
+        .await;
+
+    let pid = server.pid();
+    let before = rss(pid);
+    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(before));
+    let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let (peak, sampling) = (peak.clone(), sampling.clone());
+        tokio::spawn(async move {
+            while sampling.load(std::sync::atomic::Ordering::Relaxed) {
+                peak.fetch_max(rss(pid), std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let resp = server.client().send(http::Request::get("/api/v1/namespaces/default/configmaps").body(kube::client::Body::empty()).unwrap()).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers().get("content-length").is_none(), "a list of a gibibyte was not streamed");
+    let mut body = resp.into_body();
+    let (mut size, mut head, mut tail) = (0usize, Vec::new(), Vec::new());
+    while let Some(frame) = http_body_util::BodyExt::frame(&mut body).await {
+        let Ok(data) = frame.unwrap().into_data() else { continue };
+        if head.len() < 64 {
+            head.extend_from_slice(&data[..data.len().min(64)]);
+        }
+        tail = data[data.len().saturating_sub(16)..].to_vec();
+        size += data.len();
+    }
+    sampling.store(false, std::sync::atomic::Ordering::Relaxed);
+    sampler.await.unwrap();
+    assert!(size > 1_100_000_000, "{size} bytes listed");
+    let head = String::from_utf8_lossy(&head);
+    assert!(head.starts_with('{') && head.contains(r#""kind":"ConfigMapList""#), "{head}");
+    assert!(tail.ends_with(b"}}]}"), "{}", String::from_utf8_lossy(&tail));
+    let grew = peak.load(std::sync::atomic::Ordering::Relaxed).saturating_sub(before);
+    assert!(grew < 200 << 20, "the server grew by {} MiB while listing {} MiB", grew >> 20, size >> 20);
 }

@@ -19,6 +19,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::error::io_err;
+use crate::space::Space;
 use crate::types::{Entry, LeaderId, LogId, TypeConfig};
 
 mod writer;
@@ -92,7 +93,7 @@ pub struct LogStore {
 }
 
 impl LogStore {
-    pub fn open(db: Arc<Database>) -> io::Result<Self> {
+    pub fn open(db: Arc<Database>, space: Arc<Space>) -> io::Result<Self> {
         let txn = db.begin_write().map_err(io_err)?;
         {
             txn.open_table(LOG).map_err(io_err)?;
@@ -131,7 +132,7 @@ impl LogStore {
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
             .name("raft-log-writer".into())
-            .spawn(move || writer::run(db, rx, weak))
+            .spawn(move || writer::run(db, rx, weak, space))
             .map_err(io_err)?;
         Ok(LogStore { shared })
     }
@@ -313,7 +314,7 @@ mod tests {
     async fn the_leader_a_vote_names_is_known_before_it_is_saved_and_after_a_restart() {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Database::create(dir.path().join("raft.redb")).unwrap());
-        let mut log = LogStore::open(db.clone()).unwrap();
+        let mut log = LogStore::open(db.clone(), Arc::new(Space::new(&std::env::temp_dir()))).unwrap();
         let voted_for = log.voted_for();
         assert_eq!(voted_for.get(), None);
         let vote = Vote::new(3, 2);
@@ -323,7 +324,7 @@ mod tests {
         voted_for.raise(LeaderId { term: 3, node_id: 1 });
         assert_eq!(voted_for.get(), Some(LeaderId { term: 3, node_id: 2 }));
         drop(log);
-        let reopened = LogStore::open(db).unwrap();
+        let reopened = LogStore::open(db, Arc::new(Space::new(&std::env::temp_dir()))).unwrap();
         assert_eq!(reopened.voted_for().get(), Some(LeaderId { term: 3, node_id: 2 }));
     }
 
@@ -331,7 +332,7 @@ mod tests {
     async fn a_committed_id_is_written_once_the_log_is_idle() {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Database::create(dir.path().join("raft.redb")).unwrap());
-        let mut log = LogStore::open(db).unwrap();
+        let mut log = LogStore::open(db, Arc::new(Space::new(&std::env::temp_dir()))).unwrap();
         log.save_committed(Some(log_id(1, 7))).await.unwrap();
         // No append follows: the id is written on its own after the linger.
         let mut written = None;
@@ -381,7 +382,7 @@ mod tests {
     async fn a_lingering_writer_gathers_appends_only_while_they_queue() {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Database::create(dir.path().join("raft.redb")).unwrap());
-        let mut log = LogStore::open(db).unwrap();
+        let mut log = LogStore::open(db, Arc::new(Space::new(&std::env::temp_dir()))).unwrap();
         log.linger_switch().store(true, Ordering::Relaxed);
         let mut next = 0;
         // A stalled thread can miss a window either way, so a few tries of each. After a burst
@@ -419,7 +420,7 @@ mod tests {
     async fn a_purge_is_deleted_a_slice_per_batch_and_the_log_reopens_after_it() {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Database::create(dir.path().join("raft.redb")).unwrap());
-        let mut log = LogStore::open(db.clone()).unwrap();
+        let mut log = LogStore::open(db.clone(), Arc::new(Space::new(&std::env::temp_dir()))).unwrap();
         let last = 3 * PURGE_SLICE;
         let mut flushed = Vec::new();
         for i in 1..=last {
@@ -446,7 +447,7 @@ mod tests {
         assert_eq!(log.try_get_log_entries(upto + 1..=last + 1).await.unwrap().len() as u64, last + 1 - upto);
         drop(log);
         // Reopened, the log starts after the purged id.
-        let mut log = LogStore::open(db).unwrap();
+        let mut log = LogStore::open(db, Arc::new(Space::new(&std::env::temp_dir()))).unwrap();
         let state = log.get_log_state().await.unwrap();
         assert_eq!((state.last_purged_log_id, state.last_log_id), (Some(log_id(1, upto)), Some(log_id(1, last + 1))));
     }

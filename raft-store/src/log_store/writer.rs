@@ -1,6 +1,7 @@
 //! The log's writer thread: it folds queued jobs (appends, metadata, truncations, purges) into
 //! redb transactions, one fsync each, and completes them in order; the committed log id rides
-//! along with a batch, and a purge's entries go a slice per batch.
+//! along with a batch, and a purge's entries go a slice per batch. A batch waits while the file
+//! system is short of space (`space`).
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,6 +13,7 @@ use redb::{Database, ReadableTable};
 
 use super::{Shared, KEY_COMMITTED, KEY_PURGED, LOG, META};
 use crate::error::io_err;
+use crate::space::{self, Space};
 use crate::types::TypeConfig;
 
 /// Most jobs the writer folds into one transaction.
@@ -101,7 +103,7 @@ impl Flushes {
 /// linger switch on, a batch waits up to `LEADER_LINGER` for more appends only when the previous
 /// one held several: appends are then queueing, and waiting saves flushes; a lone client's
 /// append would only wait.
-pub(super) fn run(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync::Weak<Shared>) {
+pub(super) fn run(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync::Weak<Shared>, space: Arc<Space>) {
     let mut last_appends = 0;
     // The index up to which purged entries are still to be deleted.
     let mut purge_to = None;
@@ -143,6 +145,11 @@ pub(super) fn run(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync:
         // were its slices deleted after a failed commit, a crash would leave a hole after the
         // last purged id on disk.
         let target = batch.iter().filter_map(|job| if let Job::Purge(to, _) = job { Some(*to) } else { None }).fold(purge_to, |a, b| a.max(Some(b)));
+        // Held, not failed, while the file system is short of space (see `space`).
+        let bytes = batch_bytes(&batch);
+        while !space.allows(bytes) {
+            std::thread::sleep(space::RETRY);
+        }
         let started = Instant::now();
         let result = commit_batch(&db, &batch, committed.as_deref(), target);
         if let Ok(purged_all) = result {
@@ -173,6 +180,18 @@ pub(super) fn run(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync:
             }
         }
     }
+}
+
+/// About how many bytes `batch` adds to the log.
+fn batch_bytes(batch: &[Job]) -> u64 {
+    batch
+        .iter()
+        .map(|job| match job {
+            Job::Append(entries, _) => entries.iter().map(|(_, e)| e.len() as u64 + 16).sum(),
+            Job::Meta(_, value, _) | Job::Purge(_, value) => value.len() as u64 + 16,
+            Job::TruncateFrom(..) => 0,
+        })
+        .sum()
 }
 
 /// Commits `batch` in one transaction, with the committed log id and a slice of the purged

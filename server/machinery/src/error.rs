@@ -364,7 +364,7 @@ impl From<raft_store::StoreError> for ApiError {
             S::TooLargeResourceVersion { requested, current } => {
                 ApiError::TooLargeResourceVersion { requested, current }
             }
-            S::NotLeader(m) | S::Unavailable(m) => ApiError::Unavailable(m),
+            S::NotLeader(m) | S::Unavailable(m) | S::NoSpace(m) => ApiError::Unavailable(m),
             S::Internal(m) => ApiError::Internal(m),
             damaged @ S::Damaged { .. } => ApiError::Internal(damaged.to_string()),
             S::Corrupt(objects) => ApiError::Internal(format!(

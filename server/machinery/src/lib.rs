@@ -32,3 +32,4 @@ pub mod table_form;
 #[cfg(test)]
 mod test_values;
 pub mod webhook;
+pub mod yaml;

@@ -1,6 +1,7 @@
 //! gzip of large responses, as kube-apiserver does it (feature gate `APIResponseCompression`,
 //! on by default): a response whose whole body is known and larger than [`THRESHOLD`] is
-//! compressed when the request's `Accept-Encoding` allows gzip. Streams (watches) never are.
+//! compressed when the request's `Accept-Encoding` allows gzip, and so is a list streamed as it
+//! is made ([`Streamed`]), piece by piece. Watches never are.
 
 use std::io::Write;
 
@@ -22,8 +23,15 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
     })
 }
 
+/// Marks a response whose body is a large list made as it is sent.
+#[derive(Clone, Copy)]
+pub struct Streamed;
+
 /// `resp` gzipped when it qualifies.
 pub async fn maybe_gzip(resp: Response) -> Response {
+    if resp.extensions().get::<Streamed>().is_some() && machinery::registry::gate_enabled("APIResponseCompression") {
+        return gzip_stream(resp);
+    }
     let big = resp.body().size_hint().exact().is_some_and(|n| n > THRESHOLD);
     if !big || resp.headers().contains_key(header::CONTENT_ENCODING) || !machinery::registry::gate_enabled("APIResponseCompression") {
         return resp;
@@ -41,6 +49,35 @@ pub async fn maybe_gzip(resp: Response) -> Response {
     parts.headers.remove(header::CONTENT_LENGTH);
     parts.headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
     Response::from_parts(parts, Body::from(compressed))
+}
+
+/// `resp` with its body gzipped piece by piece as it is sent.
+fn gzip_stream(resp: Response) -> Response {
+    use futures::StreamExt;
+    let (mut parts, body) = resp.into_parts();
+    let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let pieces = futures::stream::unfold((body.into_data_stream(), Some(encoder)), |(mut body, encoder)| async move {
+        let mut encoder = encoder?;
+        loop {
+            match body.next().await {
+                Some(Ok(piece)) => {
+                    if encoder.write_all(&piece).is_err() {
+                        return None;
+                    }
+                    let out = std::mem::take(encoder.get_mut());
+                    if !out.is_empty() {
+                        return Some((Ok::<_, std::io::Error>(bytes::Bytes::from(out)), (body, Some(encoder))));
+                    }
+                }
+                Some(Err(e)) => return Some((Err(std::io::Error::other(e)), (body, None))),
+                None => return encoder.finish().ok().map(|rest| (Ok(bytes::Bytes::from(rest)), (body, None))),
+            }
+        }
+    });
+    parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    Response::from_parts(parts, Body::from_stream(pieces))
 }
 
 #[cfg(test)]

@@ -117,7 +117,7 @@ impl Default for Settings {
             bookmark_interval: Duration::from_secs(60),
             watch_timeout: Duration::from_secs(30 * 60),
             request_timeout: Duration::from_secs(60),
-            max_body: 3 * 1024 * 1024,
+            max_body: machinery::yaml::MAX_REQUEST_BYTES,
             address: String::new(),
             hooks: Default::default(),
             client_ca_pem: String::new(),

@@ -26,8 +26,14 @@ fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(String, bool)> {
         // The watch cache, which serves reads, is close behind the commit.
         out.push(("informer-sync".into(), caught_up));
     }
-    // The store: a Raft group with a leader (liveness does not wait for one).
-    out.push(("etcd".into(), endpoint == "livez" || ctx.store.has_leader()));
+    // The store: a Raft group with a leader (liveness does not wait for one), and for readiness
+    // a log that can grow (a node short of space refuses writes; balancers should go elsewhere).
+    let store_ready = match endpoint {
+        "livez" => true,
+        "readyz" => ctx.store.has_leader() && ctx.store.space_shortage().is_none(),
+        _ => ctx.store.has_leader(),
+    };
+    out.push(("etcd".into(), store_ready));
     // Admission and the watch cache exist before the server serves.
     out.push(("poststarthook/start-apiserver-admission-initializer".into(), true));
     out.push(("poststarthook/generic-apiserver-start-informers".into(), true));

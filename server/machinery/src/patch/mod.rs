@@ -72,8 +72,7 @@ pub fn apply(kind: PatchKind, current: &Value, body: &[u8]) -> ApiResult<Value> 
             strategic::merge(current, &patch, definition(current)).map_err(ApiError::BadRequest)
         }
         PatchKind::Apply => {
-            let patch: Value =
-                serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+            let patch = crate::yaml::decode(body, |e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
             strategic::merge(current, &patch, definition(current)).map_err(ApiError::BadRequest)
         }
     }

@@ -38,7 +38,7 @@ use access::request::{ResourceRequest, Verb};
 use crate::status_response::StatusResponse;
 use machinery::{metadata_form, table_form};
 
-pub use reply::{list_json, ListReply, Reply};
+pub use reply::{list_json, list_json_stream, list_size, ListReply, Reply};
 pub use write::parse;
 
 /// Serves one resource request.
@@ -166,7 +166,7 @@ fn request_manager(req: &ResourceRequest, params: &Params, headers: &HeaderMap, 
 fn decode_object(headers: &HeaderMap, body: &[u8], kind: &str) -> ApiResult<Value> {
     let value: Value = match negotiate::body_kind(headers)? {
         BodyKind::Json => serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}")))?,
-        BodyKind::Yaml => serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't decode the request body as YAML: {e}")))?,
+        BodyKind::Yaml => machinery::yaml::decode(body, |e| ApiError::bad_request(format!("couldn't decode the request body as YAML: {e}")))?,
         BodyKind::Protobuf => machinery::protobuf::decode_body(body)?,
         BodyKind::Cbor => machinery::cbor::decode(body)?,
         BodyKind::Patch(_) | BodyKind::ApplyCbor => return Err(negotiate::unsupported_body()),
@@ -197,8 +197,21 @@ fn to_json(value: &impl serde::Serialize) -> ApiResult<Bytes> {
     serde_json::to_vec(value).map(Bytes::from).map_err(ApiError::internal)
 }
 
+/// Lists of more item bytes than this go out in JSON as they are made ([`list_json_stream`]).
+const STREAM_LIST: usize = 1 << 20;
+
 /// Encodes a reply in the negotiated form and encoding.
 fn encode(info: &'static ResourceInfo, subresource: bool, reply: Reply, output: Output, params: &Params) -> ApiResult<Response> {
+    let reply = match reply {
+        Reply::List(list) if output.form == Form::Object && output.encoding == Encoding::Json && list_size(&list) > STREAM_LIST => {
+            let pieces = futures::StreamExt::map(list_json_stream(info, list), Ok::<_, std::convert::Infallible>);
+            let mut resp = Response::new(Body::from_stream(pieces));
+            resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(output.content_type(false)));
+            resp.extensions_mut().insert(crate::compression::Streamed);
+            return Ok(resp);
+        }
+        reply => reply,
+    };
     let (code, json): (StatusCode, Bytes) = match (&reply, output.form) {
         (Reply::Object { code, data }, Form::Table) if !subresource => {
             let obj: Value = serde_json::from_slice(data).map_err(ApiError::internal)?;

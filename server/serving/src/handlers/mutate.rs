@@ -184,7 +184,7 @@ fn check_patched(req: &ResourceRequest, current: &Value, patched: &Value) -> Api
 /// the object by field management ([`fieldmanager::apply`]), conflicts refused unless `force`;
 /// an object that does not exist is created from it.
 async fn apply(ctx: &Ctx, req: &ResourceRequest, params: &Params, body: &[u8], manager: Manager, warnings: &mut Vec<String>) -> ApiResult<Reply> {
-    let mut applied: Value = serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    let mut applied = machinery::yaml::decode(body, |e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     if !applied.is_object() {
         return Err(ApiError::bad_request("the applied configuration must be an object"));
     }

@@ -53,6 +53,23 @@ impl Reply {
 /// clients decode, which have none either); custom resources keep theirs, as Kubernetes'
 /// unstructured lists do.
 pub fn list_json(info: &ResourceInfo, list: &ListReply) -> Vec<u8> {
+    let mut out = list_head(info, list);
+    out.reserve(list_size(list) + 2);
+    let custom = machinery::registry::custom::is_custom(info);
+    for (i, item) in list.items.iter().enumerate() {
+        list_item(custom, i, item, &mut out);
+    }
+    out.extend_from_slice(LIST_TAIL);
+    out
+}
+
+/// The bytes of a list's items.
+pub fn list_size(list: &ListReply) -> usize {
+    list.items.iter().map(|i| i.len() + 1).sum()
+}
+
+/// A list's JSON up to its first item: `{"kind":..,"apiVersion":..,"metadata":{..},"items":[`.
+fn list_head(info: &ResourceInfo, list: &ListReply) -> Vec<u8> {
     let mut meta = json!({"resourceVersion": list.rev.to_string()});
     if let Some(c) = &list.continue_token {
         meta["continue"] = json!(c);
@@ -63,22 +80,53 @@ pub fn list_json(info: &ResourceInfo, list: &ListReply) -> Vec<u8> {
     let head = json!({"kind": format!("{}List", info.kind), "apiVersion": info.api_version(), "metadata": meta});
     let mut out = serde_json::to_vec(&head).unwrap_or_default();
     out.pop(); // the closing brace
-    let size: usize = list.items.iter().map(|i| i.len() + 1).sum();
-    let custom = machinery::registry::custom::is_custom(info);
-    out.reserve(size + 12);
     out.extend_from_slice(b",\"items\":[");
-    for (i, item) in list.items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        if custom {
-            out.extend_from_slice(item);
-        } else {
-            without_type_meta(item, &mut out);
-        }
-    }
-    out.extend_from_slice(b"]}");
     out
+}
+
+const LIST_TAIL: &[u8] = b"]}";
+
+/// Item `i` of a list, after the comma that separates it from the one before.
+fn list_item(custom: bool, i: usize, item: &[u8], out: &mut Vec<u8>) {
+    if i > 0 {
+        out.push(b',');
+    }
+    if custom {
+        out.extend_from_slice(item);
+    } else {
+        without_type_meta(item, out);
+    }
+}
+
+/// How much of a streamed list goes out at once.
+const LIST_CHUNK: usize = 256 * 1024;
+
+/// The same JSON as [`list_json`], as a stream of pieces of about [`LIST_CHUNK`] bytes made as
+/// they are sent, so that a large list never sits whole in memory a second time (the items are
+/// the cache's own bytes), as Kubernetes' streaming list encoder sends it.
+pub fn list_json_stream(info: &ResourceInfo, list: ListReply) -> impl futures::Stream<Item = Bytes> + Send + 'static {
+    let head = list_head(info, &list);
+    let custom = machinery::registry::custom::is_custom(info);
+    let items = list.items.into_iter().enumerate();
+    futures::stream::unfold((Some(head), items, false), move |(head, mut items, done)| async move {
+        if done {
+            return None;
+        }
+        let mut out = head.unwrap_or_default();
+        out.reserve(LIST_CHUNK.saturating_sub(out.len()));
+        let mut last = true;
+        for (i, item) in items.by_ref() {
+            list_item(custom, i, &item, &mut out);
+            if out.len() >= LIST_CHUNK {
+                last = false;
+                break;
+            }
+        }
+        if last {
+            out.extend_from_slice(LIST_TAIL);
+        }
+        Some((Bytes::from(out), (None, items, last)))
+    })
 }
 
 /// Writes the stored object `item` without its top-level `apiVersion` and `kind`. Stored
@@ -220,6 +268,23 @@ mod tests {
                 map.remove("kind");
             }
             assert_eq!(serde_json::from_slice::<Value>(&fast).unwrap(), expected);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_streamed_list_is_the_same_json_in_pieces() {
+        use futures::StreamExt;
+        let info = machinery::registry::lookup("", "v1", "configmaps").unwrap();
+        for n in [0usize, 1, 3, 2000] {
+            let items: Vec<Bytes> = (0..n)
+                .map(|i| Bytes::from(serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}, "data": {"k": "v".repeat(300)}})).unwrap()))
+                .collect();
+            let list = ListReply { rev: 7, continue_token: Some("t".into()), remaining: Some(3), items };
+            let whole = list_json(info, &list);
+            let pieces: Vec<Bytes> = list_json_stream(info, list).collect().await;
+            assert!(pieces.iter().all(|p| p.len() <= LIST_CHUNK + 600), "a piece larger than a chunk and an item");
+            assert_eq!(pieces.concat(), whole, "{n} items");
+            serde_json::from_slice::<Value>(&whole).unwrap();
         }
     }
 

@@ -20,6 +20,6 @@ pub mod v1_certs;
 pub use certs::{ensure_pki, Pki, TlsOptions, ADMIN_GROUP, ADMIN_USER, CA_COMMON_NAME};
 pub use config::{server_config, Material, Tls, TlsFlags};
 pub use kubeconfig::{admin_kubeconfig, write_admin_kubeconfig};
-pub use reload::{DynamicTls, Sources};
+pub use reload::{follow_files, DynamicTls, Sources};
 pub use serve::{serve, ServeOptions};
 pub use sni::{parse_sni_cert_key, SniCertKey};

@@ -33,11 +33,6 @@ impl Sources {
         [&self.serving_cert, &self.serving_key, &self.client_ca].into_iter().chain(&self.proxy_ca).chain(sni).collect()
     }
 
-    /// Every file's bytes, in `paths` order.
-    fn contents(&self) -> anyhow::Result<Vec<String>> {
-        self.paths().into_iter().map(|p| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))).collect()
-    }
-
     fn material(&self, contents: &[String]) -> Material {
         let mut files = contents.iter().cloned();
         let mut next = || files.next().unwrap_or_default();
@@ -49,7 +44,8 @@ impl Sources {
 
     /// The configuration the files hold now.
     pub fn load(&self, flags: &TlsFlags) -> anyhow::Result<Tls> {
-        server_config(&self.material(&self.contents()?), flags)
+        let paths: Vec<PathBuf> = self.paths().into_iter().cloned().collect();
+        server_config(&self.material(&read_all(&paths)?), flags)
     }
 }
 
@@ -74,31 +70,51 @@ impl DynamicTls {
 
     /// Loads `sources` and keeps following them for as long as the returned task runs.
     pub fn follow(sources: Sources, flags: TlsFlags) -> anyhow::Result<(Arc<DynamicTls>, tokio::task::JoinHandle<()>)> {
-        let mut seen = sources.contents()?;
-        let dynamic = DynamicTls::fixed(server_config(&sources.material(&seen), &flags)?);
+        let dynamic = DynamicTls::fixed(sources.load(&flags)?);
         let this = dynamic.clone();
-        let task = tokio::spawn(async move {
-            let mut refused: Option<Vec<String>> = None;
-            loop {
-                tokio::time::sleep(RELOAD_INTERVAL).await;
-                let Ok(now) = sources.contents() else { continue };
-                if now == seen || refused.as_ref() == Some(&now) {
-                    continue;
-                }
-                match server_config(&sources.material(&now), &flags) {
-                    Ok(tls) => {
-                        this.replace(tls);
-                        tracing::info!("serving certificates reloaded");
-                        seen = now;
-                        refused = None;
-                    }
-                    Err(err) => {
-                        tracing::warn!(error = format!("{err:#}"), "changed certificates not loaded; the previous ones stay in force");
-                        refused = Some(now);
-                    }
-                }
-            }
-        });
+        let paths = sources.paths().into_iter().cloned().collect();
+        let task = follow_files(paths, "serving certificates", move |contents| {
+            this.replace(server_config(&sources.material(contents), &flags)?);
+            Ok(())
+        })?;
         Ok((dynamic, task))
     }
+}
+
+/// Every file's contents, in order.
+fn read_all(paths: &[PathBuf]) -> anyhow::Result<Vec<String>> {
+    paths.iter().map(|p| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))).collect()
+}
+
+/// Reads `paths` every second and, when their contents changed, hands them (in order) to
+/// `apply`; a set `apply` refuses is reported once and tried again only once it changes.
+pub fn follow_files(
+    paths: Vec<PathBuf>,
+    what: &'static str,
+    apply: impl Fn(&[String]) -> anyhow::Result<()> + Send + 'static,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let read = move || read_all(&paths);
+    let mut seen = read()?;
+    Ok(tokio::spawn(async move {
+        let mut refused: Option<Vec<String>> = None;
+        loop {
+            tokio::time::sleep(RELOAD_INTERVAL).await;
+            // A file being replaced may be missing for a moment.
+            let Ok(now) = read() else { continue };
+            if now == seen || refused.as_ref() == Some(&now) {
+                continue;
+            }
+            match apply(&now) {
+                Ok(()) => {
+                    tracing::info!(what, "certificates reloaded");
+                    seen = now;
+                    refused = None;
+                }
+                Err(err) => {
+                    tracing::warn!(what, error = format!("{err:#}"), "changed certificates not loaded; the previous ones stay in force");
+                    refused = Some(now);
+                }
+            }
+        }
+    }))
 }

@@ -66,7 +66,7 @@ const EXPRESSION_LIMIT: u64 = 10_000_000;
 /// The largest estimated cost of all the rules of a schema (`StaticEstimatedCRDCostLimit`).
 const SCHEMA_LIMIT: u64 = 100_000_000;
 /// The largest request, which bounds what a schema leaves unbounded (`MaxRequestSizeBytes`).
-const MAX_REQUEST: u64 = 3 * 1024 * 1024;
+const MAX_REQUEST: u64 = crate::yaml::MAX_REQUEST_BYTES as u64;
 /// The longest string a request can hold (less its quotes).
 const MAX_STRING: u64 = MAX_REQUEST - 2;
 
