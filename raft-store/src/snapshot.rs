@@ -7,7 +7,7 @@
 //! The file is the CBOR-encoded metadata, prefixed by its length (8 bytes, little-endian), then
 //! the CBOR-encoded body, then a trailer: the SHA-256 of all before it and the 8 bytes
 //! `snapsum1`. A node checks it when it opens its snapshot and will not start from a file that
-//! fails it; a file without the trailer (from earlier versions) is taken as it is. Between
+//! fails it; a file without the trailer (from earlier versions) is taken if it decodes whole. Between
 //! replicas the body alone is sent, after the metadata.
 
 use std::collections::BTreeMap;
@@ -300,9 +300,14 @@ fn has_trailer(file: &mut File) -> io::Result<bool> {
     Ok(&magic == TRAILER_MAGIC)
 }
 
-/// Checks a snapshot file against its trailer (a file without one passes).
+/// Checks a snapshot file against its trailer; one without (written by an earlier version, or
+/// cut short) must at least decode whole.
 fn verify(file: &mut File) -> io::Result<()> {
     if !has_trailer(file)? {
+        file.seek(SeekFrom::Start(0))?;
+        let mut reader = BufReader::with_capacity(1 << 16, &*file);
+        read_meta(&mut reader)?;
+        let _: SnapshotBody = ciborium::from_reader(reader).map_err(|e| io_err(format!("it has no checksum and does not decode: {e}")))?;
         return Ok(());
     }
     let covered = file.metadata()?.len() - TRAILER;
@@ -435,7 +440,7 @@ mod tests {
     }
 
     #[test]
-    fn a_damaged_snapshot_stops_the_open_and_one_without_a_checksum_is_taken() {
+    fn a_damaged_or_torn_snapshot_stops_the_open_and_one_without_a_checksum_is_taken() {
         let dir = tempfile::tempdir().unwrap();
         open(dir.path()).build(meta(30), &objects(30), &[]).unwrap();
         let path = dir.path().join(FILE);
@@ -458,6 +463,11 @@ mod tests {
         let snapshots = Snapshots::open(dir.path(), &db).unwrap();
         let body = snapshots.install(snapshots.current().unwrap().unwrap()).unwrap();
         assert_eq!(body.objects.len(), 30);
+        drop(snapshots);
+        // Cut short (a torn write): no trailer, and no whole body either.
+        bytes.truncate(bytes.len() / 2);
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(matches!(Snapshots::open(dir.path(), &db), Err(StoreError::Damaged { .. })), "a torn snapshot was opened");
     }
 
     #[test]

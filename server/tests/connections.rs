@@ -56,6 +56,24 @@ async fn slow_headers_and_idle_connections_are_closed_and_a_quiet_watch_is_not()
         assert!(matches!(read, Ok(0) | Err(_)) || buf.starts_with(b"HTTP/1.1 408"), "{read:?}");
     };
 
+    // HTTP/1.1 kept alive after an answer: closed once the next request's headers are 32 s late.
+    let kept_alive = async {
+        let (mut stream, _) = handshake(port, &h1).await.unwrap();
+        stream.write_all(b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await.unwrap();
+        let (mut buf, mut answer) = ([0u8; 4096], Vec::new());
+        while !answer.ends_with(b"\r\n\r\nok") {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0, "{}", String::from_utf8_lossy(&answer));
+            answer.extend_from_slice(&buf[..n]);
+        }
+        assert!(answer.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
+        let started = Instant::now();
+        let read = tokio::time::timeout(Duration::from_secs(60), stream.read(&mut buf)).await.expect("the idle connection stayed open");
+        let elapsed = started.elapsed();
+        assert!(elapsed >= Duration::from_secs(30), "closed after {elapsed:?}");
+        assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    };
+
     // HTTP/2: a connection with nothing open is sent away after 90 s of silence; one that holds
     // a watch nobody writes to stays.
     let idle = async {
@@ -86,7 +104,7 @@ async fn slow_headers_and_idle_connections_are_closed_and_a_quiet_watch_is_not()
         let resp = watcher.send_request(http::Request::get("https://127.0.0.1/readyz").body(Full::new(Bytes::new())).unwrap()).await.unwrap();
         assert_eq!(resp.status(), 200);
     };
-    tokio::join!(slow, idle);
+    tokio::join!(slow, kept_alive, idle);
 }
 
 /// HTTP/2 frames as bytes: length, type, flags, stream, payload.
