@@ -111,6 +111,54 @@ pub fn encode_object(obj: &Value) -> ApiResult<Vec<u8>> {
     Ok(out)
 }
 
+/// A list of a built-in kind in Protobuf, made an item at a time so that it is never held
+/// whole (Kubernetes' streaming list encoder): the body is [`ListStream::head`], then each item's
+/// [`ListStream::item`] in order, then [`LIST_TAIL`]. The envelope states the list's length
+/// before the items, so the head encodes every item once to measure it.
+pub struct ListStream {
+    item_message: &'static str,
+}
+
+/// The envelope's empty content encoding and content type, after the list.
+pub const LIST_TAIL: &[u8] = &[3 << 3 | 2, 0, 4 << 3 | 2, 0];
+
+const LIST_META: &str = "apimachinery.pkg.apis.meta.v1.ListMeta";
+
+impl ListStream {
+    /// For lists of `info`'s kind, if it has a Protobuf message.
+    pub fn new(info: &registry::ResourceInfo) -> Option<ListStream> {
+        Some(ListStream { item_message: kind_message(info)? })
+    }
+
+    /// Everything before the first item of a list of `items` (stored JSON) with `metadata`.
+    pub fn head(&self, info: &registry::ResourceInfo, metadata: &Value, items: &[bytes::Bytes]) -> ApiResult<Vec<u8>> {
+        let mut meta = Vec::new();
+        encode::bytes_field(&mut meta, 1, &encode::message(LIST_META, metadata).map_err(ApiError::internal)?);
+        let mut raw_len = meta.len() as u64;
+        for item in items {
+            raw_len += self.item(item)?.len() as u64;
+        }
+        let mut type_meta = Vec::new();
+        encode::bytes_field(&mut type_meta, 1, info.api_version().as_bytes());
+        encode::bytes_field(&mut type_meta, 2, format!("{}List", info.kind).as_bytes());
+        let mut out = MAGIC.to_vec();
+        encode::bytes_field(&mut out, 1, &type_meta);
+        encode::varint(&mut out, 2 << 3 | 2);
+        encode::varint(&mut out, raw_len);
+        out.extend_from_slice(&meta);
+        Ok(out)
+    }
+
+    /// One item (stored JSON) as the list's `items` field.
+    pub fn item(&self, item: &[u8]) -> ApiResult<Vec<u8>> {
+        let value: Value = serde_json::from_slice(item).map_err(ApiError::internal)?;
+        let message = encode::message(self.item_message, &value).map_err(|e| ApiError::internal(format!("encoding a list item as Protobuf: {e}")))?;
+        let mut out = Vec::with_capacity(message.len() + 6);
+        encode::bytes_field(&mut out, 2, &message);
+        Ok(out)
+    }
+}
+
 /// One frame of a Protobuf watch stream for an event of type `kind` (`ADDED`, `ERROR`, ...).
 pub fn watch_frame(kind: &str, obj: &Value) -> ApiResult<Vec<u8>> {
     let mut raw_extension = Vec::new();

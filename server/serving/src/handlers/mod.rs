@@ -38,7 +38,7 @@ use access::request::{ResourceRequest, Verb};
 use crate::status_response::StatusResponse;
 use machinery::{metadata_form, table_form};
 
-pub use reply::{list_json, list_json_stream, list_size, ListReply, Reply};
+pub use reply::{list_json, list_json_stream, list_protobuf_stream, list_size, ListReply, Reply};
 pub use write::parse;
 
 /// Serves one resource request.
@@ -197,15 +197,22 @@ fn to_json(value: &impl serde::Serialize) -> ApiResult<Bytes> {
     serde_json::to_vec(value).map(Bytes::from).map_err(ApiError::internal)
 }
 
-/// Lists of more item bytes than this go out in JSON as they are made ([`list_json_stream`]).
+/// Lists of more item bytes than this go out in JSON or Protobuf as they are made
+/// ([`list_json_stream`], [`list_protobuf_stream`]).
 const STREAM_LIST: usize = 1 << 20;
 
 /// Encodes a reply in the negotiated form and encoding.
 fn encode(info: &'static ResourceInfo, subresource: bool, reply: Reply, output: Output, params: &Params) -> ApiResult<Response> {
     let reply = match reply {
-        Reply::List(list) if output.form == Form::Object && output.encoding == Encoding::Json && list_size(&list) > STREAM_LIST => {
-            let pieces = futures::StreamExt::map(list_json_stream(info, list), Ok::<_, std::convert::Infallible>);
-            let mut resp = Response::new(Body::from_stream(pieces));
+        Reply::List(list) if output.form == Form::Object && matches!(output.encoding, Encoding::Json | Encoding::Protobuf) && list_size(&list) > STREAM_LIST => {
+            let body = match output.encoding {
+                Encoding::Protobuf => match list_protobuf_stream(info, list) {
+                    Some(pieces) => Body::from_stream(futures::StreamExt::map(pieces?, Ok::<_, std::convert::Infallible>)),
+                    None => return Err(ApiError::internal(format!("no Protobuf message for {}", info.kind))),
+                },
+                _ => Body::from_stream(futures::StreamExt::map(list_json_stream(info, list), Ok::<_, std::convert::Infallible>)),
+            };
+            let mut resp = Response::new(body);
             resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(output.content_type(false)));
             resp.extensions_mut().insert(crate::compression::Streamed);
             return Ok(resp);

@@ -9,6 +9,7 @@ use http::StatusCode;
 use serde_json::{json, Value};
 
 pub use machinery::list::ListReply;
+use machinery::error::ApiResult;
 use machinery::registry::ResourceInfo;
 
 
@@ -68,8 +69,8 @@ pub fn list_size(list: &ListReply) -> usize {
     list.items.iter().map(|i| i.len() + 1).sum()
 }
 
-/// A list's JSON up to its first item: `{"kind":..,"apiVersion":..,"metadata":{..},"items":[`.
-fn list_head(info: &ResourceInfo, list: &ListReply) -> Vec<u8> {
+/// A list's `metadata`.
+fn list_meta(list: &ListReply) -> Value {
     let mut meta = json!({"resourceVersion": list.rev.to_string()});
     if let Some(c) = &list.continue_token {
         meta["continue"] = json!(c);
@@ -77,7 +78,12 @@ fn list_head(info: &ResourceInfo, list: &ListReply) -> Vec<u8> {
     if let Some(r) = list.remaining {
         meta["remainingItemCount"] = json!(r);
     }
-    let head = json!({"kind": format!("{}List", info.kind), "apiVersion": info.api_version(), "metadata": meta});
+    meta
+}
+
+/// A list's JSON up to its first item: `{"kind":..,"apiVersion":..,"metadata":{..},"items":[`.
+fn list_head(info: &ResourceInfo, list: &ListReply) -> Vec<u8> {
+    let head = json!({"kind": format!("{}List", info.kind), "apiVersion": info.api_version(), "metadata": list_meta(list)});
     let mut out = serde_json::to_vec(&head).unwrap_or_default();
     out.pop(); // the closing brace
     out.extend_from_slice(b",\"items\":[");
@@ -107,25 +113,49 @@ const LIST_CHUNK: usize = 256 * 1024;
 pub fn list_json_stream(info: &ResourceInfo, list: ListReply) -> impl futures::Stream<Item = Bytes> + Send + 'static {
     let head = list_head(info, &list);
     let custom = machinery::registry::custom::is_custom(info);
-    let items = list.items.into_iter().enumerate();
-    futures::stream::unfold((Some(head), items, false), move |(head, mut items, done)| async move {
-        if done {
-            return None;
-        }
-        let mut out = head.unwrap_or_default();
-        out.reserve(LIST_CHUNK.saturating_sub(out.len()));
-        let mut last = true;
-        for (i, item) in items.by_ref() {
-            list_item(custom, i, &item, &mut out);
-            if out.len() >= LIST_CHUNK {
-                last = false;
-                break;
+    pieces(head, list.items, LIST_TAIL, move |i, item, out| list_item(custom, i, item, out))
+}
+
+/// The list in Protobuf, streamed the same way (`None` for a kind without a Protobuf message).
+pub fn list_protobuf_stream(info: &ResourceInfo, list: ListReply) -> Option<ApiResult<impl futures::Stream<Item = Bytes> + Send + 'static>> {
+    let encoder = machinery::protobuf::ListStream::new(info)?;
+    let head = match encoder.head(info, &list_meta(&list), &list.items) {
+        Ok(head) => head,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(Ok(pieces(head, list.items, machinery::protobuf::LIST_TAIL, move |_, item, out| match encoder.item(item) {
+        Ok(bytes) => out.extend_from_slice(&bytes),
+        // Measured in the head already: it does not fail now.
+        Err(e) => tracing::error!(error = %e, "a list item could not be encoded as Protobuf"),
+    })))
+}
+
+/// `head`, each item as `item` writes it, then `tail`, in pieces of about [`LIST_CHUNK`] bytes.
+fn pieces(
+    head: Vec<u8>,
+    items: Vec<Bytes>,
+    tail: &'static [u8],
+    item: impl Fn(usize, &[u8], &mut Vec<u8>) + Send + 'static,
+) -> impl futures::Stream<Item = Bytes> + Send + 'static {
+    let items = items.into_iter().enumerate();
+    futures::stream::unfold((Some(head), items, false), move |(head, mut items, done)| {
+        let piece = (!done).then(|| {
+            let mut out = head.unwrap_or_default();
+            out.reserve(LIST_CHUNK.saturating_sub(out.len()));
+            let mut last = true;
+            for (i, bytes) in items.by_ref() {
+                item(i, &bytes, &mut out);
+                if out.len() >= LIST_CHUNK {
+                    last = false;
+                    break;
+                }
             }
-        }
-        if last {
-            out.extend_from_slice(LIST_TAIL);
-        }
-        Some((Bytes::from(out), (None, items, last)))
+            if last {
+                out.extend_from_slice(tail);
+            }
+            (Bytes::from(out), (None, items, last))
+        });
+        std::future::ready(piece)
     })
 }
 
@@ -272,7 +302,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_streamed_list_is_the_same_json_in_pieces() {
+    async fn a_streamed_list_is_the_same_json_or_protobuf_in_pieces() {
         use futures::StreamExt;
         let info = machinery::registry::lookup("", "v1", "configmaps").unwrap();
         for n in [0usize, 1, 3, 2000] {
@@ -281,6 +311,9 @@ mod tests {
                 .collect();
             let list = ListReply { rev: 7, continue_token: Some("t".into()), remaining: Some(3), items };
             let whole = list_json(info, &list);
+            let protobuf = machinery::protobuf::encode_object(&serde_json::from_slice(&whole).unwrap()).unwrap();
+            let streamed: Vec<Bytes> = list_protobuf_stream(info, ListReply { items: list.items.clone(), continue_token: list.continue_token.clone(), ..list }).unwrap().unwrap().collect().await;
+            assert_eq!(streamed.concat(), protobuf, "{n} items in Protobuf");
             let pieces: Vec<Bytes> = list_json_stream(info, list).collect().await;
             assert!(pieces.iter().all(|p| p.len() <= LIST_CHUNK + 600), "a piece larger than a chunk and an item");
             assert_eq!(pieces.concat(), whole, "{n} items");
