@@ -195,3 +195,20 @@ async fn http2_streams_are_bounded_and_a_rapid_reset_flood_is_cut_off() {
     assert!(median < Duration::from_millis(500), "lists took {median:?} (median) during the flood");
     assert_eq!(server.get("/readyz").await.status, 200);
 }
+
+#[tokio::test]
+async fn request_lines_and_headers_up_to_the_size_go_takes_are_served() {
+    let server = TestServer::start().await;
+    // About 47 KB of label selector: past HTTP/2's common 16 KiB header list limit, as kubectl
+    // sends it (over HTTP/2).
+    let selector = format!("a in ({})", (0..8000).map(|i| format!("v{i}")).collect::<Vec<_>>().join(","));
+    let out = server.kubectl(&["get", "configmaps", "-l", &selector]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // And over HTTP/1.1: a 200 KiB header beside a long request line.
+    let h1 = common::tls_client::Hello { alpn: Some(b"http/1.1"), ..Default::default() };
+    let (stream, _) = handshake(server.port(), &h1).await.unwrap();
+    let path = format!("/readyz?{}", "x".repeat(60_000));
+    let padding = "p".repeat(200 * 1024);
+    let (status, _) = common::tls_client::http1(stream, "GET", &path, &[("x-padding", &padding)], "").await.unwrap();
+    assert_eq!(status, 200);
+}

@@ -26,6 +26,10 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// An HTTP/1.1 client has this long to send a request's headers, counted from the end of the
 /// previous response on a kept-alive connection (kube-apiserver's `ReadHeaderTimeout`).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
+/// A request line and headers of up to a mebibyte, as Go's server (`MaxHeaderBytes`) takes them,
+/// in HTTP/1.1 and HTTP/2 alike. (A request target longer than 64 KiB is still refused: the HTTP
+/// library holds it in a type that cannot be longer.)
+const MAX_HEADER_BYTES: usize = 1 << 20;
 /// HTTP/2 frames and per-stream receive windows of 256 KiB, as kube-apiserver sizes them (most
 /// objects fit one frame).
 const HTTP2_FRAME: u32 = 256 * 1024;
@@ -56,7 +60,7 @@ fn builder(options: &ServeOptions) -> Builder<TokioExecutor> {
         n => n,
     };
     let mut builder = Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT).max_buf_size(1 << 20);
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT).max_buf_size(MAX_HEADER_BYTES);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -64,7 +68,8 @@ fn builder(options: &ServeOptions) -> Builder<TokioExecutor> {
         .max_frame_size(HTTP2_FRAME)
         .initial_stream_window_size(HTTP2_FRAME)
         .initial_connection_window_size(HTTP2_FRAME.saturating_mul(streams))
-        .max_pending_accept_reset_streams(HTTP2_PENDING_RESETS);
+        .max_pending_accept_reset_streams(HTTP2_PENDING_RESETS)
+        .max_header_list_size(MAX_HEADER_BYTES as u32);
     builder
 }
 
