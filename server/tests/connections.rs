@@ -1,6 +1,7 @@
 //! Connections as an operator and a hostile client meet them: a stopping node that keeps
-//! serving through its shutdown delay, slow and idle connections closed, HTTP/2's stream limit
-//! and a rapid-reset flood cut off while other clients are served.
+//! serving through its shutdown delay, slow and idle connections closed, HTTP/2's stream limit,
+//! a rapid-reset flood and an endless header block cut off while other clients are served, and
+//! request lines and headers as long as Go's server reads them.
 
 mod common;
 
@@ -116,22 +117,33 @@ fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Whether the frames in `bytes` include a GOAWAY with ENHANCE_YOUR_CALM.
-fn calmed(bytes: &[u8]) -> bool {
+/// Whether the frames in `bytes` include a GOAWAY.
+fn goaway(bytes: &[u8]) -> bool {
+    frames(bytes).any(|(kind, _)| kind == 0x7)
+}
+
+/// The frames in `bytes` (type and payload), as far as they are whole.
+fn frames(bytes: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
     let mut at = 0;
-    while at + 9 <= bytes.len() {
+    std::iter::from_fn(move || {
+        if at + 9 > bytes.len() {
+            return None;
+        }
         let len = (usize::from(bytes[at]) << 16) | (usize::from(bytes[at + 1]) << 8) | usize::from(bytes[at + 2]);
         let (kind, payload) = (bytes[at + 3], at + 9);
-        if kind == 0x7 && payload + 8 <= bytes.len() && bytes[payload + 4..payload + 8] == [0, 0, 0, 0xb] {
-            return true;
-        }
+        let end = (payload + len).min(bytes.len());
         at = payload + len;
-    }
-    false
+        Some((kind, &bytes[payload..end]))
+    })
+}
+
+/// Whether the frames in `bytes` include a GOAWAY with ENHANCE_YOUR_CALM.
+fn calmed(bytes: &[u8]) -> bool {
+    frames(bytes).any(|(kind, payload)| kind == 0x7 && payload.len() >= 8 && payload[4..8] == [0, 0, 0, 0xb])
 }
 
 #[tokio::test]
-async fn http2_streams_are_bounded_and_a_rapid_reset_flood_is_cut_off() {
+async fn http2_streams_are_bounded_and_rapid_reset_and_continuation_floods_are_cut_off() {
     let server = TestServer::start_with(&["--http2-max-streams-per-connection", "7"]).await;
     let port = server.port();
     let h2 = Hello { alpn: Some(b"h2"), ..Default::default() };
@@ -193,6 +205,20 @@ async fn http2_streams_are_bounded_and_a_rapid_reset_flood_is_cut_off() {
     let median = took[took.len() / 2];
     assert!(calm > 0, "no flooding connection was sent GOAWAY (ENHANCE_YOUR_CALM)");
     assert!(median < Duration::from_millis(500), "lists took {median:?} (median) during the flood");
+
+    // A header block that never ends: CONTINUATION frames after CONTINUATION frames.
+    let (mut stream, _) = handshake(port, &Hello { alpn: Some(b"h2"), ..Default::default() }).await.unwrap();
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(frame(0x4, 0, 0, &[]));
+    out.extend(frame(0x1, 0x1, 1, &[0x82, 0x87, 0x84]));
+    for _ in 0..20_000 {
+        out.extend(frame(0x9, 0, 1, &[0x40, 0x01, b'x', 0x01, b'y']));
+    }
+    let _ = stream.write_all(&out).await;
+    let mut got = Vec::new();
+    let ended = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut got)).await;
+    assert!(ended.is_ok(), "the server kept reading an endless header block");
+    assert!(goaway(&got), "the endless header block was not answered with GOAWAY");
     assert_eq!(server.get("/readyz").await.status, 200);
 }
 
