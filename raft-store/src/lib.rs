@@ -6,6 +6,7 @@
 //! the revision (`resourceVersion`) of everything it writes.
 
 mod admin;
+pub mod backup;
 mod cache;
 mod dedupe;
 mod error;

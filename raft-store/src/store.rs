@@ -428,6 +428,18 @@ impl Store {
     }
 
     /// Whether this node knows a leader (for readiness).
+    /// A backup of the state at the newest committed revision (read as a "Most Recent" read
+    /// is): its header and the pieces of its file (see `backup`), made as they are taken. The
+    /// objects are the cache's own, not copies.
+    pub async fn backup(&self) -> Result<(crate::backup::Header, impl Iterator<Item = std::io::Result<Vec<u8>>> + Send + 'static), StoreError> {
+        self.linearizable_rev().await?;
+        let (revision, objects, _) = self.cache.snapshot();
+        let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
+        let header = crate::backup::Header { format: 1, revision, node: self.node_id, time, objects: objects.len() as u64 };
+        let pieces = crate::backup::pieces(header.clone(), objects).map_err(StoreError::internal)?;
+        Ok((header, pieces))
+    }
+
     /// Why this node refuses writes for want of space, while it does.
     pub fn space_shortage(&self) -> Option<String> {
         self.space.refusal()

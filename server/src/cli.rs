@@ -235,6 +235,11 @@ pub enum Command {
         #[command(subcommand)]
         action: MemberAction,
     },
+    /// Backups: take one from a running cluster, check one, or make a data directory from one.
+    Snapshot {
+        #[command(subcommand)]
+        action: SnapshotAction,
+    },
     /// Moves this node's Raft state (`raft.redb`, `snapshot`) under `--data-dir` aside into
     /// `damaged-<seconds>/`, keeping its certificates: started again with
     /// `--initial-cluster-state existing`, the node catches up from the leader. For a member whose
@@ -255,6 +260,32 @@ pub enum MemberAction {
     Promote { id: u64 },
     /// Removes a node from the cluster.
     Remove { id: u64 },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum SnapshotAction {
+    /// Saves a consistent copy of the cluster's state at its newest revision to FILE, through
+    /// the HTTPS port of any member (the kubeconfig's server), as a member of system:masters.
+    Save {
+        file: PathBuf,
+        /// A kubeconfig whose user is in system:masters (a node's admin.kubeconfig).
+        #[arg(long)]
+        kubeconfig: PathBuf,
+    },
+    /// Verifies FILE against its checksum and prints what it holds.
+    Status { file: PathBuf },
+    /// Makes `--data-dir` hold FILE's state, as a single node or as one member of a new cluster
+    /// (run it for each member with the same `--initial-cluster`); revisions go on a billion
+    /// above the backup's.
+    Restore {
+        file: PathBuf,
+        /// The member this directory is for.
+        #[arg(long, default_value_t = 1)]
+        node_id: u64,
+        /// The members of the new cluster, `1=host:port,...`; empty for a single node.
+        #[arg(long, default_value = "", value_parser = parse_members)]
+        initial_cluster: Members,
+    },
 }
 
 /// Node ids and their peer addresses.

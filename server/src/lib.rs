@@ -16,3 +16,4 @@ pub mod member;
 pub mod poststart;
 pub mod reseed;
 pub mod server;
+pub mod snapshot;

@@ -4,7 +4,8 @@
 //! everything, a wiped node rejoins from a snapshot, a node whose database is damaged refuses to
 //! start and is re-seeded with `apiserver reseed` while writes go on, a node's peer certificate
 //! is replaced on disk and taken up without a restart, a node out of disk space refuses writes
-//! at once, serves reads and recovers by itself once space is freed, members are added and removed, every
+//! at once, serves reads and recovers by itself once space is freed, a backup saved from a
+//! follower under writes restores a new cluster, members are added and removed, every
 //! node's `/metrics` names the same leader, a watcher on a follower sees a write without waiting
 //! for further traffic, and the leader's log gathers its flushes only while
 //! its followers answer, and a RoleBinding written through one node authorizes on every node,
@@ -575,6 +576,90 @@ async fn a_node_out_of_disk_space_refuses_writes_serves_reads_and_recovers_by_it
     assert!(nodes[victim].log().contains("log writes held until space is freed") || nodes[victim].log().contains("no space left"), "{}", nodes[victim].log());
     nodes[victim].kill9();
     drop(disk);
+}
+
+/// Runs `apiserver ARGS`, expecting success; its standard output.
+fn apiserver(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_apiserver")).args(args).output().unwrap();
+    common::expect_success(args, out)
+}
+
+#[tokio::test]
+async fn a_backup_saved_from_a_follower_under_writes_restores_a_new_cluster() {
+    let mut nodes = cluster().await;
+    for i in 0..30 {
+        let mut cm = configmap(&format!("kept-{i}"), &[("app", "backup")]);
+        cm.data = Some([("v".to_string(), i.to_string())].into());
+        configmaps(&nodes[i % 3]).create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let before = configmaps(&nodes[0]).list(&ListParams::default().labels("app=backup")).await.unwrap();
+
+    // Saved through a follower's HTTPS port while writes go on through the leader.
+    let leader = leader_index(&nodes).await;
+    let follower = (leader + 1) % 3;
+    let writer = {
+        let api = configmaps(&nodes[leader]);
+        tokio::spawn(async move {
+            for i in 0..40 {
+                api.create(&PostParams::default(), &configmap(&format!("during-{i}"), &[])).await.unwrap();
+            }
+        })
+    };
+    let file = nodes[0].dir().join("cluster.backup");
+    let saved = apiserver(&["snapshot", "save", file.to_str().unwrap(), "--kubeconfig", nodes[follower].kubeconfig_path().to_str().unwrap()]);
+    writer.await.unwrap();
+    assert!(saved.contains("checksum ok"), "{saved}");
+    let status = apiserver(&["snapshot", "status", file.to_str().unwrap()]);
+    let revision: u64 = status.split("revision ").nth(1).and_then(|r| r.split(',').next()).and_then(|r| r.parse().ok()).expect(&status);
+    let old_rv = configmaps(&nodes[leader]).list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+
+    // A user outside system:masters may not take one.
+    let other = nodes[0].kubeconfig_for("mallory", &[]);
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_apiserver")).args(["snapshot", "save", "/dev/null", "--kubeconfig", other.to_str().unwrap()]).output().unwrap();
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("403"), "{}", String::from_utf8_lossy(&refused.stderr));
+
+    // Every node lost; each member's directory restored (certificates kept), then started.
+    let initial = nodes[0].flag("--initial-cluster").to_string();
+    for node in nodes.iter_mut() {
+        node.kill9();
+        for state in ["raft.redb", "snapshot"] {
+            let _ = std::fs::remove_file(node.data_dir().join(state));
+        }
+    }
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let said = apiserver(&["snapshot", "restore", file.to_str().unwrap(), "--data-dir", node.data_dir().to_str().unwrap(), "--node-id", &(i + 1).to_string(), "--initial-cluster", &initial]);
+        assert!(said.contains(&format!("at revision {revision}")), "{said}");
+        node.launch();
+    }
+    for node in nodes.iter_mut() {
+        node.wait_ready().await.unwrap_or_else(|log| panic!("a restored node did not start:\n{log}"));
+    }
+
+    // Everything written before the save, as it was: resourceVersion, uid, managed fields.
+    for node in &nodes {
+        let after = configmaps(node).list(&ListParams::default().labels("app=backup")).await.unwrap();
+        assert_eq!(after.items.len(), 30);
+        for (a, b) in before.items.iter().zip(&after.items) {
+            assert_eq!((&a.metadata.name, &a.metadata.uid, &a.metadata.resource_version), (&b.metadata.name, &b.metadata.uid, &b.metadata.resource_version));
+            assert_eq!(a.metadata.managed_fields, b.metadata.managed_fields);
+            assert_eq!(a.data, b.data);
+        }
+    }
+    // Revisions go on far above the old cluster's; a watch from one of those is 410 Gone.
+    let new_rv: u64 = configmaps(&nodes[0]).list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap().parse().unwrap();
+    assert!(new_rv > revision + 999_000_000, "{new_rv}");
+    let stale = configmaps(&nodes[1]).watch(&WatchParams::default(), &old_rv).await.unwrap().boxed().try_next().await;
+    match stale {
+        Ok(Some(WatchEvent::Error(e))) => assert_eq!(e.code, 410, "{e:?}"),
+        Err(kube::Error::Api(e)) => assert_eq!(e.code, 410, "{e:?}"),
+        other => panic!("a watch from the old cluster's revision {old_rv}: {other:?}"),
+    }
+    // And the restored cluster takes writes through every node, kubectl included.
+    for (i, node) in nodes.iter().enumerate() {
+        configmaps(node).create(&PostParams::default(), &configmap(&format!("restored-{i}"), &[])).await.unwrap();
+    }
+    let listed = nodes[2].kubectl_ok(&["get", "configmaps", "-o", "name"]);
+    assert!(listed.contains("configmap/kept-29") && listed.contains("configmap/restored-0"), "{listed}");
 }
 
 /// Runs `apiserver member ...` with the peer certificate of `via`, against its peer address.

@@ -86,6 +86,20 @@ impl VotedFor {
     }
 }
 
+/// Records in a new database that the log before `last` is gone (a restored snapshot holds
+/// what it held), so that the log starts after it.
+pub(crate) fn mark_restored(db: &Database, last: &LogId) -> io::Result<()> {
+    let txn = db.begin_write().map_err(io_err)?;
+    {
+        txn.open_table(LOG).map_err(io_err)?;
+        let mut meta = txn.open_table(META).map_err(io_err)?;
+        let bytes = encode(last)?;
+        meta.insert(KEY_PURGED, bytes.as_slice()).map_err(io_err)?;
+        meta.insert(KEY_COMMITTED, bytes.as_slice()).map_err(io_err)?;
+    }
+    txn.commit().map_err(io_err)
+}
+
 /// Handle to the log; clones share it.
 #[derive(Clone)]
 pub struct LogStore {

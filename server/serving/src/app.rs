@@ -164,6 +164,7 @@ async fn authorized(
             Box::pin(handlers::connect::serve(ctx, &req, &params, &parts, upgrade, body)).await
         }
         Some(req) => within(deadline, handlers::serve(ctx, req, params, &parts.headers, body)).await,
+        None if parts.method == Method::GET && path == crate::backup::PATH => within(deadline, Box::pin(crate::backup::serve(ctx, &user))).await,
         None => within(deadline, Box::pin(route(ctx, &parts.method, &path, &params, &parts.headers, &body))).await,
     };
     let resp = with_flow(resp, flow.as_ref());

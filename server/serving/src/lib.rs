@@ -12,6 +12,7 @@
 pub mod aggregator;
 pub mod app;
 pub mod audit;
+pub mod backup;
 pub mod compression;
 pub mod context;
 pub mod discovery;
