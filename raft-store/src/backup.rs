@@ -19,6 +19,7 @@ use openraft::vote::RaftLeaderId;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::dedupe::Outcome;
 use crate::error::io_err;
 use crate::snapshot::{SnapshotMeta, Snapshots};
 use crate::types::{LogId, NodeId, Object, TypeConfig};
@@ -175,11 +176,19 @@ pub fn restore(path: &Path, dir: &Path, node: NodeId, members: &BTreeMap<NodeId,
     let voters: BTreeSet<NodeId> = nodes.keys().copied().collect();
     let membership = openraft::Membership::new(vec![voters], nodes).map_err(|e| e.to_string())?;
     let meta = SnapshotMeta { last_log_id: Some(last), last_membership: openraft::alias::StoredMembershipOf::<TypeConfig>::new(Some(last), membership) };
-    let db = redb::Database::create(dir.join("raft.redb")).map_err(|e| e.to_string())?;
-    crate::log_store::mark_restored(&db, &last).map_err(|e| e.to_string())?;
-    let snapshots = Snapshots::open(dir, &db).map_err(|e| e.to_string())?;
-    snapshots.build(meta, &objects, &[]).map_err(|e| format!("writing the snapshot: {e}"))?;
+    write_state(dir, meta, &objects, &[], None)?;
     Ok(Restored { header, revision })
+}
+
+/// Writes a new node state into `dir`: a snapshot of `objects` and `txns` with `meta`, and a
+/// database whose log starts after it (with `vote`, if the node had one).
+pub(crate) fn write_state(dir: &Path, meta: SnapshotMeta, objects: &BTreeMap<String, Object>, txns: &[(u64, u64, Outcome)], vote: Option<&[u8]>) -> Result<(), String> {
+    let last = meta.last_log_id.ok_or("no log id to start from")?;
+    let db = redb::Database::create(dir.join("raft.redb")).map_err(|e| e.to_string())?;
+    crate::log_store::mark_restored(&db, &last, vote).map_err(|e| e.to_string())?;
+    let snapshots = Snapshots::open(dir, &db).map_err(|e| e.to_string())?;
+    snapshots.build(meta, objects, txns).map_err(|e| format!("writing the snapshot: {e}"))?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ mod forwarder;
 mod log_store;
 mod network;
 mod observer;
+pub mod offline;
 mod peer;
 mod pipe;
 mod read_index;

@@ -122,6 +122,13 @@ pub struct Args {
     #[arg(long, default_value = "new", value_parser = ["new", "existing"])]
     pub initial_cluster_state: String,
 
+    /// Start as the only member of a new cluster, with everything this node holds (its snapshot
+    /// and every entry of its log, applied): for a node whose peers are gone for good. Its
+    /// earlier files are kept aside; remove the flag once it has started. Members are then added
+    /// back with `apiserver member add` and `promote`.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub force_new_cluster: bool,
+
     /// Log entries between snapshots of the state; the log before a snapshot is purged, and a
     /// node that fell further behind catches up from the snapshot.
     #[arg(long, default_value_t = 50_000)]
@@ -240,6 +247,10 @@ pub enum Command {
         #[command(subcommand)]
         action: SnapshotAction,
     },
+    /// Checks a stopped node's data under `--data-dir` (the database's checksums, the
+    /// snapshot's, the log's continuity, every entry applied and every object decoded) and
+    /// prints what it holds; exits non-zero on any problem.
+    Check,
     /// Moves this node's Raft state (`raft.redb`, `snapshot`) under `--data-dir` aside into
     /// `damaged-<seconds>/`, keeping its certificates: started again with
     /// `--initial-cluster-state existing`, the node catches up from the leader. For a member whose

@@ -7,6 +7,7 @@
 //! ([`poststart`]) and the built-in [`controllers`], through the in-process client ([`loopback`]).
 
 pub mod admission_chain;
+pub mod check;
 pub mod cli;
 pub mod context;
 pub mod controllers;

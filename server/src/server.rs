@@ -94,6 +94,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let flowcontrol =
         Arc::new(FlowControl::new(args.enable_priority_and_fairness, args.max_requests_inflight, args.max_mutating_requests_inflight));
     let peer_tls = pki.peer.clone().map(|(cert_pem, key_pem)| PeerTls { ca_pem: pki.ca_pem.clone(), cert_pem, key_pem });
+    if args.force_new_cluster {
+        let addr = peer_addr.clone().unwrap_or_else(|| "127.0.0.1:0".into());
+        let forced = raft_store::offline::force_new_cluster(&args.data_dir, args.node_id, &addr).map_err(|e| anyhow::anyhow!("--force-new-cluster: {e}"))?;
+        tracing::warn!(
+            revision = forced.revision,
+            objects = forced.objects,
+            aside = %forced.aside.display(),
+            "--force-new-cluster: this node is now the only member of its cluster; remove the flag before its next start"
+        );
+    }
     let store = Store::open(
         &args.data_dir,
         StoreOptions {

@@ -5,7 +5,8 @@
 //! start and is re-seeded with `apiserver reseed` while writes go on, a node's peer certificate
 //! is replaced on disk and taken up without a restart, a node out of disk space refuses writes
 //! at once, serves reads and recovers by itself once space is freed, a backup saved from a
-//! follower under writes restores a new cluster, members are added and removed, every
+//! follower under writes restores a new cluster, a survivor forced into a cluster of its own
+//! keeps every write it had and takes its lost members back, members are added and removed, every
 //! node's `/metrics` names the same leader, a watcher on a follower sees a write without waiting
 //! for further traffic, and the leader's log gathers its flushes only while
 //! its followers answer, and a RoleBinding written through one node authorizes on every node,
@@ -407,6 +408,8 @@ async fn a_damaged_follower_refuses_to_start_and_is_reseeded_under_writes() {
     nodes[victim].launch();
     let refused = nodes[victim].wait_ready().await.expect_err("a node started from a damaged database");
     assert!(refused.contains("raft.redb is damaged") && refused.contains("apiserver reseed --data-dir"), "{refused}");
+    let checked = std::process::Command::new(env!("CARGO_BIN_EXE_apiserver")).args(["check", "--data-dir"]).arg(nodes[victim].data_dir()).output().unwrap();
+    assert!(!checked.status.success() && String::from_utf8_lossy(&checked.stderr).contains("raft.redb"), "{}", String::from_utf8_lossy(&checked.stderr));
 
     // The documented command, then a start as a member that lost its data.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_apiserver")).args(["reseed", "--data-dir"]).arg(nodes[victim].data_dir()).output().unwrap();
@@ -660,6 +663,64 @@ async fn a_backup_saved_from_a_follower_under_writes_restores_a_new_cluster() {
     }
     let listed = nodes[2].kubectl_ok(&["get", "configmaps", "-o", "name"]);
     assert!(listed.contains("configmap/kept-29") && listed.contains("configmap/restored-0"), "{listed}");
+}
+
+#[tokio::test]
+async fn a_survivor_forced_into_a_new_cluster_keeps_its_writes_and_takes_members_back() {
+    let mut nodes = cluster_with(&["--snapshot-count", "25"]).await;
+    let leader = leader_index(&nodes).await;
+    let mut acked = BTreeSet::new();
+    for i in 0..60 {
+        let name = format!("acked-{i}");
+        configmaps(&nodes[leader]).create(&PostParams::default(), &configmap(&name, &[])).await.unwrap();
+        acked.insert(name);
+    }
+    // The other two are lost for good; the survivor (which led, so holds every acknowledged
+    // write) starts alone with --force-new-cluster.
+    let lost: Vec<usize> = (0..3).filter(|i| *i != leader).collect();
+    for &i in &lost {
+        nodes[i].kill9();
+        for state in ["raft.redb", "snapshot"] {
+            let _ = std::fs::remove_file(nodes[i].data_dir().join(state));
+        }
+    }
+    nodes[leader].kill9();
+    let checked = apiserver(&["check", "--data-dir", nodes[leader].data_dir().to_str().unwrap()]);
+    assert!(checked.contains("no problem found") && checked.contains("objects"), "{checked}");
+    nodes[leader].set_flag("--force-new-cluster", "true");
+    nodes[leader].launch();
+    nodes[leader].wait_ready().await.unwrap_or_else(|log| panic!("the survivor did not start alone:\n{log}"));
+    assert!(stored(&nodes[leader]).await.is_superset(&acked), "the survivor lost acknowledged writes");
+    configmaps(&nodes[leader]).create(&PostParams::default(), &configmap("alone", &[])).await.unwrap();
+    let peer_of = |node: &TestServer| node.flag("--initial-cluster").split(',').find_map(|e| e.strip_prefix(&format!("{}=", node.flag("--node-id")))).unwrap().to_string();
+    let listing = member(&nodes[leader], &peer_of(&nodes[leader]), &["list"]);
+    assert_eq!(roles(&listing).len(), 1, "{listing}");
+
+    // A restart without the flag keeps it so.
+    nodes[leader].kill9();
+    nodes[leader].set_flag("--force-new-cluster", "false");
+    nodes[leader].launch();
+    nodes[leader].wait_ready().await.unwrap();
+
+    // The lost members come back empty, are added as learners and promoted.
+    for &i in &lost {
+        let id = nodes[i].flag("--node-id").to_string();
+        let peer = peer_of(&nodes[i]);
+        nodes[i].set_flag("--initial-cluster-state", "existing");
+        nodes[i].launch();
+        let added = member(&nodes[leader], &peer_of(&nodes[leader]), &["add", &id, &peer]);
+        assert!(roles(&added).contains(&(id.clone(), "learner".into())), "{added}");
+        let promoted = member(&nodes[leader], &peer_of(&nodes[leader]), &["promote", &id]);
+        assert!(roles(&promoted).contains(&(id.clone(), "voter".into())), "{promoted}");
+        nodes[i].wait_ready().await.unwrap_or_else(|log| panic!("a member added back did not start:\n{log}"));
+    }
+    for (i, node) in nodes.iter().enumerate() {
+        configmaps(node).create(&PostParams::default(), &configmap(&format!("three-again-{i}"), &[])).await.unwrap();
+    }
+    for node in &nodes {
+        let here = stored(node).await;
+        assert!(here.is_superset(&acked) && here.contains("alone") && here.contains("three-again-2"), "a member misses writes");
+    }
 }
 
 /// Runs `apiserver member ...` with the peer certificate of `via`, against its peer address.

@@ -86,9 +86,10 @@ impl VotedFor {
     }
 }
 
-/// Records in a new database that the log before `last` is gone (a restored snapshot holds
-/// what it held), so that the log starts after it.
-pub(crate) fn mark_restored(db: &Database, last: &LogId) -> io::Result<()> {
+/// Records in a new database that the log up to `last` is gone (a snapshot beside it holds
+/// what it held), so that the log starts after it; with the vote of the node's earlier
+/// database, if it had one (encoded as the log writes it).
+pub(crate) fn mark_restored(db: &Database, last: &LogId, vote: Option<&[u8]>) -> io::Result<()> {
     let txn = db.begin_write().map_err(io_err)?;
     {
         txn.open_table(LOG).map_err(io_err)?;
@@ -96,8 +97,28 @@ pub(crate) fn mark_restored(db: &Database, last: &LogId) -> io::Result<()> {
         let bytes = encode(last)?;
         meta.insert(KEY_PURGED, bytes.as_slice()).map_err(io_err)?;
         meta.insert(KEY_COMMITTED, bytes.as_slice()).map_err(io_err)?;
+        if let Some(vote) = vote {
+            meta.insert(KEY_VOTE, vote).map_err(io_err)?;
+        }
     }
     txn.commit().map_err(io_err)
+}
+
+/// A stopped node's vote (encoded) and its log entries after index `after`, in order.
+pub(crate) fn read_stopped(db: &Database, after: u64) -> io::Result<(Option<Vec<u8>>, Vec<Entry>)> {
+    let read = db.begin_read().map_err(io_err)?;
+    let vote = match read.open_table(META) {
+        Ok(meta) => meta.get(KEY_VOTE).map_err(io_err)?.map(|v| v.value().to_vec()),
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok((None, Vec::new())),
+        Err(e) => return Err(io_err(e)),
+    };
+    let log = read.open_table(LOG).map_err(io_err)?;
+    let mut entries = Vec::new();
+    for item in log.range(after.saturating_add(1)..).map_err(io_err)? {
+        let (_, v) = item.map_err(io_err)?;
+        entries.push(decode::<Entry>(v.value())?);
+    }
+    Ok((vote, entries))
 }
 
 /// Handle to the log; clones share it.
