@@ -146,6 +146,18 @@ impl Cluster {
 
     /// Starts node `i` on its data directory; `state` is `new` or `existing`.
     fn launch(&mut self, i: u32, state: &str) -> Result<()> {
+        self.launch_with(i, state, &[])
+    }
+
+    /// Kills node `i` and starts it alone with `--force-new-cluster` (once: a later restart
+    /// goes without the flag).
+    pub fn force_alone(&mut self, i: u32) -> Result<()> {
+        self.kill(i)?;
+        self.launch_with(i, "existing", &["--force-new-cluster"])
+    }
+
+    /// `launch` with flags for this start only.
+    fn launch_with(&mut self, i: u32, state: &str, extra: &[&str]) -> Result<()> {
         let members: Vec<String> = (1..=self.size()).map(|j| format!("{j}={}", self.peer_addr(j))).collect();
         let dir = self.node(i).dir.clone();
         // Beside the data directory, which may be a file system unmounted at the end.
@@ -156,6 +168,7 @@ impl Cluster {
             .args(["--bind-address", &self.net.node_ip(i), "--secure-port", &API_PORT.to_string()])
             .args(["--node-id", &i.to_string(), "--initial-cluster", &members.join(","), "--initial-cluster-state", state])
             .args(&self.flags)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);

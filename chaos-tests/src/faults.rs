@@ -27,6 +27,7 @@ pub enum Fault {
     SlowFsync,
     FailFsync,
     DiskFull,
+    LoseMajority,
 }
 
 const NAMES: &[(&str, Fault)] = &[
@@ -45,6 +46,7 @@ const NAMES: &[(&str, Fault)] = &[
     ("slow-fsync", Fault::SlowFsync),
     ("fail-fsync", Fault::FailFsync),
     ("disk-full", Fault::DiskFull),
+    ("lose-majority", Fault::LoseMajority),
 ];
 
 impl Fault {
@@ -142,6 +144,16 @@ pub async fn inject(cluster: &mut Cluster, fault: Fault, rng: &mut StdRng) -> Re
             cluster.fill_disk(random)?;
             vec![random]
         }
+        Fault::LoseMajority => {
+            // Every member but the leader lost for good; the leader, which holds every
+            // acknowledged write, goes on alone.
+            let lost: Vec<u32> = all.iter().copied().filter(|n| *n != leader).collect();
+            for &n in &lost {
+                cluster.wipe(n)?;
+            }
+            cluster.force_alone(leader)?;
+            lost
+        }
     };
     Ok(Active { fault, nodes })
 }
@@ -194,6 +206,29 @@ pub async fn heal(cluster: &mut Cluster, active: &Active) -> Result<()> {
         Fault::SlowFsync => {
             for &n in &active.nodes {
                 cluster.failpoint(n, "raft-log-fsync", None).await?;
+            }
+        }
+        Fault::LoseMajority => {
+            // The lost members come back empty: added again as learners, then promoted.
+            let survivor = (1..=cluster.size()).find(|n| !active.nodes.contains(n)).unwrap_or(1);
+            for &n in &active.nodes {
+                cluster.restart(n)?;
+                let mut tries = 0;
+                while let Err(e) = cluster.member(survivor, &["add", &n.to_string(), &cluster.peer_addr(n)]) {
+                    tries += 1;
+                    if tries > 40 {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                let mut tries = 0;
+                while let Err(e) = cluster.member(survivor, &["promote", &n.to_string()]) {
+                    tries += 1;
+                    if tries > 40 {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
             }
         }
         Fault::DiskFull => {

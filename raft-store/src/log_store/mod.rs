@@ -35,6 +35,28 @@ pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta
 const KEY_VOTE: &str = "vote";
 const KEY_COMMITTED: &str = "committed";
 const KEY_PURGED: &str = "last_purged";
+const KEY_FORMAT: &str = "format";
+
+/// The layout of the log's database this version writes and reads. A database without one
+/// recorded (written before formats were) has this layout and is stamped with it; a newer one
+/// is refused rather than misread.
+pub const FORMAT: u32 = 1;
+
+/// Stamps a database without a format with [`FORMAT`]; refuses a newer one.
+fn stamp_format(meta: &mut redb::Table<&str, &[u8]>) -> io::Result<()> {
+    let recorded = meta.get(KEY_FORMAT).map_err(io_err)?.map(|v| decode::<u32>(v.value()));
+    match recorded {
+        None => {
+            meta.insert(KEY_FORMAT, encode(&FORMAT)?.as_slice()).map_err(io_err)?;
+            Ok(())
+        }
+        Some(Ok(format)) if format <= FORMAT => Ok(()),
+        Some(Ok(format)) => Err(io_err(format!(
+            "raft.redb is in format {format}, newer than this version reads ({FORMAT}): run the version that wrote it, or a newer one"
+        ))),
+        Some(Err(e)) => Err(e),
+    }
+}
 
 pub(crate) fn encode<T: Serialize>(v: &T) -> io::Result<Vec<u8>> {
     let mut buf = Vec::new();
@@ -94,6 +116,7 @@ pub(crate) fn mark_restored(db: &Database, last: &LogId, vote: Option<&[u8]>) ->
     {
         txn.open_table(LOG).map_err(io_err)?;
         let mut meta = txn.open_table(META).map_err(io_err)?;
+        stamp_format(&mut meta)?;
         let bytes = encode(last)?;
         meta.insert(KEY_PURGED, bytes.as_slice()).map_err(io_err)?;
         meta.insert(KEY_COMMITTED, bytes.as_slice()).map_err(io_err)?;
@@ -132,7 +155,7 @@ impl LogStore {
         let txn = db.begin_write().map_err(io_err)?;
         {
             txn.open_table(LOG).map_err(io_err)?;
-            txn.open_table(META).map_err(io_err)?;
+            stamp_format(&mut txn.open_table(META).map_err(io_err)?)?;
         }
         txn.commit().map_err(io_err)?;
 
@@ -343,6 +366,22 @@ mod tests {
 
     fn log_id(term: u64, index: u64) -> LogId {
         LogId::new(openraft::alias::CommittedLeaderIdOf::<TypeConfig>::new(term, 1), index)
+    }
+
+    #[test]
+    fn a_database_is_stamped_with_its_format_and_a_newer_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Database::create(dir.path().join("raft.redb")).unwrap());
+        drop(LogStore::open(db.clone(), Arc::new(Space::new(dir.path()))).unwrap());
+        let read = db.begin_read().unwrap();
+        let stamped = read.open_table(META).unwrap().get(KEY_FORMAT).unwrap().map(|v| decode::<u32>(v.value()).unwrap());
+        assert_eq!(stamped, Some(FORMAT));
+        drop(read);
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META).unwrap().insert(KEY_FORMAT, encode(&(FORMAT + 1)).unwrap().as_slice()).unwrap();
+        txn.commit().unwrap();
+        let err = LogStore::open(db, Arc::new(Space::new(dir.path()))).err().expect("a newer format was opened");
+        assert!(err.to_string().contains(&format!("format {}, newer than this version reads", FORMAT + 1)), "{err}");
     }
 
     #[tokio::test]
