@@ -196,7 +196,13 @@ fn handshakes(
 ) -> impl futures::Stream<Item = std::io::Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>> {
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     tokio::spawn(async move {
-        while let Some(conn) = connections.next().await {
+        // Until the server stops taking connections (then the listener closes with this task).
+        loop {
+            let conn = tokio::select! {
+                conn = connections.next() => conn,
+                () = tx.closed() => return,
+            };
+            let Some(conn) = conn else { return };
             let Ok(conn) = conn else { continue };
             let Some(config) = peers.tls().and_then(|t| t.server_config().ok()) else { continue };
             let tx = tx.clone();
