@@ -158,6 +158,24 @@ pub async fn inject(cluster: &mut Cluster, fault: Fault, rng: &mut StdRng) -> Re
     Ok(Active { fault, nodes })
 }
 
+/// Restarts node `n` (on an empty data directory) and has it added through `via` as a learner,
+/// then promoted once it has caught up.
+async fn rejoin(cluster: &mut Cluster, via: u32, n: u32) -> Result<()> {
+    cluster.restart(n)?;
+    for args in [vec!["add".to_string(), n.to_string(), cluster.peer_addr(n)], vec!["promote".to_string(), n.to_string()]] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut tries = 0;
+        while let Err(e) = cluster.member(via, &args) {
+            tries += 1;
+            if tries > 40 {
+                return Err(e);
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    Ok(())
+}
+
 fn kill(cluster: &mut Cluster, n: u32) -> Result<Vec<u32>> {
     cluster.kill(n)?;
     Ok(vec![n])
@@ -190,18 +208,8 @@ pub async fn heal(cluster: &mut Cluster, active: &Active) -> Result<()> {
         Fault::PartitionLeader | Fault::PartitionMinority | Fault::PartitionSplit | Fault::PartitionBridge => cluster.net.heal()?,
         Fault::Membership => {
             let n = active.nodes[0];
-            cluster.restart(n)?;
             let via = (1..=cluster.size()).find(|v| *v != n).unwrap_or(1);
-            cluster.member(via, &["add", &n.to_string(), &cluster.peer_addr(n)])?;
-            // Promotion waits for the learner to catch up.
-            let mut tries = 0;
-            while let Err(e) = cluster.member(via, &["promote", &n.to_string()]) {
-                tries += 1;
-                if tries > 40 {
-                    return Err(e);
-                }
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
+            rejoin(cluster, via, n).await?;
         }
         Fault::SlowFsync => {
             for &n in &active.nodes {
@@ -209,26 +217,10 @@ pub async fn heal(cluster: &mut Cluster, active: &Active) -> Result<()> {
             }
         }
         Fault::LoseMajority => {
-            // The lost members come back empty: added again as learners, then promoted.
+            // The lost members come back empty.
             let survivor = (1..=cluster.size()).find(|n| !active.nodes.contains(n)).unwrap_or(1);
             for &n in &active.nodes {
-                cluster.restart(n)?;
-                let mut tries = 0;
-                while let Err(e) = cluster.member(survivor, &["add", &n.to_string(), &cluster.peer_addr(n)]) {
-                    tries += 1;
-                    if tries > 40 {
-                        return Err(e);
-                    }
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                }
-                let mut tries = 0;
-                while let Err(e) = cluster.member(survivor, &["promote", &n.to_string()]) {
-                    tries += 1;
-                    if tries > 40 {
-                        return Err(e);
-                    }
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                }
+                rejoin(cluster, survivor, n).await?;
             }
         }
         Fault::DiskFull => {
