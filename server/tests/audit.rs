@@ -3,7 +3,8 @@
 //! impersonated, the object, the answer and the authorizer's decision, with the request and
 //! response at their levels, what a ValidatingAdmissionPolicy audits and admission webhooks'
 //! audit annotations; every response
-//! carries its `Audit-Id`.
+//! carries its `Audit-Id`; a deprecated API's use is annotated `k8s.io/deprecated` and counted in
+//! `apiserver_requested_deprecated_apis`.
 
 mod common;
 
@@ -251,4 +252,28 @@ async fn an_admission_webhook_s_audit_annotations_are_recorded_under_its_name() 
     let refused = find(&events, "create", "configmaps", "refused").unwrap();
     assert_eq!(refused["responseStatus"]["code"], 400, "{refused}");
     assert_eq!(refused["annotations"]["check.example.com/checked"], "data keys 1", "kept for a refusal too: {refused}");
+}
+
+#[tokio::test]
+async fn a_deprecated_api_is_warned_about_audited_and_counted() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (policy, log) = (scratch.path().join("policy.yaml"), scratch.path().join("audit.log"));
+    std::fs::write(&policy, POLICY).unwrap();
+    let s = TestServer::start_with(&["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()]).await;
+    let reply = s.get("/api/v1/namespaces/default/endpoints").await;
+    assert_eq!(reply.status, 200);
+    let warning = reply.headers.get("warning").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+    assert_eq!(warning, r#"299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice""#);
+    let events = events_until(&log, |events| find(events, "list", "endpoints", "").is_some()).await;
+    let event = find(&events, "list", "endpoints", "").expect("the list of endpoints audited");
+    assert_eq!(event["annotations"]["k8s.io/deprecated"], "true", "{event}");
+    let metrics = s.get("/metrics").await.text();
+    assert!(
+        metrics.contains(r#"apiserver_requested_deprecated_apis{group="",removed_release="",resource="endpoints",subresource="",version="v1"} 1"#),
+        "{metrics}"
+    );
+    // An API that is not deprecated is neither.
+    s.get("/api/v1/namespaces/default/configmaps").await;
+    let metrics = s.get("/metrics").await.text();
+    assert!(!metrics.contains(r#"apiserver_requested_deprecated_apis{group="",removed_release="",resource="configmaps""#), "{metrics}");
 }

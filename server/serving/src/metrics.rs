@@ -73,6 +73,7 @@ const SERIES: &[(&str, &str, &str)] = &[
     ),
     ("apiserver_flowcontrol_dispatched_requests_total", "counter", "Number of requests executed by API Priority and Fairness subsystem"),
     ("apiserver_flowcontrol_rejected_requests_total", "counter", "Number of requests rejected by API Priority and Fairness subsystem"),
+    ("apiserver_requested_deprecated_apis", "gauge", "Gauge of deprecated APIs that have been requested, broken out by API group, version, resource, subresource, and removed_release."),
 ];
 
 /// The server's metrics; one per process.
@@ -134,6 +135,12 @@ impl Metrics {
     pub fn flowcontrol_rejected(&self, flow_schema: &str, priority_level: &str, reason: &str) {
         let labels = [("flow_schema", flow_schema), ("priority_level", priority_level), ("reason", reason)];
         self.add("apiserver_flowcontrol_rejected_requests_total", &labels, None);
+    }
+
+    /// Marks a deprecated API as requested (`removed_release` empty when no removal is planned).
+    pub fn deprecated_api_requested(&self, group: &str, version: &str, resource: &str, subresource: &str, removed_release: &str) {
+        let labels = [("group", group), ("removed_release", removed_release), ("resource", resource), ("subresource", subresource), ("version", version)];
+        self.add("apiserver_requested_deprecated_apis", &labels, Some(1.0));
     }
 
     /// The text exposition of every metric, with the Raft state given.

@@ -50,6 +50,12 @@ pub async fn serve(ctx: &Ctx, req: ResourceRequest, params: Params, headers: &He
         Some(w) => vec![w.to_string()],
         None => machinery::registry::custom::version(req.info).and_then(|v| v.deprecation.clone()).into_iter().collect(),
     };
+    if !warnings.is_empty() {
+        // As kube-apiserver records a deprecated API's use (no removal is planned for these).
+        admission::audit_annotations::annotate("k8s.io/deprecated", "true");
+        let info = req.info;
+        ctx.filters.metrics.deprecated_api_requested(info.group, info.version, info.resource, req.subresource.as_deref().unwrap_or(""), "");
+    }
     let mut resp = match run(ctx, &req, &params, headers, body, &mut warnings).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
