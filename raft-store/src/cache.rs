@@ -73,6 +73,13 @@ pub(crate) struct State {
     txns: Outcomes,
     /// Current objects whose bytes cannot be decoded: key to (revision, why).
     undecodable: BTreeMap<String, (u64, String)>,
+    /// The current objects' keys and bytes, all told (what `--quota-backend-bytes` bounds).
+    bytes: u64,
+}
+
+/// What one stored object counts toward the state's size.
+fn size(key: &str, object: &Object) -> u64 {
+    (key.len() + object.data.len()) as u64
 }
 
 impl State {
@@ -254,8 +261,10 @@ impl Cache {
         *self.events.lock().unwrap_or_else(|e| e.into_inner()) = broadcast::channel(self.opts.watch_buffer.max(16)).0;
         self.observers.reset(&objects);
         let undecodable = objects.iter().filter_map(|(k, o)| Some((k.clone(), (o.rev, undecodable(&o.data)?)))).collect();
+        let bytes = objects.iter().map(|(k, o)| size(k, o)).sum();
         *st = State {
             applied,
+            bytes,
             objects,
             history: VecDeque::new(),
             compacted: applied,
@@ -278,6 +287,11 @@ impl Cache {
 
     pub fn object_count(&self) -> usize {
         self.read().objects.len()
+    }
+
+    /// The current objects' keys and bytes, all told.
+    pub fn bytes(&self) -> u64 {
+        self.read().bytes
     }
 }
 
@@ -405,11 +419,13 @@ impl Applier<'_> {
                         Some(why) => self.state.undecodable.insert(op.key.clone(), (rev, why.clone())),
                     };
                     self.cache.observers.applied(&op.key, Some(&obj));
+                    self.state.bytes = self.state.bytes + size(&op.key, &obj) - prev.as_ref().map_or(0, |p| size(&op.key, p));
                     self.state.objects.insert(op.key.clone(), obj.clone());
                     (if prev.is_some() { EventType::Modified } else { EventType::Added }, obj, bad)
                 }
                 Action::Delete => match self.state.objects.remove(&op.key) {
                     Some(old) => {
+                        self.state.bytes -= size(&op.key, &old);
                         self.state.undecodable.remove(&op.key);
                         self.cache.observers.applied(&op.key, None);
                         match stamp(&old.data, rev) {

@@ -21,6 +21,10 @@ pub enum StoreError {
     /// An I/O or encoding failure.
     #[error("storage error: {0}")]
     Internal(String),
+    /// The state has outgrown its quota: only deletes are taken (etcd's words, which clients
+    /// and operators know).
+    #[error("etcdserver: mvcc: database space exceeded")]
+    QuotaExceeded,
     /// The data directory's file system is short of space: writes wait until it is freed.
     #[error("{0}")]
     NoSpace(String),

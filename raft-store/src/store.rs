@@ -22,7 +22,7 @@ use crate::space::Space;
 use crate::service;
 use crate::snapshot::Snapshots;
 use crate::state_machine::StateMachine;
-use crate::types::{NodeId, Raft, Txn, TxnResult, TypeConfig};
+use crate::types::{Action, NodeId, Raft, Txn, TxnResult, TypeConfig};
 
 /// How long a request waits for a leader to be elected.
 const LEADER_WAIT: Duration = Duration::from_secs(5);
@@ -55,6 +55,9 @@ pub struct StoreOptions {
     /// The shortest time without a leader before a follower stands for election (the longest
     /// is twice this).
     pub election_timeout: Duration,
+    /// The state's size (keys and objects) past which writes other than deletes are refused;
+    /// 0 for no limit.
+    pub quota_bytes: u64,
 }
 
 impl Default for StoreOptions {
@@ -70,6 +73,7 @@ impl Default for StoreOptions {
             snapshot_every: 50_000,
             heartbeat: Duration::from_millis(100),
             election_timeout: Duration::from_millis(300),
+            quota_bytes: 0,
         }
     }
 }
@@ -127,6 +131,8 @@ pub struct Store {
     snapshots: Snapshots,
     /// The data directory's free space; writes are refused while it is short.
     space: Arc<Space>,
+    /// See [`StoreOptions::quota_bytes`].
+    quota_bytes: u64,
 }
 
 /// A node's view of its Raft group.
@@ -265,6 +271,7 @@ impl Store {
             db: db_ref,
             snapshots,
             space,
+            quota_bytes: opts.quota_bytes,
         })
     }
 
@@ -276,6 +283,10 @@ impl Store {
         // A node whose log cannot grow refuses at once: the entry would wait in its writer.
         if let Some(why) = self.space.refusal() {
             return Err(StoreError::NoSpace(why));
+        }
+        // Past the quota only deletes go through, as etcd lets them under its space alarm.
+        if self.over_quota() && !txn.ops.iter().all(|op| matches!(op.action, Action::Delete | Action::Check)) {
+            return Err(StoreError::QuotaExceeded);
         }
         self.proposals.fetch_add(1, Ordering::Relaxed);
         // Every attempt below carries this id, so that the proposal applies at most once.
@@ -438,6 +449,11 @@ impl Store {
         let header = crate::backup::Header { format: 1, revision, node: self.node_id, time, objects: objects.len() as u64 };
         let pieces = crate::backup::pieces(header.clone(), objects).map_err(StoreError::internal)?;
         Ok((header, pieces))
+    }
+
+    /// Whether the state has outgrown `--quota-backend-bytes` (until deletes bring it back under).
+    pub fn over_quota(&self) -> bool {
+        self.quota_bytes > 0 && self.cache.bytes() >= self.quota_bytes
     }
 
     /// Why this node refuses writes for want of space, while it does.

@@ -129,6 +129,12 @@ pub struct Args {
     #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub force_new_cluster: bool,
 
+    /// The state's size (every object's key and bytes) past which writes other than deletes are
+    /// refused with etcd's "database space exceeded" and /readyz fails, until deletes bring it
+    /// back under; 0 for no limit. etcd's flag, 8 GiB (etcd's largest advised) by default.
+    #[arg(long, default_value_t = 8 << 30)]
+    pub quota_backend_bytes: u64,
+
     /// Log entries between snapshots of the state; the log before a snapshot is purged, and a
     /// node that fell further behind catches up from the snapshot.
     #[arg(long, default_value_t = 50_000)]

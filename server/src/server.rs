@@ -116,6 +116,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             election_timeout: Duration::from_millis(args.election_timeout),
             peer_tls,
             cache: CacheOptions { retention: args.history_retention, ..Default::default() },
+            quota_bytes: args.quota_backend_bytes,
             observers: Observers([vec![rbac.clone() as Arc<dyn raft_store::ApplyObserver>, nodes.clone(), flowcontrol.clone(), namespaces.clone(), configuration.clone(), limit_ranges.clone(), quotas.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())], classes.observers()].concat()),
         },
     )

@@ -1,6 +1,7 @@
 //! Writes through kube-rs against the real binary: create/get/list/update/patch/delete of
 //! ConfigMaps, Pods, Deployments, Services and Namespaces, generateName, conflicts, validation
-//! errors with causes, defaulting, generation, cluster IP allocation, and Secret `stringData`.
+//! errors with causes, defaulting, generation, cluster IP allocation, Secret `stringData`, and
+//! `--quota-backend-bytes` (past it only deletes, until they bring the state back under).
 
 mod common;
 
@@ -676,4 +677,40 @@ async fn a_node_keeps_the_status_it_registers_with() {
         "status": {"readyReplicas": 5}});
     let created = s.request(http::Request::post("/apis/apps/v1/namespaces/default/deployments").header("content-type", "application/json").body(deployment.to_string().into_bytes()).unwrap()).await.json();
     assert_eq!(created["status"], json!({}), "{created}");
+}
+
+#[tokio::test]
+async fn past_the_quota_only_deletes_go_through_until_the_state_is_back_under_it() {
+    // Room beside the objects every new server holds for a few more of 400 KB.
+    let s = TestServer::start_with(&["--quota-backend-bytes", "3000000"]).await;
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let big = |name: &str| {
+        let mut cm = configmap(name, &[]);
+        cm.data = Some([("v".to_string(), "x".repeat(400_000))].into());
+        cm
+    };
+    let mut created = Vec::new();
+    let refused = loop {
+        let name = format!("fill-{}", created.len());
+        match api.create(&PostParams::default(), &big(&name)).await {
+            Ok(_) => created.push(name),
+            Err(e) => break e,
+        }
+        assert!(created.len() < 10, "the quota never refused a write");
+    };
+    assert!(created.len() >= 2, "only {} fitted", created.len());
+    let status = match refused {
+        kube::Error::Api(s) => s,
+        other => panic!("{other}"),
+    };
+    assert_eq!((status.code, status.message.as_str()), (500, "Internal error occurred: etcdserver: mvcc: database space exceeded"), "{status:?}");
+    // Still ready, as kube-apiserver stays over etcd's space alarm (its check reads a key): a
+    // balancer keeps sending the deletes that make room.
+    assert_eq!(s.get("/readyz").await.status, 200);
+    // Reads go on; a delete goes through and brings the state back under.
+    let listed = api.list(&ListParams::default()).await.unwrap();
+    assert_eq!(names(&listed).iter().filter(|n| n.starts_with("fill-")).count(), created.len());
+    api.delete(&created[0], &DeleteParams::default()).await.unwrap();
+    api.delete(&created[1], &DeleteParams::default()).await.unwrap();
+    api.create(&PostParams::default(), &configmap("after", &[])).await.unwrap();
 }

@@ -367,6 +367,7 @@ impl From<raft_store::StoreError> for ApiError {
             S::NotLeader(m) | S::Unavailable(m) | S::NoSpace(m) => ApiError::Unavailable(m),
             S::Internal(m) => ApiError::Internal(m),
             damaged @ S::Damaged { .. } => ApiError::Internal(damaged.to_string()),
+            quota @ S::QuotaExceeded => ApiError::Internal(format!("Internal error occurred: {quota}")),
             S::Corrupt(objects) => ApiError::Internal(format!(
                 "Internal error occurred: {}",
                 objects.first().map(corrupt_object).unwrap_or_default()
