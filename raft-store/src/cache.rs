@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
@@ -73,8 +74,6 @@ pub(crate) struct State {
     txns: Outcomes,
     /// Current objects whose bytes cannot be decoded: key to (revision, why).
     undecodable: BTreeMap<String, (u64, String)>,
-    /// The current objects' keys and bytes, all told (what `--quota-backend-bytes` bounds).
-    bytes: u64,
 }
 
 /// What one stored object counts toward the state's size.
@@ -111,6 +110,9 @@ pub struct Cache {
     applied: watch::Sender<u64>,
     opts: CacheOptions,
     observers: Observers,
+    /// The current objects' keys and bytes, all told (what `--quota-backend-bytes` bounds),
+    /// kept by the apply path and read without the lock.
+    bytes: AtomicU64,
 }
 
 impl Cache {
@@ -122,7 +124,7 @@ impl Cache {
     pub fn with_observers(opts: CacheOptions, observers: Observers) -> Self {
         let (events, _) = broadcast::channel(opts.watch_buffer.max(16));
         let (applied, _) = watch::channel(0);
-        Cache { state: RwLock::new(State::default()), events: Mutex::new(events), applied, opts, observers }
+        Cache { state: RwLock::new(State::default()), events: Mutex::new(events), applied, opts, observers, bytes: Default::default() }
     }
 
     fn read(&self) -> RwLockReadGuard<'_, State> {
@@ -261,10 +263,9 @@ impl Cache {
         *self.events.lock().unwrap_or_else(|e| e.into_inner()) = broadcast::channel(self.opts.watch_buffer.max(16)).0;
         self.observers.reset(&objects);
         let undecodable = objects.iter().filter_map(|(k, o)| Some((k.clone(), (o.rev, undecodable(&o.data)?)))).collect();
-        let bytes = objects.iter().map(|(k, o)| size(k, o)).sum();
+        self.bytes.store(objects.iter().map(|(k, o)| size(k, o)).sum(), Relaxed);
         *st = State {
             applied,
-            bytes,
             objects,
             history: VecDeque::new(),
             compacted: applied,
@@ -291,7 +292,7 @@ impl Cache {
 
     /// The current objects' keys and bytes, all told.
     pub fn bytes(&self) -> u64 {
-        self.read().bytes
+        self.bytes.load(Relaxed)
     }
 }
 
@@ -419,13 +420,14 @@ impl Applier<'_> {
                         Some(why) => self.state.undecodable.insert(op.key.clone(), (rev, why.clone())),
                     };
                     self.cache.observers.applied(&op.key, Some(&obj));
-                    self.state.bytes = self.state.bytes + size(&op.key, &obj) - prev.as_ref().map_or(0, |p| size(&op.key, p));
+                    self.cache.bytes.fetch_add(size(&op.key, &obj), Relaxed);
+                    self.cache.bytes.fetch_sub(prev.as_ref().map_or(0, |p| size(&op.key, p)), Relaxed);
                     self.state.objects.insert(op.key.clone(), obj.clone());
                     (if prev.is_some() { EventType::Modified } else { EventType::Added }, obj, bad)
                 }
                 Action::Delete => match self.state.objects.remove(&op.key) {
                     Some(old) => {
-                        self.state.bytes -= size(&op.key, &old);
+                        self.cache.bytes.fetch_sub(size(&op.key, &old), Relaxed);
                         self.state.undecodable.remove(&op.key);
                         self.cache.observers.applied(&op.key, None);
                         match stamp(&old.data, rev) {
