@@ -105,15 +105,7 @@ pub fn status(path: &Path) -> Result<Header, String> {
     let len = file.metadata().map_err(|e| e.to_string())?.len();
     let covered = len.checked_sub(DIGEST).filter(|c| *c >= MAGIC.len() as u64).ok_or_else(|| format!("{} is too short to be a backup", path.display()))?;
     let mut digest = Sha256::new();
-    let mut reader = BufReader::with_capacity(1 << 16, (&file).take(covered));
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = reader.read(&mut buf).map_err(|e| e.to_string())?;
-        if n == 0 {
-            break;
-        }
-        digest.update(&buf[..n]);
-    }
+    std::io::copy(&mut BufReader::with_capacity(1 << 16, (&file).take(covered)), &mut digest).map_err(|e| e.to_string())?;
     let mut stored = [0u8; DIGEST as usize];
     file.seek(SeekFrom::Start(covered)).and_then(|_| file.read_exact(&mut stored)).map_err(|e| e.to_string())?;
     if digest.finalize().as_slice() != stored {

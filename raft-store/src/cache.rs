@@ -290,6 +290,11 @@ impl Cache {
         self.read().objects.len()
     }
 
+    /// The current objects whose bytes cannot be decoded: key, revision and why.
+    pub(crate) fn undecodable(&self) -> Vec<(String, u64, String)> {
+        self.read().undecodable.iter().map(|(k, (rev, why))| (k.clone(), *rev, why.clone())).collect()
+    }
+
     /// The current objects' keys and bytes, all told.
     pub fn bytes(&self) -> u64 {
         self.bytes.load(Relaxed)

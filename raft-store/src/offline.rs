@@ -70,11 +70,7 @@ fn replay(dir: &Path) -> Result<Replayed, String> {
         }
     }
     let (_, objects, txns) = cache.snapshot();
-    for (key, object) in &objects {
-        if serde_json::from_slice::<serde::de::IgnoredAny>(&object.data).is_err() {
-            problems.push(format!("{key} (revision {}) does not decode", object.rev));
-        }
-    }
+    problems.extend(cache.undecodable().into_iter().map(|(key, rev, why)| format!("{key} (revision {rev}) does not decode: {why}")));
     Ok(Replayed { vote, snapshot, last, entries: entries.len(), first_entry: entries.first().map(|e| e.log_id.index()), objects, txns, problems })
 }
 
@@ -133,4 +129,35 @@ pub fn force_new_cluster(dir: &Path, node: NodeId, addr: &str) -> Result<Forced,
     let meta = SnapshotMeta { last_log_id: Some(last), last_membership: openraft::alias::StoredMembershipOf::<TypeConfig>::new(Some(last), membership) };
     write_state(dir, meta, &r.objects, &r.txns, r.vote.as_deref())?;
     Ok(Forced { revision: last.index(), objects: r.objects.len(), aside })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use openraft::vote::RaftLeaderId;
+
+    #[test]
+    fn check_names_an_object_that_does_not_decode_and_force_keeps_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let last = LogId::new(openraft::alias::CommittedLeaderIdOf::<TypeConfig>::new(1, 1), 7);
+        let objects = BTreeMap::from([
+            ("/registry/configmaps/default/good".to_string(), Object { rev: 3, data: Bytes::from_static(br#"{"metadata":{"name":"good"}}"#) }),
+            ("/registry/configmaps/default/bad".to_string(), Object { rev: 5, data: Bytes::from_static(b"{\"metadata\":") }),
+        ]);
+        let nodes = BTreeMap::from([(1, openraft::BasicNode { addr: "a:1".into() })]);
+        let membership = openraft::Membership::new(vec![BTreeSet::from([1])], nodes).unwrap();
+        let meta = SnapshotMeta { last_log_id: Some(last), last_membership: openraft::alias::StoredMembershipOf::<TypeConfig>::new(Some(last), membership) };
+        write_state(dir.path(), meta, &objects, &[], None).unwrap();
+
+        let report = check(dir.path()).unwrap();
+        assert_eq!((report.snapshot_index, report.entries, report.objects), (Some(7), 0, 2));
+        assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+        assert!(report.problems[0].starts_with("/registry/configmaps/default/bad (revision 5) does not decode"), "{:?}", report.problems);
+
+        let forced = force_new_cluster(dir.path(), 2, "b:2").unwrap();
+        assert_eq!((forced.revision, forced.objects), (7, 2));
+        assert!(forced.aside.join("raft.redb").exists());
+        assert_eq!(check(dir.path()).unwrap().objects, 2);
+    }
 }

@@ -313,27 +313,13 @@ fn verify(file: &mut File) -> io::Result<()> {
     let covered = file.metadata()?.len() - TRAILER;
     file.seek(SeekFrom::Start(0))?;
     let mut digest = Sha256::new();
-    io::copy(&mut (&*file).take(covered), &mut DigestWriter(&mut digest))?;
+    io::copy(&mut (&*file).take(covered), &mut digest)?;
     let mut stored = [0u8; 32];
     file.read_exact(&mut stored)?;
     if digest.finalize().as_slice() != stored {
         return Err(io_err("its SHA-256 checksum does not match its contents"));
     }
     Ok(())
-}
-
-/// Feeds `io::copy` into a digest.
-struct DigestWriter<'a>(&'a mut Sha256);
-
-impl Write for DigestWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 fn header(meta: &SnapshotMeta) -> io::Result<Vec<u8>> {

@@ -64,7 +64,7 @@ impl Space {
     }
 
     /// Why the writer is held, while it is.
-    pub fn shortage(&self) -> Option<String> {
+    fn shortage(&self) -> Option<String> {
         self.short.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }

@@ -82,10 +82,10 @@ impl Default for StoreOptions {
 /// append to the log and to read back recent entries for followers.
 const REDB_CACHE_BYTES: usize = 32 << 20;
 
-/// Opens the redb file. The last handle of a previous `Store` in this process releases the file
-/// lock just after it is dropped, so a reopen right after `shutdown` may briefly find it held.
-/// Opens the log and state database, and checks every page of it against its checksum: a node
-/// must not start from a file that lost or changed what it acknowledged.
+/// Opens the redb file (the log and its metadata) and checks every page of it against its
+/// checksum: a node must not start from a file that lost or changed what it acknowledged. The
+/// last handle of a previous `Store` in this process releases the file lock just after it is
+/// dropped, so a reopen right after `shutdown` may briefly find it held.
 async fn open_db(path: &Path) -> Result<Database, StoreError> {
     let damaged = |detail: String| StoreError::Damaged { file: path.display().to_string(), detail };
     let mut attempts = 0;
@@ -394,13 +394,13 @@ impl Store {
         Ok(())
     }
 
-    /// Serves the peer service (Raft RPCs, forwarded writes, read index) on `listener` until
-    /// `shutdown` completes.
     /// New peer certificates for the connections made from now on (see `Peers::set_tls`).
     pub fn set_peer_tls(&self, tls: PeerTls) -> Result<(), String> {
         self.peers.set_tls(tls)
     }
 
+    /// Serves the peer service (Raft RPCs, forwarded writes, read index) on `listener` until
+    /// `shutdown` completes.
     pub async fn serve_peers(
         &self,
         listener: tokio::net::TcpListener,
@@ -438,7 +438,6 @@ impl Store {
         self.node_id
     }
 
-    /// Whether this node knows a leader (for readiness).
     /// A backup of the state at the newest committed revision (read as a "Most Recent" read
     /// is): its header and the pieces of its file (see `backup`), made as they are taken. The
     /// objects are the cache's own, not copies.
@@ -461,6 +460,7 @@ impl Store {
         self.space.refusal()
     }
 
+    /// Whether this node knows a leader (for readiness).
     pub fn has_leader(&self) -> bool {
         self.raft.metrics().borrow_watched().current_leader.is_some()
     }

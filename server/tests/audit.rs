@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,14 @@ rules:
 - level: Metadata
 "#;
 
+/// A server auditing by `policy` into a log in `scratch`; the log's path and the server.
+async fn audited(scratch: &Path, policy: &str) -> (PathBuf, TestServer) {
+    let (policy_file, log) = (scratch.join("policy.yaml"), scratch.join("audit.log"));
+    std::fs::write(&policy_file, policy).unwrap();
+    let s = TestServer::start_with(&["--audit-policy-file", policy_file.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()]).await;
+    (log, s)
+}
+
 /// The events written so far, once `done` holds for them (they are written by a thread).
 async fn events_until(log: &Path, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -50,9 +58,7 @@ fn find<'a>(events: &'a [Value], verb: &str, resource: &str, name: &str) -> Opti
 #[tokio::test]
 async fn audited_requests_are_written_as_kubernetes_events() {
     let scratch = tempfile::tempdir().unwrap();
-    let (policy, log) = (scratch.path().join("policy.yaml"), scratch.path().join("audit.log"));
-    std::fs::write(&policy, POLICY).unwrap();
-    let s = TestServer::start_with(&["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()]).await;
+    let (log, s) = audited(scratch.path(), POLICY).await;
 
     // Every response names its audit ID; one the client chose is kept.
     let reply = s.request(http::Request::get("/api/v1/namespaces/default/configmaps").body(vec![]).unwrap()).await;
@@ -134,11 +140,9 @@ async fn audited_requests_are_written_as_kubernetes_events() {
 #[tokio::test]
 async fn a_watch_is_audited_when_it_starts_and_when_it_ends() {
     let scratch = tempfile::tempdir().unwrap();
-    let (policy, log) = (scratch.path().join("policy.yaml"), scratch.path().join("audit.log"));
     // Only ConfigMap watches: the server's own controllers watch other kinds through its
     // loopback client, and those are audited too.
-    std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  verbs: [watch]\n  resources: [{group: \"\", resources: [configmaps]}]\n").unwrap();
-    let s = TestServer::start_with(&["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()]).await;
+    let (log, s) = audited(scratch.path(), "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  verbs: [watch]\n  resources: [{group: \"\", resources: [configmaps]}]\n").await;
     let reply = s.request(http::Request::get("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1").body(vec![]).unwrap()).await;
     assert_eq!(reply.status, 200);
     let events = events_until(&log, |e| e.iter().any(|e| e["stage"] == "ResponseComplete")).await;
@@ -150,9 +154,7 @@ async fn a_watch_is_audited_when_it_starts_and_when_it_ends() {
 #[tokio::test]
 async fn a_validating_policy_s_audit_action_and_annotations_are_recorded_in_the_event() {
     let scratch = tempfile::tempdir().unwrap();
-    let (policy, log) = (scratch.path().join("policy.yaml"), scratch.path().join("audit.log"));
-    std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [configmaps]}]\n").unwrap();
-    let s = TestServer::start_with(&["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()]).await;
+    let (log, s) = audited(scratch.path(), "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [configmaps]}]\n").await;
     let manifests = scratch.path().join("policy-objects.yaml");
     std::fs::write(
         &manifests,
@@ -212,9 +214,7 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admission_webhook_s_audit_annotations_are_recorded_under_its_name() {
     let scratch = tempfile::tempdir().unwrap();
-    let (policy, log) = (scratch.path().join("policy.yaml"), scratch.path().join("audit.log"));
-    std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [configmaps]}]\n").unwrap();
-    let s = TestServer::start_with(&["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()]).await;
+    let (log, s) = audited(scratch.path(), "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [configmaps]}]\n").await;
     // Allows everything, and says so in its audit annotations; refuses a `forbidden` key.
     let webhook = WebhookServer::start(Arc::new(|review: &Value| {
         let request = &review["request"];
@@ -257,9 +257,7 @@ async fn an_admission_webhook_s_audit_annotations_are_recorded_under_its_name() 
 #[tokio::test]
 async fn a_deprecated_api_is_warned_about_audited_and_counted() {
     let scratch = tempfile::tempdir().unwrap();
-    let (policy, log) = (scratch.path().join("policy.yaml"), scratch.path().join("audit.log"));
-    std::fs::write(&policy, POLICY).unwrap();
-    let s = TestServer::start_with(&["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()]).await;
+    let (log, s) = audited(scratch.path(), POLICY).await;
     let reply = s.get("/api/v1/namespaces/default/endpoints").await;
     assert_eq!(reply.status, 200);
     let warning = reply.headers.get("warning").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();

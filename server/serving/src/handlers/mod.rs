@@ -213,10 +213,7 @@ fn encode(info: &'static ResourceInfo, subresource: bool, reply: Reply, output: 
     let reply = match reply {
         Reply::List(list) if output.form == Form::Object && matches!(output.encoding, Encoding::Json | Encoding::Protobuf) && list_size(&list) > STREAM_LIST => {
             let body = match output.encoding {
-                Encoding::Protobuf => match list_protobuf_stream(info, list) {
-                    Some(pieces) => Body::from_stream(futures::StreamExt::map(pieces?, Ok::<_, std::convert::Infallible>)),
-                    None => return Err(ApiError::internal(format!("no Protobuf message for {}", info.kind))),
-                },
+                Encoding::Protobuf => Body::from_stream(futures::StreamExt::map(list_protobuf_stream(info, list)?, Ok::<_, std::convert::Infallible>)),
                 _ => Body::from_stream(futures::StreamExt::map(list_json_stream(info, list), Ok::<_, std::convert::Infallible>)),
             };
             let mut resp = Response::new(body);

@@ -116,18 +116,15 @@ pub fn list_json_stream(info: &ResourceInfo, list: ListReply) -> impl futures::S
     pieces(head, list.items, LIST_TAIL, move |i, item, out| list_item(custom, i, item, out))
 }
 
-/// The list in Protobuf, streamed the same way (`None` for a kind without a Protobuf message).
-pub fn list_protobuf_stream(info: &ResourceInfo, list: ListReply) -> Option<ApiResult<impl futures::Stream<Item = Bytes> + Send + 'static>> {
-    let encoder = machinery::protobuf::ListStream::new(info)?;
-    let head = match encoder.head(info, &list_meta(&list), &list.items) {
-        Ok(head) => head,
-        Err(e) => return Some(Err(e)),
-    };
-    Some(Ok(pieces(head, list.items, machinery::protobuf::LIST_TAIL, move |_, item, out| match encoder.item(item) {
+/// The list in Protobuf, streamed the same way (its kind must have a Protobuf message).
+pub fn list_protobuf_stream(info: &ResourceInfo, list: ListReply) -> ApiResult<impl futures::Stream<Item = Bytes> + Send + 'static> {
+    let encoder = machinery::protobuf::ListStream::new(info).ok_or_else(|| machinery::error::ApiError::internal(format!("no Protobuf message for {}", info.kind)))?;
+    let head = encoder.head(info, &list_meta(&list), &list.items)?;
+    Ok(pieces(head, list.items, machinery::protobuf::LIST_TAIL, move |_, item, out| match encoder.item(item) {
         Ok(bytes) => out.extend_from_slice(&bytes),
         // Measured in the head already: it does not fail now.
         Err(e) => tracing::error!(error = %e, "a list item could not be encoded as Protobuf"),
-    })))
+    }))
 }
 
 /// `head`, each item as `item` writes it, then `tail`, in pieces of about [`LIST_CHUNK`] bytes.
@@ -312,7 +309,7 @@ mod tests {
             let list = ListReply { rev: 7, continue_token: Some("t".into()), remaining: Some(3), items };
             let whole = list_json(info, &list);
             let protobuf = machinery::protobuf::encode_object(&serde_json::from_slice(&whole).unwrap()).unwrap();
-            let streamed: Vec<Bytes> = list_protobuf_stream(info, ListReply { items: list.items.clone(), continue_token: list.continue_token.clone(), ..list }).unwrap().unwrap().collect().await;
+            let streamed: Vec<Bytes> = list_protobuf_stream(info, ListReply { items: list.items.clone(), continue_token: list.continue_token.clone(), ..list }).unwrap().collect().await;
             assert_eq!(streamed.concat(), protobuf, "{n} items in Protobuf");
             let pieces: Vec<Bytes> = list_json_stream(info, list).collect().await;
             assert!(pieces.iter().all(|p| p.len() <= LIST_CHUNK + 600), "a piece larger than a chunk and an item");
