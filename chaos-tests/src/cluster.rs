@@ -107,8 +107,12 @@ impl Cluster {
             bail!("disk-full needs the nodes on small disks of their own");
         }
         let dir = self.node(i).dir.clone();
-        let out = Command::new("df").args(["-B1", "--output=avail"]).arg(&dir).output()?;
-        let free: u64 = String::from_utf8_lossy(&out.stdout).lines().nth(1).context("df")?.trim().parse()?;
+        // Only ever the node's own small file system, never the disk everything else is on.
+        let size = df(&dir, "size")?;
+        if size > SMALL_DISK_MIB << 20 {
+            bail!("{} is not on its small disk ({size} bytes)", dir.display());
+        }
+        let free = df(&dir, "avail")?;
         let mut filler = std::io::BufWriter::new(std::fs::File::create(dir.join("filler"))?);
         let block = vec![0x5a_u8; 1 << 20];
         let mut left = free.saturating_sub(FILLED_LEAVES);
@@ -359,4 +363,10 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A figure in bytes (`size`, `avail`) of the file system holding `dir`, as `df` reports it.
+fn df(dir: &std::path::Path, field: &str) -> Result<u64> {
+    let out = Command::new("df").args(["-B1", &format!("--output={field}")]).arg(dir).output()?;
+    Ok(String::from_utf8_lossy(&out.stdout).lines().nth(1).context("df")?.trim().parse()?)
 }

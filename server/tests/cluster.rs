@@ -496,7 +496,10 @@ impl SmallDisk {
 
     /// Fills the file system up to `left` bytes free.
     fn fill(&self, left: u64) {
-        let stats = free_bytes(&self.0);
+        // Never the disk the rest of the tests run on: only the small file system mounted here.
+        let size = df(&self.0, "size");
+        assert!(size <= 1 << 30, "{} is not on the small file system ({size} bytes)", self.0.display());
+        let stats = df(&self.0, "avail");
         let filler = std::fs::File::create(self.0.join("filler")).unwrap();
         filler.set_len(0).unwrap();
         let mut filler = std::io::BufWriter::new(filler);
@@ -523,9 +526,9 @@ impl Drop for SmallDisk {
     }
 }
 
-/// Free bytes of the file system holding `dir`, as `df` reports them.
-fn free_bytes(dir: &std::path::Path) -> u64 {
-    let out = std::process::Command::new("df").args(["-B1", "--output=avail"]).arg(dir).output().unwrap();
+/// A figure in bytes (`size`, `avail`) of the file system holding `dir`, as `df` reports it.
+fn df(dir: &std::path::Path, field: &str) -> u64 {
+    let out = std::process::Command::new("df").args(["-B1", &format!("--output={field}")]).arg(dir).output().unwrap();
     String::from_utf8_lossy(&out.stdout).lines().nth(1).unwrap().trim().parse().unwrap()
 }
 
