@@ -301,7 +301,7 @@ impl Cluster {
             let line = text.lines().find(|l| l.strip_prefix(name).is_some_and(|rest| rest.starts_with(['{', ' '])));
             line.and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
         };
-        Ok((metric("apiserver_raft_is_leader") == 1.0, metric("apiserver_raft_leader_id") as u64))
+        Ok((metric("etcd_server_is_leader") == 1.0, metric("apiserver_raft_leader_id") as u64))
     }
 
     /// The node that says it leads (and that the others agree on), if any.

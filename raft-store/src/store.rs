@@ -2,7 +2,7 @@
 //! through Raft, and read linearizably or at a revision from the watch cache.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -124,10 +124,14 @@ pub struct Store {
     voted_for: Arc<VotedFor>,
     /// Writes proposed through this node.
     proposals: Arc<AtomicU64>,
+    /// Leaders this node has seen come.
+    leader_changes: Arc<AtomicU64>,
     flushes: Arc<Flushes>,
     /// Set while this node's log gathers its flushes (see `LogStore::linger_switch`).
     linger: Arc<AtomicBool>,
     db: std::sync::Weak<Database>,
+    /// Where `db` lives.
+    db_path: PathBuf,
     snapshots: Snapshots,
     /// The data directory's free space; writes are refused while it is short.
     space: Arc<Space>,
@@ -145,6 +149,8 @@ pub struct RaftStatus {
     pub applied: u64,
     /// Writes proposed through this node since it started.
     pub proposals: u64,
+    /// Leaders this node has seen come since it started (each new one, as etcd counts them).
+    pub leader_changes: u64,
     /// The log's disk flushes since this node started.
     pub log_flushes: FlushStats,
     /// Whether the log gathers appends before it flushes: on a leader whose followers, answering
@@ -228,15 +234,23 @@ impl Store {
         // lately, form a quorum without it; checked a few times a second, as it only tunes how
         // the log batches its flushes. With a voter down the leader's own flush is on the commit
         // path again, and then it must not wait.
+        // The same look counts the leaders this node has seen come, for the metrics.
         let metrics = raft.metrics();
         let me = opts.node_id;
         let switch = linger.clone();
+        let leader_changes = Arc::new(AtomicU64::new(0));
+        let changes = leader_changes.clone();
         let answered_lately = opts.heartbeat * ANSWERED_LATELY;
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(100));
+            let mut last_leader = None;
             while Arc::strong_count(&switch) > 1 {
                 tick.tick().await;
                 let m = metrics.borrow_watched();
+                if m.current_leader.is_some() && m.current_leader != last_leader {
+                    changes.fetch_add(1, Ordering::Relaxed);
+                }
+                last_leader = m.current_leader;
                 let answered = |v: &NodeId| {
                     let acked = m.heartbeat.as_ref().and_then(|h| h.get(v).cloned().flatten());
                     acked.is_some_and(|at| openraft::Instant::elapsed(&*at) < answered_lately)
@@ -266,9 +280,11 @@ impl Store {
             voted_for,
             peers,
             proposals: Default::default(),
+            leader_changes,
             flushes,
             linger,
             db: db_ref,
+            db_path: dir.join("raft.redb"),
             snapshots,
             space,
             quota_bytes: opts.quota_bytes,
@@ -450,6 +466,16 @@ impl Store {
         Ok((header, pieces))
     }
 
+    /// `--quota-backend-bytes` (0: none).
+    pub fn quota_bytes(&self) -> u64 {
+        self.quota_bytes
+    }
+
+    /// The size of the database file on disk.
+    pub fn file_bytes(&self) -> u64 {
+        self.db_path.metadata().map_or(0, |m| m.len())
+    }
+
     /// Whether the state has outgrown `--quota-backend-bytes` (until deletes bring it back under).
     pub fn over_quota(&self) -> bool {
         self.quota_bytes > 0 && self.cache.bytes() >= self.quota_bytes
@@ -486,6 +512,7 @@ impl Store {
             committed: m.local_committed.map(|l| l.index()).unwrap_or(applied),
             applied,
             proposals: self.proposals.load(Ordering::Relaxed),
+            leader_changes: self.leader_changes.load(Ordering::Relaxed),
             log_flushes: self.flushes.read(),
             log_lingers: self.linger.load(Ordering::Relaxed),
         }

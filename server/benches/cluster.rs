@@ -174,7 +174,7 @@ async fn metric(node: &kube::Client, name: &str) -> f64 {
     metrics_text(node)
         .await
         .lines()
-        .find_map(|l| l.strip_prefix(name).filter(|rest| rest.starts_with('{')))
+        .find_map(|l| l.strip_prefix(name).filter(|rest| rest.starts_with(['{', ' '])))
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0)
@@ -197,9 +197,9 @@ impl FlushMeter {
         let mut out = Vec::new();
         for (node, pid) in nodes.iter().zip(pids) {
             out.push((
-                metric(node, "apiserver_raft_log_flush_duration_seconds_count").await,
+                metric(node, "etcd_disk_wal_fsync_duration_seconds_count").await,
                 metric(node, "apiserver_raft_log_flushed_entries_total").await,
-                metric(node, "apiserver_raft_log_flush_duration_seconds_sum").await,
+                metric(node, "etcd_disk_wal_fsync_duration_seconds_sum").await,
                 thread_cpu_time(*pid, "raft-log-writer"),
             ));
         }

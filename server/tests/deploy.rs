@@ -145,7 +145,7 @@ async fn goaway_chance_spreads_http2_clients_over_every_node() {
         let (stream, _) = handshake(port, &Hello { client_cert: admin.client_cert, alpn: Some(b"http/1.1"), ..Default::default() }).await.unwrap();
         let (status, metrics) = http1(stream, "GET", "/metrics", &[], "").await.unwrap();
         assert_eq!(status, 200);
-        let line = metrics.lines().find(|l| l.starts_with(r#"apiserver_request_total{verb="GET",group="",version="v1",resource="limitranges",subresource="",code="404"}"#));
+        let line = metrics.lines().find(|l| l.starts_with(r#"apiserver_request_total{code="404",component="apiserver",dry_run="",group="",resource="limitranges",scope="resource",subresource="",verb="GET",version="v1"}"#));
         served.push(line.and_then(|l| l.rsplit(' ').next()).and_then(|n| n.parse::<u64>().ok()).unwrap_or(0));
     }
     assert!(served.iter().all(|n| *n > 0), "probes per node: {served:?}");

@@ -49,6 +49,7 @@ pub mod service_account;
 pub mod storage_protection;
 pub mod taint_nodes_by_condition;
 pub mod tolerations;
+pub mod webhook_time;
 pub mod webhooks;
 
 use std::sync::{Arc, Mutex};

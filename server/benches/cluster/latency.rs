@@ -34,7 +34,7 @@ pub async fn one_client_creates(place: &Place, prefix: &str, n: usize) -> Durati
 /// The mean time per log flush on each of `nodes` while `during` runs, from their metrics.
 pub async fn flush_times<F: std::future::Future<Output = T>, T>(nodes: &[&kube::Client], during: F) -> (T, Vec<Duration>) {
     let read = async |node: &kube::Client| {
-        (metric(node, "apiserver_raft_log_flush_duration_seconds_count").await, metric(node, "apiserver_raft_log_flush_duration_seconds_sum").await)
+        (metric(node, "etcd_disk_wal_fsync_duration_seconds_count").await, metric(node, "etcd_disk_wal_fsync_duration_seconds_sum").await)
     };
     let mut before = Vec::new();
     for node in nodes {
@@ -55,7 +55,7 @@ async fn flush_histogram(node: &kube::Client) -> Vec<(String, f64)> {
     metrics_text(node)
         .await
         .lines()
-        .filter_map(|l| l.strip_prefix("apiserver_raft_log_flush_duration_seconds_bucket{"))
+        .filter_map(|l| l.strip_prefix("etcd_disk_wal_fsync_duration_seconds_bucket{"))
         .filter_map(|l| {
             let (labels, n) = l.rsplit_once(' ')?;
             let bound = labels.split("le=\"").nth(1)?.split('"').next()?;

@@ -3,7 +3,7 @@
 //! discovery, health, OpenAPI and resource paths.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use access::authz::{self, Outcome};
 use access::{impersonation, Attributes};
 use crate::context::Ctx;
-use crate::metrics::RequestLabels;
+use crate::metrics::{AuthnResult, RequestLabels};
 use crate::status_response::StatusResponse;
 use machinery::error::ApiError;
 use machinery::query::Params;
@@ -40,6 +40,8 @@ pub fn router(ctx: Ctx) -> Router {
 /// Reads the body, then runs the chain: authentication, impersonation, authorization, and
 /// only then the handler.
 async fn dispatch(State(ctx): State<Arc<Ctx>>, req: Request) -> Response {
+    // A request's latency counts from here, as kube-apiserver's does from its first filter.
+    let received = Instant::now();
     let (parts, body) = req.into_parts();
     // What Go's server refuses never reaches kube-apiserver (this server's own loopback client
     // is not a network client).
@@ -56,7 +58,7 @@ async fn dispatch(State(ctx): State<Arc<Ctx>>, req: Request) -> Response {
         None => return audit::stage::with_id(too_large(&ctx), &audit_id),
     };
     let gzip = crate::compression::accepts_gzip(&parts.headers);
-    let resp = match serve(&ctx, parts, body, &audit_id).await {
+    let resp = match serve(&ctx, parts, body, &audit_id, received).await {
         Ok(resp) | Err(resp) => audit::stage::with_id(resp, &audit_id),
     };
     if gzip {
@@ -68,14 +70,22 @@ async fn dispatch(State(ctx): State<Arc<Ctx>>, req: Request) -> Response {
 
 /// Authentication, the audit stage (from here on, a request the policy selects is recorded),
 /// impersonation, then the rest of the chain.
-async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes, audit_id: &str) -> Result<Response, Response> {
+async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes, audit_id: &str, received: Instant) -> Result<Response, Response> {
     let path = parts.uri.path().to_string();
     let certs = Credentials {
         client: parts.extensions.get::<ClientIdentity>(),
         proxy: parts.extensions.get::<ProxyIdentity>(),
         loopback: parts.extensions.get::<Loopback>(),
     };
-    let caller = match ctx.filters.authn.authenticate(&mut parts.headers, &path, certs).await {
+    let started = Instant::now();
+    let authenticated = ctx.filters.authn.authenticate(&mut parts.headers, &path, certs).await;
+    let result = match &authenticated {
+        Ok(_) => AuthnResult::Success,
+        Err(e) if e.code() == StatusCode::UNAUTHORIZED => AuthnResult::Failure,
+        Err(_) => AuthnResult::Error,
+    };
+    ctx.filters.metrics.authentication.observe(result, started.elapsed(), authenticated.as_ref().ok().map(|u| u.name.as_str()));
+    let caller = match authenticated {
         Ok(caller) => caller,
         Err(e) => return Err(audit::stage::failed_authentication(&ctx.filters, audit_id, &parts, e.into_response()).await),
     };
@@ -98,18 +108,19 @@ async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes, a
     };
     let attrs = Attributes::of_request(user, &parts.method, &path, &params);
     Ok(match record {
-        None => authorized(ctx, parts, path, attrs, params, deadline, body).await,
+        None => authorized(ctx, parts, path, attrs, params, deadline, body, received).await,
         Some(mut record) => {
             record.impersonated(&attrs.user);
             let request_object = audit::stage::request_object(&mut record, &attrs, &parts.headers, &body);
             let watch = attrs.verb == "watch";
-            let resp = record.scope(authorized(ctx, parts, path, attrs, params, deadline, body)).await;
+            let resp = record.scope(authorized(ctx, parts, path, attrs, params, deadline, body, received)).await;
             audit::stage::finish(record, resp, request_object, watch).await
         }
     })
 }
 
 /// Flow control, authorization, and only then the handler.
+#[allow(clippy::too_many_arguments)]
 async fn authorized(
     ctx: &Ctx,
     mut parts: http::request::Parts,
@@ -118,13 +129,16 @@ async fn authorized(
     params: Params,
     deadline: Duration,
     body: bytes::Bytes,
+    received: Instant,
 ) -> Response {
     let flow = ctx.filters.flowcontrol.classify(&attrs);
     // Held until the handler answers (for a watch: until its stream starts).
+    let queued = Instant::now();
     let _seat = match ctx.filters.flowcontrol.admit(flow.as_ref(), &attrs, deadline, &ctx.filters.metrics).await {
         Ok(seat) => seat,
         Err(e) => return with_flow(e.into_response(), flow.as_ref()),
     };
+    let waited = queued.elapsed();
     if let Err(e) = authorize(ctx, &attrs).await {
         return with_flow(e.into_response(), flow.as_ref());
     }
@@ -152,26 +166,39 @@ async fn authorized(
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    let started = std::time::Instant::now();
-    let labels = request_labels(&parts.method, resource.as_ref());
-    let resp = match resource {
-        // Handlers run in boxes of their own size (see `handlers::run`): the chain's future stays
-        // small, so that no request copies the largest handler's state on its way in.
-        Some(req) if req.verb == request::Verb::Watch => handlers::serve(ctx, req, params, &parts.headers, body).await,
-        // A log that follows, an exec session: as long as they last.
-        Some(req) if req.connects() => {
-            let upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
-            Box::pin(handlers::connect::serve(ctx, &req, &params, &parts, upgrade, body)).await
+    let labels = request_labels(&parts.method, resource.as_ref(), &params, &parts.headers);
+    let metrics = &ctx.filters.metrics.requests;
+    let (resp, in_webhooks) = admission::webhook_time::measure(async {
+        match resource {
+            // Handlers run in boxes of their own size (see `handlers::run`): the chain's future
+            // stays small, so that no request copies the largest handler's state on its way in.
+            Some(req) if req.verb == request::Verb::Watch => {
+                let lasting = metrics.long_running(&labels);
+                lasting_while_streamed(handlers::serve(ctx, req, params, &parts.headers, body).await, lasting)
+            }
+            // A log that follows, an exec session: as long as they last.
+            Some(req) if req.connects() => {
+                let lasting = metrics.long_running(&labels);
+                let upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
+                lasting_while_streamed(Box::pin(handlers::connect::serve(ctx, &req, &params, &parts, upgrade, body)).await, lasting)
+            }
+            Some(req) => within(deadline, handlers::serve(ctx, req, params, &parts.headers, body)).await,
+            None if parts.method == Method::GET && path == crate::backup::PATH => within(deadline, Box::pin(crate::backup::serve(ctx, &user))).await,
+            None => within(deadline, Box::pin(route(ctx, &parts.method, &path, &params, &parts.headers, &body))).await,
         }
-        Some(req) => within(deadline, handlers::serve(ctx, req, params, &parts.headers, body)).await,
-        None if parts.method == Method::GET && path == crate::backup::PATH => within(deadline, Box::pin(crate::backup::serve(ctx, &user))).await,
-        None => within(deadline, Box::pin(route(ctx, &parts.method, &path, &params, &parts.headers, &body))).await,
-    };
+    })
+    .await;
     let resp = with_flow(resp, flow.as_ref());
-    let code = resp.status().as_u16();
-    ctx.filters.metrics.observe(labels, code, started.elapsed());
-    tracing::debug!(method = %parts.method, %path, code, elapsed_ms = started.elapsed().as_millis() as u64, user = %user.name, "request");
+    let took = received.elapsed();
+    metrics.observe(&labels, resp.status(), took, waited + in_webhooks, hyper::body::Body::size_hint(resp.body()).exact());
+    tracing::debug!(method = %parts.method, %path, code = resp.status().as_u16(), elapsed_ms = took.as_millis() as u64, user = %user.name, "request");
     resp
+}
+
+/// A long-running request's response, counted as running until its body is done (a watch's
+/// stream ends, an upgraded connection's answer is sent).
+fn lasting_while_streamed(resp: Response, lasting: crate::metrics::LongRunning) -> Response {
+    resp.map(|body| crate::body::holding(body, lasting))
 }
 
 /// Names the FlowSchema and priority level the request was classified in, as kube-apiserver
@@ -219,11 +246,18 @@ const CATCH_UP: Duration = Duration::from_secs(2);
 /// through another replica a moment ago is then in the index, as it would be on the leader.
 pub(crate) async fn authorize(ctx: &Ctx, attrs: &Attributes) -> Result<(), ApiError> {
     let chain = &ctx.filters.auth.chain;
+    let started = Instant::now();
     let applied = ctx.store.cache().applied();
     let mut outcome = chain.authorize(attrs).await;
     if !matches!(&outcome, Outcome::Decided(v) if v.allowed()) && caught_up(ctx, applied).await {
         outcome = chain.authorize(attrs).await;
     }
+    let result = match &outcome {
+        Outcome::Decided(v) if v.allowed() => "allowed",
+        Outcome::Decided(_) => "denied",
+        Outcome::Failed(_) => "error",
+    };
+    ctx.filters.metrics.authorization.observe(result, started.elapsed());
     match outcome {
         Outcome::Decided(v) if v.allowed() => {
             audit_annotations::annotate(audit::DECISION, "allow");
@@ -239,31 +273,40 @@ pub(crate) async fn authorize(ctx: &Ctx, attrs: &Attributes) -> Result<(), ApiEr
     }
 }
 
-/// How a request is counted: Kubernetes' verbs (`LIST`, `WATCH`, `POST`, ...) for resources,
-/// the HTTP method otherwise.
-fn request_labels(method: &Method, resource: Option<&request::ResourceRequest>) -> RequestLabels {
+/// How a request is counted, as kube-apiserver counts it: Kubernetes' verbs (`LIST`, `WATCH`,
+/// `POST`, `APPLY`, `CONNECT`, ...) for resources, the HTTP method otherwise; the scope; whether
+/// it is a dry run.
+fn request_labels(method: &Method, resource: Option<&request::ResourceRequest>, params: &Params, headers: &http::HeaderMap) -> RequestLabels {
     let Some(req) = resource else {
         const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
         let verb = METHODS.into_iter().find(|m| *m == method.as_str()).unwrap_or("OTHER");
         return RequestLabels { verb, ..Default::default() };
     };
+    let applies = || headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("application/apply-patch"));
+    // A subresource the kind does not list never reaches a handler; counted without one.
+    let subresource = req.subresource.as_deref().and_then(|s| req.info.subresources.iter().copied().find(|known| *known == s)).unwrap_or_default();
     let verb = match req.verb {
+        _ if req.connects() && subresource != "log" => "CONNECT",
         request::Verb::Get => "GET",
         request::Verb::List => "LIST",
         request::Verb::Watch => "WATCH",
         request::Verb::Create => "POST",
         request::Verb::Update => "PUT",
+        request::Verb::Patch if applies() => "APPLY",
         request::Verb::Patch => "PATCH",
         request::Verb::Delete => "DELETE",
         request::Verb::DeleteCollection => "DELETECOLLECTION",
     };
-    // A subresource the kind does not list never reaches a handler; counted without one.
-    let subresource = req.subresource.as_deref().and_then(|s| req.info.subresources.iter().copied().find(|known| *known == s)).unwrap_or_default();
-    RequestLabels { verb, group: req.info.group, version: req.info.version, resource: req.info.resource, subresource }
+    let scope = match (&req.name, &req.namespace) {
+        (Some(_), _) => "resource",
+        _ if req.verb == request::Verb::Create => "resource",
+        (None, Some(_)) => "namespace",
+        (None, None) => "cluster",
+    };
+    let dry_run = if params.value("dryRun").is_some_and(|v| v == "All") { "All" } else { "" };
+    RequestLabels { verb, group: req.info.group, version: req.info.version, resource: req.info.resource, subresource, scope, dry_run }
 }
 
-/// The user a client certificate names; anonymous without one. Credentials this server cannot
-/// verify (a bearer token, basic auth) are refused rather than treated as anonymous.
 /// How much more than the limit an oversized body is read (and dropped) before the 413, so that
 /// a client still sending it reads the answer instead of finding the connection closed under it.
 const DRAIN: usize = 16 * 1024 * 1024;
@@ -321,10 +364,9 @@ async fn route(ctx: &Ctx, method: &Method, path: &str, params: &Params, headers:
     let aggregated = negotiate::wants_aggregated_discovery(headers);
     let doc = match segments.as_slice() {
         ["metrics"] => {
-            let mut text = ctx.filters.metrics.render(&ctx.store.status(), ctx.store.node_id());
-            text.push_str(&flowcontrol_metrics(ctx));
+            let text = ctx.filters.metrics.render(&store_figures(ctx), &flow_figures(ctx));
             let mut resp = (StatusCode::OK, text).into_response();
-            resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+            resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(crate::metrics::CONTENT_TYPE));
             return resp;
         }
         ["debug", "api_priority_and_fairness", dump] if ctx.filters.flowcontrol.enabled => {
@@ -446,30 +488,27 @@ fn discovery_response(v: Value) -> Response {
     resp
 }
 
-/// The priority levels' shares of the server's concurrency and the requests waiting and running
-/// in each (or, with APF off, the requests in flight), as kube-apiserver names them.
-fn flowcontrol_metrics(ctx: &Ctx) -> String {
-    let fc = &ctx.filters.flowcontrol;
-    let mut out = String::new();
-    let mut gauge = |name: &str, help: &str, rows: Vec<(String, usize)>| {
-        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
-        for (labels, value) in rows {
-            out.push_str(&format!("{name}{{{labels}}} {value}\n"));
-        }
-    };
-    if let Some(inflight) = &fc.inflight {
-        let (read_only, mutating) = inflight.current();
-        let rows = vec![("request_kind=\"mutating\"".into(), mutating), ("request_kind=\"readOnly\"".into(), read_only)];
-        gauge("apiserver_current_inflight_requests", "Maximal number of currently used inflight request limit of this apiserver per request kind in last second.", rows);
-        return out;
+/// What the store tells the metrics.
+fn store_figures(ctx: &Ctx) -> crate::metrics::StoreFigures {
+    let store = &ctx.store;
+    crate::metrics::StoreFigures {
+        node_id: store.node_id(),
+        raft: store.status(),
+        file_bytes: store.file_bytes(),
+        live_bytes: store.cache().bytes(),
+        keys: store.cache().object_count() as u64,
+        quota_bytes: store.quota_bytes(),
     }
-    let levels = fc.nominal_limits().into_iter().map(|(level, seats)| (format!("priority_level=\"{level}\""), seats as usize)).collect();
-    gauge("apiserver_flowcontrol_nominal_limit_seats", "Nominal number of execution seats configured for each priority level", levels);
-    let current = fc.dispatcher.current();
-    let by_flow = |pick: fn(&(usize, usize)) -> usize| {
-        current.iter().map(|((level, schema), n)| (format!("flow_schema=\"{schema}\",priority_level=\"{level}\""), pick(n))).collect()
-    };
-    gauge("apiserver_flowcontrol_current_inqueue_requests", "Number of requests currently pending in queues of the API Priority and Fairness subsystem", by_flow(|n| n.0));
-    gauge("apiserver_flowcontrol_current_executing_requests", "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem", by_flow(|n| n.1));
-    out
+}
+
+/// The dispatcher's priority levels and flows, for the metrics.
+fn flow_figures(ctx: &Ctx) -> crate::metrics::FlowFigures {
+    let fc = &ctx.filters.flowcontrol;
+    if fc.inflight.is_some() {
+        return Default::default();
+    }
+    crate::metrics::FlowFigures {
+        nominal_seats: fc.nominal_limits(),
+        current: fc.dispatcher.current(),
+    }
 }

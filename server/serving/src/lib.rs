@@ -13,6 +13,7 @@ pub mod aggregator;
 pub mod app;
 pub mod audit;
 pub mod backup;
+pub mod body;
 pub mod compression;
 pub mod context;
 pub mod discovery;

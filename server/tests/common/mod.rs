@@ -4,6 +4,7 @@
 // Every test crate includes this module and uses a different part of it.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod failpoints;
 pub mod oidc_issuer;
 pub mod ports;

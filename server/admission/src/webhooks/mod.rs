@@ -121,6 +121,7 @@ impl Mutating for MutatingWebhooks {
     }
 
     async fn admit(&self, r: &Request<'_>, object: &mut Value) -> ApiResult<()> {
+        let _phase = crate::webhook_time::Phase::start();
         let all = webhooks(&self.0, MUTATING_WEBHOOKS)?;
         let mut reinvoke = Vec::new();
         let mut changed = false;
@@ -158,6 +159,7 @@ impl Validating for ValidatingWebhooks {
     }
 
     async fn validate(&self, r: &Request<'_>) -> ApiResult<()> {
+        let _phase = crate::webhook_time::Phase::start();
         for webhook in webhooks(&self.0, VALIDATING_WEBHOOKS)? {
             ask(&self.0, &webhook, r, r.object).await?;
         }

@@ -9,19 +9,19 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use access::Attributes;
 
-/// A pool of slots and its size; none when unlimited.
-type Pool = Option<(Arc<Semaphore>, usize)>;
+/// A pool of slots; none when unlimited.
+type Pool = Option<Arc<Semaphore>>;
 
 pub struct MaxInFlight {
     read_only: Pool,
     mutating: Pool,
 }
 
-const MUTATING: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
+pub(super) const MUTATING: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
 
 impl MaxInFlight {
     pub fn new(read_only: usize, mutating: usize) -> MaxInFlight {
-        let limit = |n: usize| (n > 0).then(|| (Arc::new(Semaphore::new(n)), n));
+        let limit = |n: usize| (n > 0).then(|| Arc::new(Semaphore::new(n)));
         MaxInFlight { read_only: limit(read_only), mutating: limit(mutating) }
     }
 
@@ -32,14 +32,8 @@ impl MaxInFlight {
         }
         let pool = if MUTATING.contains(&attrs.verb.as_str()) { &self.mutating } else { &self.read_only };
         match pool {
-            Some((pool, _)) => pool.clone().try_acquire_owned().ok().map(Some),
+            Some(pool) => pool.clone().try_acquire_owned().ok().map(Some),
             None => Some(None),
         }
-    }
-
-    /// Requests running now, read-only and mutating, as `apiserver_current_inflight_requests`.
-    pub fn current(&self) -> (usize, usize) {
-        let used = |pool: &Pool| pool.as_ref().map_or(0, |(p, size)| size - p.available_permits());
-        (used(&self.read_only), used(&self.mutating))
     }
 }

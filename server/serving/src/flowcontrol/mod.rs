@@ -11,13 +11,13 @@ pub mod dispatch;
 pub mod inflight;
 mod rules;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use classify::{Classification, FlowControl};
 
 use access::Attributes;
 use machinery::error::ApiError;
-use crate::metrics::Metrics;
+use crate::metrics::{Executing, Metrics};
 
 /// Kubernetes' answer to a request its priority level has no room for.
 const TOO_MANY: &str = "Too many requests, please try again later.";
@@ -27,22 +27,30 @@ fn wait_limit(deadline: Duration) -> Duration {
     (deadline / 4).min(Duration::from_secs(60))
 }
 
-/// What a request holds while it runs; dropping it frees the seat.
-pub enum Seat {
-    Queued(dispatch::Permit),
-    InFlight(tokio::sync::OwnedSemaphorePermit),
-    /// Not limited (exempt from max-in-flight, or no configuration yet).
-    Free,
+/// What a request holds while it runs; dropping it frees the seat, and the request is no longer
+/// counted as executing.
+#[derive(Default)]
+pub struct Seat {
+    /// A seat at a priority level.
+    _queued: Option<dispatch::Permit>,
+    /// A max-in-flight slot.
+    _in_flight: Option<tokio::sync::OwnedSemaphorePermit>,
+    _executing: Option<Executing>,
 }
 
 impl FlowControl {
     /// Waits for the request's turn at its priority level (or, with APF off, for a free
     /// max-in-flight slot); 429 when it gets none.
     pub async fn admit(&self, flow: Option<&Classification>, attrs: &Attributes, deadline: Duration, metrics: &Metrics) -> Result<Seat, ApiError> {
+        let mutating = inflight::MUTATING.contains(&attrs.verb.as_str());
         let Some(c) = flow else {
             return match &self.inflight {
-                Some(limits) => limits.admit(attrs).map(|p| p.map_or(Seat::Free, Seat::InFlight)).ok_or_else(|| ApiError::TooManyRequests(TOO_MANY.into())),
-                None => Ok(Seat::Free),
+                Some(limits) => match limits.admit(attrs) {
+                    Some(Some(permit)) => Ok(Seat { _in_flight: Some(permit), _executing: Some(metrics.requests.executing(mutating)), ..Default::default() }),
+                    Some(None) => Ok(Seat::default()),
+                    None => Err(ApiError::TooManyRequests(TOO_MANY.into())),
+                },
+                None => Ok(Seat::default()),
             };
         };
         let info = dispatch::RequestInfo {
@@ -57,13 +65,14 @@ impl FlowControl {
             resource: attrs.resource.clone(),
             subresource: attrs.subresource.clone(),
         };
+        let queued = Instant::now();
         match self.dispatcher.admit(&c.priority_level, c.level, info, wait_limit(deadline)).await {
             Ok(permit) => {
-                metrics.flowcontrol_dispatched(&c.flow_schema, &c.priority_level);
-                Ok(Seat::Queued(permit))
+                metrics.flowcontrol_dispatched(&c.flow_schema, &c.priority_level, queued.elapsed());
+                Ok(Seat { _queued: Some(permit), _executing: Some(metrics.requests.executing(mutating)), ..Default::default() })
             }
             Err(rejection) => {
-                metrics.flowcontrol_rejected(&c.flow_schema, &c.priority_level, rejection.reason());
+                metrics.flowcontrol_rejected(&c.flow_schema, &c.priority_level, rejection.reason(), queued.elapsed());
                 Err(ApiError::TooManyRequests(TOO_MANY.into()))
             }
         }

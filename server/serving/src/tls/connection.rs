@@ -11,10 +11,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::Router;
-use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
+use hyper::body::Incoming;
 use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder;
@@ -91,7 +90,7 @@ pub async fn connection(tcp: TcpStream, peer: SocketAddr, tls: Arc<Tls>, shared:
         let answer = app.clone().oneshot(req);
         async move {
             let resp = answer.await?;
-            Ok::<_, std::convert::Infallible>(resp.map(|body| Body::new(OpenBody { body, _open: open })))
+            Ok::<_, std::convert::Infallible>(resp.map(|body| crate::body::holding(body, open)))
         }
     });
     let io = TokioIo::new(Counted { inner: stream, activity: activity.clone() });
@@ -182,28 +181,5 @@ impl Open {
 impl Drop for Open {
     fn drop(&mut self) {
         self.0.open.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// A response body that keeps its request open until it is done with.
-struct OpenBody {
-    body: Body,
-    _open: Open,
-}
-
-impl HttpBody for OpenBody {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
     }
 }
