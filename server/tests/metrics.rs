@@ -1,7 +1,8 @@
 //! `/metrics` as an operator's tools read it: `promtool check metrics` on a node's exposition
 //! (whose only findings are the names kube-apiserver and etcd themselves carry), and a real
 //! Prometheus scraping a three-node cluster, whose PromQL finds each node's request rate, their
-//! latency and the one leader.
+//! latency and the one leader, and which loads `deploy/monitoring/alerts.yaml` and gets data for
+//! each alert's query and each panel of `deploy/monitoring/dashboard.json`.
 
 mod common;
 
@@ -64,11 +65,12 @@ impl Prometheus {
         let pki = node.data_dir().join("pki");
         let targets: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
         let config = format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: apiserver\n    scheme: https\n    tls_config:\n      ca_file: {ca}\n      cert_file: {cert}\n      key_file: {key}\n    static_configs:\n      - targets: [{targets}]\n",
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: ['{rules}']\nscrape_configs:\n  - job_name: apiserver\n    scheme: https\n    tls_config:\n      ca_file: {ca}\n      cert_file: {cert}\n      key_file: {key}\n    static_configs:\n      - targets: [{targets}]\n",
             ca = pki.join("ca.crt").display(),
             cert = pki.join("admin.crt").display(),
             key = pki.join("admin.key").display(),
             targets = targets.join(", "),
+            rules = alert_rules().display(),
         );
         std::fs::write(dir.path().join("prometheus.yml"), config).unwrap();
         let port = free_port();
@@ -92,6 +94,10 @@ impl Prometheus {
 
     fn log(&self) -> String {
         std::fs::read_to_string(self._dir.path().join("prometheus.log")).unwrap_or_default()
+    }
+
+    fn get_json(&self, path: &str) -> Value {
+        serde_json::from_str(&self.get(path).unwrap_or_default()).unwrap_or(Value::Null)
     }
 
     fn get(&self, path: &str) -> Option<String> {
@@ -174,4 +180,72 @@ async fn prometheus_scrapes_a_cluster_and_finds_each_nodes_requests_and_the_lead
     assert_eq!(leaders[0].0["instance"], format!("127.0.0.1:{}", ports[leader_id - 1]), "{leaders:?}");
     let has_leader = prometheus.query("sum(etcd_server_has_leader)");
     assert_eq!(has_leader[0].1, 3.0, "{has_leader:?}");
+}
+
+/// The alert rules `deploy/` ships.
+fn alert_rules() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/monitoring/alerts.yaml")
+}
+
+/// The Grafana dashboard `deploy/` ships.
+fn dashboard() -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/monitoring/dashboard.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Alerts whose query selects only what goes wrong (5xx answers, requests refused by flow
+/// control), which a healthy cluster never has: their queries must evaluate, with no data.
+const ONLY_WHEN_FAILING: &[&str] = &["ApiserverErrors", "ApiserverFlowControlRejections"];
+
+#[tokio::test]
+async fn every_shipped_alert_and_dashboard_panel_finds_data_on_a_live_cluster() {
+    let out = Command::new("promtool").args(["check", "rules"]).arg(alert_rules()).output().unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+
+    let nodes = cluster_with(&[]).await;
+    let ports: Vec<u16> = nodes.iter().map(TestServer::port).collect();
+    let prometheus = Prometheus::scraping(&nodes[0], &ports).await;
+    let cms: Api<ConfigMap> = Api::namespaced(nodes[1].client(), "default");
+    for i in 0..20 {
+        cms.create(&PostParams::default(), &configmap(&format!("alerting-{i}"), &[])).await.unwrap();
+    }
+    // Loaded by Prometheus, every rule evaluated without an error.
+    let rules: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(alert_rules()).unwrap()).unwrap();
+    let alerts: Vec<(String, String)> = rules["groups"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_sequence().unwrap().iter())
+        .map(|r| (r["alert"].as_str().unwrap().to_string(), r["expr"].as_str().unwrap().to_string()))
+        .collect();
+    assert!(alerts.len() >= 9, "{alerts:?}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let loaded = prometheus.get_json("/api/v1/rules");
+        let evaluated: Vec<&Value> = loaded["data"]["groups"].as_array().into_iter().flatten().flat_map(|g| g["rules"].as_array().unwrap()).collect();
+        if evaluated.len() == alerts.len() && evaluated.iter().all(|r| r["health"] == "ok") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "rules not all loaded and healthy: {loaded}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // Each alert's query (the expression before its threshold) finds data.
+    for (alert, expr) in &alerts {
+        let query = [" > ", " == ", " < "].iter().filter_map(|op| expr.rsplit_once(op)).map(|(q, _)| q).max_by_key(|q| q.len()).unwrap_or_else(|| panic!("{alert}: {expr} has no threshold"));
+        if ONLY_WHEN_FAILING.contains(&alert.as_str()) {
+            prometheus.query(query);
+        } else {
+            prometheus.until(query, |a| !a.is_empty()).await;
+        }
+    }
+    // Each panel's queries, at Grafana's rate interval for a 1 s scrape.
+    let board = dashboard();
+    let panels = board["panels"].as_array().unwrap();
+    assert!(panels.len() >= 10);
+    for panel in panels {
+        for target in panel["targets"].as_array().unwrap() {
+            let query = target["expr"].as_str().unwrap().replace("$__rate_interval", "1m");
+            prometheus.until(&query, |a| !a.is_empty()).await;
+        }
+    }
 }
