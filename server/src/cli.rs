@@ -163,6 +163,60 @@ pub struct Args {
     #[arg(long)]
     pub audit_log_path: Option<PathBuf>,
 
+    /// Days to keep rotated audit log files (by the time in their names; 0: no limit).
+    #[arg(long = "audit-log-maxage", default_value_t = 0)]
+    pub audit_log_max_age: u64,
+
+    /// Rotated audit log files to keep (0: all).
+    #[arg(long = "audit-log-maxbackup", default_value_t = 0)]
+    pub audit_log_max_backup: usize,
+
+    /// Megabytes an audit log file may reach before it is rotated (0: 100).
+    #[arg(long = "audit-log-maxsize", default_value_t = 0)]
+    pub audit_log_max_size: u64,
+
+    /// Gzip rotated audit log files.
+    #[arg(long = "audit-log-compress")]
+    pub audit_log_compress: bool,
+
+    /// A kubeconfig naming the webhook audit events are sent to (as `EventList`s); with
+    /// `--audit-policy-file`, auditing is on.
+    #[arg(long)]
+    pub audit_webhook_config_file: Option<PathBuf>,
+
+    /// How events reach the webhook: `batch` (buffered, sent in batches; a full buffer drops
+    /// events rather than hold requests).
+    #[arg(long, default_value = "batch", value_parser = parse_audit_webhook_mode)]
+    pub audit_webhook_mode: String,
+
+    /// Events the webhook's buffer holds; more are dropped (and counted) until it drains.
+    #[arg(long, default_value_t = 10000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub audit_webhook_batch_buffer_size: u64,
+
+    /// Most events in one batch.
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(1..))]
+    pub audit_webhook_batch_max_size: u64,
+
+    /// Longest an event waits for its batch to fill before the batch is sent.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub audit_webhook_batch_max_wait: Duration,
+
+    /// Whether batches are throttled.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub audit_webhook_batch_throttle_enable: bool,
+
+    /// Batches sent a second at most, when throttled.
+    #[arg(long, default_value_t = 10.0)]
+    pub audit_webhook_batch_throttle_qps: f64,
+
+    /// Batches sent at once before the throttle holds them, when throttled.
+    #[arg(long, default_value_t = 15)]
+    pub audit_webhook_batch_throttle_burst: u32,
+
+    /// The wait before a failed batch is sent again (growing by half on each failure).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub audit_webhook_initial_backoff: Duration,
+
     /// The client certificate (PEM) this server presents to extension API servers it proxies
     /// to (APIServices that name a Service); they trust it through their request-header CA.
     #[arg(long, requires = "proxy_client_key_file")]
@@ -331,5 +385,14 @@ fn parse_goaway_chance(s: &str) -> Result<f64, String> {
         Ok(p) if (0.0..=0.02).contains(&p) => Ok(p),
         Ok(_) => Err("--goaway-chance can not be less than 0 or greater than 0.02".into()),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `--audit-webhook-mode`: kube-apiserver's three modes, of which this server sends in batches.
+fn parse_audit_webhook_mode(mode: &str) -> Result<String, String> {
+    match mode {
+        "batch" => Ok(mode.to_string()),
+        "blocking" | "blocking-strict" => Err(format!("{mode}: this server sends audit events to its webhook in batches only (batch)")),
+        other => Err(format!("invalid audit webhook mode {other:?}, allowed modes are \"batch,blocking,blocking-strict\"")),
     }
 }

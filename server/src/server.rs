@@ -179,9 +179,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let namespace_creator = admission::namespace_autoprovision::Creator::default();
     let parts = admission_chain::Parts { replicated, auth: auth.clone(), configurations, classes, toleration_seconds, namespace_creator: namespace_creator.clone() };
     let admission = admission_chain::build(&args, &parts)?;
-    // Auditing needs both a policy and a log, as in kube-apiserver.
-    let audit = match (&args.audit_policy_file, &args.audit_log_path) {
-        (Some(policy), Some(log)) => Some(serving::audit::Auditor::open(policy, log)?),
+    // Auditing needs a policy and a backend (a log, a webhook, or both), as in kube-apiserver.
+    let audit = match &args.audit_policy_file {
+        Some(policy) if args.audit_log_path.is_some() || args.audit_webhook_config_file.is_some() => {
+            Some(serving::audit::Auditor::open(policy, audit_backends(&args)?, metrics.clone())?)
+        }
         _ => None,
     };
     let ctx = Ctx {
@@ -241,4 +243,32 @@ async fn wait_for_signal() {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
+}
+
+/// The audit backends the flags name.
+fn audit_backends(args: &Args) -> anyhow::Result<serving::audit::Backends> {
+    let log = args.audit_log_path.clone().map(|path| {
+        let rotation = serving::audit::log_file::Rotation {
+            max_mb: args.audit_log_max_size,
+            max_backups: args.audit_log_max_backup,
+            max_age_days: args.audit_log_max_age,
+            compress: args.audit_log_compress,
+        };
+        (path, rotation)
+    });
+    let webhook = match &args.audit_webhook_config_file {
+        Some(file) => {
+            let endpoint = machinery::webhook::kubeconfig::load(file).map_err(|e| anyhow::anyhow!("--audit-webhook-config-file: {e}"))?;
+            let opts = serving::audit::webhook::BatchOptions {
+                buffer_size: args.audit_webhook_batch_buffer_size as usize,
+                max_size: args.audit_webhook_batch_max_size as usize,
+                max_wait: args.audit_webhook_batch_max_wait,
+                throttle: args.audit_webhook_batch_throttle_enable.then_some((args.audit_webhook_batch_throttle_qps, args.audit_webhook_batch_throttle_burst)),
+                initial_backoff: args.audit_webhook_initial_backoff,
+            };
+            Some((endpoint, opts))
+        }
+        None => None,
+    };
+    Ok(serving::audit::Backends { log, webhook })
 }

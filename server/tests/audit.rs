@@ -4,7 +4,8 @@
 //! response at their levels, what a ValidatingAdmissionPolicy audits and admission webhooks'
 //! audit annotations; every response
 //! carries its `Audit-Id`; a deprecated API's use is annotated `k8s.io/deprecated` and counted in
-//! `apiserver_requested_deprecated_apis`.
+//! `apiserver_requested_deprecated_apis`; the log rotates by size and keeps as many files as told;
+//! a webhook gets the events in batches, and one that hangs slows no request.
 
 mod common;
 
@@ -274,4 +275,103 @@ async fn a_deprecated_api_is_warned_about_audited_and_counted() {
     s.get("/api/v1/namespaces/default/configmaps").await;
     let metrics = s.get("/metrics").await.text();
     assert!(!metrics.contains(r#"apiserver_requested_deprecated_apis{group="",removed_release="",resource="configmaps""#), "{metrics}");
+}
+
+#[tokio::test]
+async fn the_log_rotates_past_its_size_and_keeps_the_newest_files() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (policy, log) = (scratch.path().join("policy.yaml"), scratch.path().join("audit.log"));
+    std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: RequestResponse\n  resources: [{group: \"\", resources: [configmaps]}]\n").unwrap();
+    let args = ["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap(), "--audit-log-maxsize", "1", "--audit-log-maxbackup", "2"];
+    let s = TestServer::start_with(&args).await;
+    // About 200 KB an event (the object in the request and in the response): 6 MB in all.
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(s.client(), "default");
+    let mut cm = common::configmap("big", &[]);
+    for i in 0..30 {
+        cm.metadata.name = Some(format!("big-{i}"));
+        cm.data = Some([("payload".to_string(), format!("{i}").repeat(100_000 / format!("{i}").len()))].into());
+        api.create(&Default::default(), &cm).await.unwrap();
+    }
+    let files = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("audit")).collect();
+        names.sort();
+        names
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let last = loop {
+        let events = events_until(&log, |_| true).await;
+        if let Some(last) = find(&events, "create", "configmaps", "big-29") {
+            break last.clone();
+        }
+        assert!(Instant::now() < deadline, "the last create never reached the current file: {:?}", files(scratch.path()));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(last["responseObject"]["metadata"]["name"], "big-29");
+    // The current file and the two newest rotated ones, named by their time.
+    let names = files(scratch.path());
+    assert_eq!(names.len(), 3, "{names:?}");
+    for rotated in &names[..2] {
+        let stamp = rotated.strip_prefix("audit-").and_then(|r| r.strip_suffix(".log")).unwrap_or_else(|| panic!("{rotated}"));
+        assert!(chrono::NaiveDateTime::parse_from_str(stamp, "%Y-%m-%dT%H-%M-%S%.3f").is_ok(), "{rotated}");
+    }
+    // Each file at most 1 MiB, of whole events; together the newest creates, in order.
+    let mut created = Vec::new();
+    for name in &names {
+        let text = std::fs::read_to_string(scratch.path().join(name)).unwrap();
+        assert!(text.len() <= 1 << 20, "{name}: {} bytes", text.len());
+        for line in text.lines() {
+            let event: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: a broken event: {e}"));
+            if event["verb"] == "create" {
+                created.push(event["objectRef"]["name"].as_str().unwrap().trim_start_matches("big-").parse::<u32>().unwrap());
+            }
+        }
+    }
+    assert!(created.len() >= 8 && created.windows(2).all(|w| w[1] == w[0] + 1) && created.last() == Some(&29), "{created:?}");
+}
+
+#[tokio::test]
+async fn events_reach_a_webhook_in_batches_and_a_stuck_webhook_slows_nobody() {
+    let hook = WebhookServer::start(Arc::new(|_: &Value| (Duration::ZERO, 200, json!({})))).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let (policy, kubeconfig) = (scratch.path().join("policy.yaml"), scratch.path().join("webhook.kubeconfig"));
+    std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [configmaps]}]\n").unwrap();
+    hook.write_kubeconfig(&kubeconfig);
+    let s = TestServer::start_with(&[
+        "--audit-policy-file",
+        policy.to_str().unwrap(),
+        "--audit-webhook-config-file",
+        kubeconfig.to_str().unwrap(),
+        "--audit-webhook-batch-max-wait",
+        "500ms",
+        "--audit-webhook-batch-buffer-size",
+        "20",
+    ])
+    .await;
+    s.kubectl_ok(&["create", "configmap", "hooked", "--from-literal=k=v"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let event = loop {
+        let lists = hook.received();
+        let found = lists.iter().flat_map(|l| l["items"].as_array().cloned().unwrap_or_default()).find(|e| e["verb"] == "create" && e["objectRef"]["name"] == "hooked" && e["stage"] == "ResponseComplete");
+        if let Some(event) = found {
+            assert!(lists.iter().all(|l| l["kind"] == "EventList" && l["apiVersion"] == "audit.k8s.io/v1"), "{lists:?}");
+            break event;
+        }
+        assert!(Instant::now() < deadline, "the webhook never got the create: {lists:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(event["responseStatus"]["code"], 201, "{event}");
+    assert_eq!(event["user"]["username"], "kubernetes-admin", "{event}");
+
+    // The webhook hangs now: its buffer fills and events are dropped, counted, while requests go on.
+    hook.answer_with(Arc::new(|_: &Value| (Duration::from_secs(120), 200, json!({}))));
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(s.client(), "default");
+    for i in 0..150 {
+        let sent = Instant::now();
+        api.create(&Default::default(), &common::configmap(&format!("unheard-{i}"), &[])).await.unwrap();
+        assert!(sent.elapsed() < Duration::from_secs(10), "a create waited {:?} for the audit webhook", sent.elapsed());
+    }
+    let metrics = s.get("/metrics").await.text();
+    let dropped: u64 = metrics.lines().find_map(|l| l.strip_prefix(r#"apiserver_audit_error_total{plugin="webhook"} "#)).and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!(dropped > 0, "{metrics}");
+    assert!(metrics.lines().any(|l| l.starts_with("apiserver_audit_event_total ")), "{metrics}");
 }

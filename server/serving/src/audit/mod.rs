@@ -1,18 +1,23 @@
-//! Auditing, as kube-apiserver's log backend does it (`--audit-policy-file`, `--audit-log-path`):
+//! Auditing, as kube-apiserver's log and webhook backends do it (`--audit-policy-file`,
+//! `--audit-log-path`, `--audit-webhook-config-file`):
 //! each request the policy selects is written as `audit.k8s.io/v1` Events, one JSON line per
 //! stage (RequestReceived, ResponseStarted for watches, ResponseComplete), with who asked (and
 //! whom they impersonated), what they asked for, the answer's code, the authorizer's decision
 //! and the annotations admission adds; the request and response objects at the `Request` and
-//! `RequestResponse` levels. Lines go to a writer thread, so no request waits for the disk.
+//! `RequestResponse` levels. Lines go to a writer thread, so no request waits for the disk; the
+//! file rotates as kube-apiserver's does ([`log_file`]). Events for the webhook go in batches
+//! through a bounded buffer ([`webhook`]).
 //!
 //! Annotations reach the current request's record through a task-local scope around the request
 //! (`admission::audit_annotations::annotate`); outside one (controllers), they are dropped.
 
+pub mod log_file;
 pub mod policy;
 pub mod stage;
+pub mod webhook;
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 
 use admission::audit_annotations::{self, Annotations};
@@ -21,6 +26,9 @@ use serde_json::{json, Map, Value};
 
 use access::attributes::Attributes;
 use access::UserInfo;
+use crate::metrics::Metrics;
+use log_file::{LogFile, Rotation};
+use machinery::webhook::Endpoint;
 use policy::{Decision, Level, Policy, Stage};
 
 /// The annotations of the authorizer's decision and its reason.
@@ -31,34 +39,50 @@ pub const REASON: &str = "authorization.k8s.io/reason";
 /// response header that tells it.
 pub const AUDIT_ID_HEADER: &str = "audit-id";
 
-/// The writer of audit events and the policy that selects them.
+/// The writers of audit events and the policy that selects them.
 pub struct Auditor {
     policy: Policy,
-    lines: mpsc::Sender<Vec<u8>>,
+    log: Option<mpsc::Sender<Vec<u8>>>,
+    webhook: Option<webhook::Webhook>,
+    metrics: Arc<Metrics>,
+}
+
+/// Where events go: a log file (`-`: standard output) with its rotation, a webhook with its
+/// batching, or both.
+#[derive(Default)]
+pub struct Backends {
+    pub log: Option<(PathBuf, Rotation)>,
+    pub webhook: Option<(Endpoint, webhook::BatchOptions)>,
 }
 
 impl Auditor {
-    /// Reads the policy and starts the writer appending to `log` (`-` for standard output).
-    pub fn open(policy_file: &Path, log: &Path) -> anyhow::Result<Arc<Auditor>> {
+    /// Reads the policy and starts the backends.
+    pub fn open(policy_file: &Path, backends: Backends, metrics: Arc<Metrics>) -> anyhow::Result<Arc<Auditor>> {
         let text = std::fs::read_to_string(policy_file).map_err(|e| anyhow::anyhow!("reading {}: {e}", policy_file.display()))?;
         let policy = Policy::parse(&text).map_err(anyhow::Error::msg)?;
-        let out: Box<dyn Write + Send> = if log == Path::new("-") {
-            Box::new(std::io::stdout())
-        } else {
-            use std::os::unix::fs::OpenOptionsExt;
-            // Events name users and may hold objects (Secrets at the Request level).
-            let file = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(log).map_err(|e| anyhow::anyhow!("opening {}: {e}", log.display()))?;
-            Box::new(file)
+        let log = match backends.log {
+            Some((path, rotation)) => {
+                let out = if path == Path::new("-") {
+                    Sink::Stdout(std::io::BufWriter::new(std::io::stdout()))
+                } else {
+                    Sink::File(LogFile::open(&path, rotation).map_err(|e| anyhow::anyhow!("opening {}: {e}", path.display()))?)
+                };
+                let (tx, rx) = mpsc::channel::<Vec<u8>>();
+                let m = metrics.clone();
+                std::thread::Builder::new().name("audit-log".into()).spawn(move || write_lines(rx, out, &m))?;
+                Some(tx)
+            }
+            None => None,
         };
-        let (tx, rx) = mpsc::channel::<Vec<u8>>();
-        std::thread::Builder::new().name("audit-log".into()).spawn(move || write_lines(rx, out))?;
-        Ok(Arc::new(Auditor { policy, lines: tx }))
+        let webhook = backends.webhook.map(|(endpoint, opts)| webhook::Webhook::start(endpoint, opts, metrics.clone()));
+        Ok(Arc::new(Auditor { policy, log, webhook, metrics }))
     }
 
     /// The record of one request, if the policy audits it: decided, as in Kubernetes, by who
     /// authenticated (`attrs.user`), before any impersonation.
     pub fn begin(self: &Arc<Self>, audit_id: &str, attrs: &Attributes, request: &RequestFacts) -> Option<Record> {
         let decision = self.policy.decide(attrs);
+        self.metrics.audit.level(&format!("{:?}", decision.level));
         if decision.level == Level::None {
             return None;
         }
@@ -95,8 +119,18 @@ impl Auditor {
         Some(Record { auditor: self.clone(), decision, event, annotations: Default::default() })
     }
 
-    fn write(&self, line: Vec<u8>) {
-        let _ = self.lines.send(line);
+    /// Hands `event` to each backend.
+    fn record(&self, event: &Value) {
+        self.metrics.audit.event();
+        if let Some(log) = &self.log {
+            if let Ok(mut line) = serde_json::to_vec(event) {
+                line.push(b'\n');
+                let _ = log.send(line);
+            }
+        }
+        if let Some(webhook) = &self.webhook {
+            webhook.process(event);
+        }
     }
 }
 
@@ -177,10 +211,7 @@ impl Record {
             event.insert("annotations".into(), json!(*annotations));
         }
         drop(annotations);
-        if let Ok(mut line) = serde_json::to_vec(&Value::Object(event)) {
-            line.push(b'\n');
-            self.auditor.write(line);
-        }
+        self.auditor.record(&Value::Object(event));
     }
 
     /// An object as the event holds it: without `managedFields` when the policy says so.
@@ -231,16 +262,46 @@ fn micros_now() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
-/// Appends each line; flushes whenever no more are waiting.
-fn write_lines(rx: mpsc::Receiver<Vec<u8>>, out: Box<dyn Write + Send>) {
-    let mut out = std::io::BufWriter::new(out);
-    while let Ok(line) = rx.recv() {
-        let mut result = out.write_all(&line);
-        while let Ok(more) = rx.try_recv() {
-            result = result.and_then(|()| out.write_all(&more));
+/// Where the lines go.
+enum Sink {
+    Stdout(std::io::BufWriter<std::io::Stdout>),
+    File(LogFile),
+}
+
+impl Sink {
+    fn append(&mut self, line: &[u8]) -> std::io::Result<()> {
+        match self {
+            Sink::Stdout(out) => out.write_all(line),
+            Sink::File(file) => file.append(line),
         }
-        if let Err(e) = result.and_then(|()| out.flush()) {
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Stdout(out) => out.flush(),
+            Sink::File(file) => file.flush(),
+        }
+    }
+}
+
+/// Appends each line; flushes whenever no more are waiting. Lines that could not be written are
+/// counted as the log backend's errors.
+fn write_lines(rx: mpsc::Receiver<Vec<u8>>, mut out: Sink, metrics: &Metrics) {
+    while let Ok(line) = rx.recv() {
+        let mut failed = usize::from(out.append(&line).is_err());
+        let mut written = 1;
+        while let Ok(more) = rx.try_recv() {
+            failed += usize::from(out.append(&more).is_err());
+            written += 1;
+        }
+        if let Err(e) = out.flush() {
+            failed = written;
             tracing::error!(error = %e, "writing the audit log failed");
+        } else if failed > 0 {
+            tracing::error!(failed, "audit events could not be written to the log");
+        }
+        if failed > 0 {
+            metrics.audit.failed("log", failed);
         }
     }
 }

@@ -2,6 +2,7 @@
 //! group's and the database's under etcd's, kept in one `prometheus` registry and rendered in the
 //! text format kube-apiserver serves, so that dashboards and alerts made for those work here.
 
+mod audit;
 mod authentication;
 mod authorization;
 mod family;
@@ -29,6 +30,7 @@ pub struct Metrics {
     pub requests: requests::Requests,
     pub authentication: authentication::Authentication,
     pub authorization: authorization::Authorization,
+    pub audit: audit::Audit,
     flowcontrol: flowcontrol::Flowcontrol,
     deprecated: IntGaugeVec,
     storage: storage::Storage,
@@ -44,6 +46,7 @@ impl Default for Metrics {
             requests: requests::Requests::new(r),
             authentication: authentication::Authentication::new(r),
             authorization: authorization::Authorization::new(r),
+            audit: audit::Audit::new(r),
             flowcontrol: flowcontrol::Flowcontrol::new(r),
             deprecated: family::gauge(
                 r,
