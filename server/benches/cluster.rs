@@ -13,36 +13,20 @@ mod common;
 #[path = "cluster/latency.rs"]
 mod latency;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::ports::free_ports;
-use common::{client, configmap, creates, gets, report, thread_cpu_time, CpuMeter, Server};
+use common::{client, configmap, creates, gets, local_cluster, report, thread_cpu_time, CpuMeter, LocalCluster, Server};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{GetParams, PostParams};
 use kube::Api;
-
-fn local_cluster(args: &[&str]) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local-cluster");
-    let status = Command::new(script).args(args).env("APISERVER_BIN", env!("CARGO_BIN_EXE_apiserver")).status().expect("deploy/local-cluster");
-    assert!(status.success(), "deploy/local-cluster {args:?} failed");
-}
 
 /// The nodes' `--snapshot-count`, on the single node and the cluster alike. A snapshot copies
 /// the whole state; with the default (50,000) the cluster, which takes more writes in this
 /// bench, would build one on every node inside one create phase and the single node none.
 /// With this count neither builds one while measured.
 const SNAPSHOT_COUNT: &str = "1000000";
-
-/// Stops the cluster when dropped.
-struct Cluster(PathBuf);
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        local_cluster(&["down", "--dir", self.0.to_str().unwrap()]);
-    }
-}
 
 /// Creates on the single node at 32 and at 128 clients; returns (clients, throughput) of each.
 async fn single_node_creates(server: &Server, api: &Api<ConfigMap>, when: &str) -> Vec<(usize, f64)> {
@@ -75,7 +59,7 @@ async fn main() {
         "up", "--nodes", "3", "--dir", &d, "--lb-port", &lb.to_string(), "--base-port", &base.to_string(), "--peer-base-port", &peer.to_string(),
         "--", "--snapshot-count", SNAPSHOT_COUNT,
     ]);
-    let cluster = Cluster(dir.path().to_path_buf());
+    let cluster = LocalCluster(dir.path().to_path_buf());
     let through_lb: Api<ConfigMap> = Api::default_namespaced(client(&dir.path().join("admin.kubeconfig")).await);
     let mut nodes = Vec::new();
     for i in 1..=3 {

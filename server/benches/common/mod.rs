@@ -20,6 +20,22 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::PostParams;
 use kube::Api;
 
+/// Runs `deploy/local-cluster ARGS` with this package's release build.
+pub fn local_cluster(args: &[&str]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local-cluster");
+    let status = Command::new(script).args(args).env("APISERVER_BIN", env!("CARGO_BIN_EXE_apiserver")).status().expect("deploy/local-cluster");
+    assert!(status.success(), "deploy/local-cluster {args:?} failed");
+}
+
+/// A cluster `deploy/local-cluster` started in this directory; stopped when dropped.
+pub struct LocalCluster(pub std::path::PathBuf);
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        local_cluster(&["down", "--dir", self.0.to_str().unwrap()]);
+    }
+}
+
 /// A single-node release server on a fresh data directory; stopped when dropped.
 pub struct Server {
     child: Child,
