@@ -74,6 +74,14 @@ pub(crate) struct State {
     txns: Outcomes,
     /// Current objects whose bytes cannot be decoded: key to (revision, why).
     undecodable: BTreeMap<String, (u64, String)>,
+    /// How many current objects each directory of keys holds (a key's directory: the key up to
+    /// its last `/`), kept by the apply path for counts by prefix.
+    dirs: BTreeMap<String, u64>,
+}
+
+/// The directory of `key`: up to and with its last `/`.
+fn dir(key: &str) -> &str {
+    key.rfind('/').map_or("", |i| &key[..=i])
 }
 
 /// What one stored object counts toward the state's size.
@@ -82,6 +90,27 @@ fn size(key: &str, object: &Object) -> u64 {
 }
 
 impl State {
+    /// Counts a new object at `key`.
+    fn count_in(&mut self, key: &str) {
+        match self.dirs.get_mut(dir(key)) {
+            Some(n) => *n += 1,
+            None => {
+                self.dirs.insert(dir(key).to_string(), 1);
+            }
+        }
+    }
+
+    /// Counts the object at `key` gone.
+    fn count_out(&mut self, key: &str) {
+        let d = dir(key);
+        if let Some(n) = self.dirs.get_mut(d) {
+            *n -= 1;
+            if *n == 0 {
+                self.dirs.remove(d);
+            }
+        }
+    }
+
     /// `obj` (at `key`) as a read may return it: an error when its bytes cannot be decoded.
     fn readable(&self, key: &str, obj: &Object) -> Result<(), CorruptObject> {
         match self.undecodable.get(key) {
@@ -264,6 +293,10 @@ impl Cache {
         self.observers.reset(&objects);
         let undecodable = objects.iter().filter_map(|(k, o)| Some((k.clone(), (o.rev, undecodable(&o.data)?)))).collect();
         self.bytes.store(objects.iter().map(|(k, o)| size(k, o)).sum(), Relaxed);
+        let mut dirs = BTreeMap::new();
+        for key in objects.keys() {
+            *dirs.entry(dir(key).to_string()).or_default() += 1;
+        }
         *st = State {
             applied,
             objects,
@@ -271,6 +304,7 @@ impl Cache {
             compacted: applied,
             txns: Outcomes::from_entries(txns),
             undecodable,
+            dirs,
         };
         self.applied.send_replace(applied);
     }
@@ -293,6 +327,13 @@ impl Cache {
     /// The current objects whose bytes cannot be decoded: key, revision and why.
     pub(crate) fn undecodable(&self) -> Vec<(String, u64, String)> {
         self.read().undecodable.iter().map(|(k, (rev, why))| (k.clone(), *rev, why.clone())).collect()
+    }
+
+    /// How many current objects have keys under `prefix` (which ends with `/`), from the counts
+    /// the apply path keeps by directory.
+    pub fn count_under(&self, prefix: &str) -> u64 {
+        let st = self.read();
+        st.dirs.range::<str, _>((std::ops::Bound::Included(prefix), std::ops::Bound::Unbounded)).take_while(|(d, _)| d.starts_with(prefix)).map(|(_, n)| n).sum()
     }
 
     /// The current objects' keys and bytes, all told.
@@ -427,12 +468,16 @@ impl Applier<'_> {
                     self.cache.observers.applied(&op.key, Some(&obj));
                     self.cache.bytes.fetch_add(size(&op.key, &obj), Relaxed);
                     self.cache.bytes.fetch_sub(prev.as_ref().map_or(0, |p| size(&op.key, p)), Relaxed);
+                    if prev.is_none() {
+                        self.state.count_in(&op.key);
+                    }
                     self.state.objects.insert(op.key.clone(), obj.clone());
                     (if prev.is_some() { EventType::Modified } else { EventType::Added }, obj, bad)
                 }
                 Action::Delete => match self.state.objects.remove(&op.key) {
                     Some(old) => {
                         self.cache.bytes.fetch_sub(size(&op.key, &old), Relaxed);
+                        self.state.count_out(&op.key);
                         self.state.undecodable.remove(&op.key);
                         self.cache.observers.applied(&op.key, None);
                         match stamp(&old.data, rev) {
@@ -580,6 +625,26 @@ mod tests {
         // Another proposal with the same effect is applied (and fails) on its own.
         let other = cache.write().apply(3, &create("/k", 8));
         assert!(matches!(other, TxnResult::Failed { op: 0, current: Some(_) }), "{other:?}");
+    }
+
+    #[test]
+    fn objects_are_counted_by_prefix_through_creates_updates_deletes_and_installs() {
+        let cache = Arc::new(Cache::new(CacheOptions::default()));
+        let keys = ["/registry/pods/a/p1", "/registry/pods/a/p2", "/registry/pods/b/p1", "/registry/podtemplates/a/t", "/registry/namespaces/a"];
+        for (i, key) in keys.iter().enumerate() {
+            cache.write().apply(i as u64 + 1, &create(key, i as u64 + 1));
+        }
+        // An update is no new object.
+        let update = Op { key: "/registry/pods/a/p1".into(), cond: Cond::Any, action: Action::Put(Bytes::from_static(b"{\"metadata\":{}}")) };
+        cache.write().apply(6, &Txn { ops: vec![update], id: 6 });
+        let count = |p: &str| cache.count_under(p);
+        assert_eq!((count("/registry/pods/"), count("/registry/podtemplates/"), count("/registry/namespaces/"), count("/registry/")), (3, 1, 1, 5));
+        let delete = Op { key: "/registry/pods/b/p1".into(), cond: Cond::Any, action: Action::Delete };
+        cache.write().apply(7, &Txn { ops: vec![delete], id: 7 });
+        assert_eq!(count("/registry/pods/"), 2);
+        let objects = BTreeMap::from([("/registry/pods/c/p".to_string(), Object { rev: 10, data: Bytes::from_static(b"{}") })]);
+        cache.reset(10, objects, Vec::new());
+        assert_eq!((count("/registry/pods/"), count("/registry/namespaces/")), (1, 0));
     }
 
     #[tokio::test]

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use common::cluster::cluster_with;
 use common::{configmap, free_port, TestServer};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use futures::StreamExt;
+use kube::api::{Api, PostParams, WatchParams};
 use serde_json::Value;
 
 /// Names promtool's linter questions that are kube-apiserver's and etcd's own, kept as they are
@@ -31,9 +32,20 @@ async fn promtool_finds_nothing_but_kube_apiservers_and_etcds_own_names() {
     let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
     cms.create(&PostParams::default(), &configmap("counted", &[])).await.unwrap();
     server.kubectl_ok(&["get", "configmaps", "-A"]);
+    // A watch, whose events are counted by resource.
+    let events: Vec<_> = cms.watch(&WatchParams::default().timeout(1), "0").await.unwrap().collect().await;
+    assert!(!events.is_empty());
     let reply = server.get("/metrics").await;
     assert_eq!(reply.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8; escaping=underscores");
     let text = reply.text();
+    // The objects stored, as many as a list finds.
+    let all: Api<ConfigMap> = Api::all(server.client());
+    let listed = all.list(&Default::default()).await.unwrap().items.len();
+    let stored = text.lines().find_map(|l| l.strip_prefix(r#"apiserver_resource_objects{group="",resource="configmaps"} "#)).and_then(|n| n.parse::<usize>().ok());
+    assert_eq!(stored, Some(listed), "{text}");
+    assert!(text.contains(&format!("apiserver_storage_objects{{resource=\"configmaps\"}} {listed}\n")), "{text}");
+    let watched = text.lines().find_map(|l| l.strip_prefix(r#"apiserver_watch_events_total{group="",resource="configmaps",version="v1"} "#));
+    assert!(watched.and_then(|n| n.parse::<u64>().ok()).is_some_and(|n| n >= 1), "{text}");
 
     let mut promtool = Command::new("promtool").args(["check", "metrics"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("promtool (Debian's prometheus package)");
     std::io::Write::write_all(promtool.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();

@@ -103,7 +103,8 @@ pub async fn watch(ctx: &Ctx, req: &ResourceRequest, params: &Params, encode: En
         }
         Err(e) => return Err(e.into()),
     };
-    let stream = Stream { info, store: ctx.store.clone(), filter, encode, tx, bookmarks, interval: ctx.settings.bookmark_interval };
+    let counted = ctx.filters.metrics.watch.of(info.group, info.version, info.resource);
+    let stream = Stream { info, store: ctx.store.clone(), filter, encode, tx, bookmarks, interval: ctx.settings.bookmark_interval, counted };
     tokio::spawn(async move {
         for obj in initial {
             if stream.matches(&obj.data) && !stream.send_object("ADDED", obj.data).await {
@@ -146,6 +147,7 @@ struct Stream {
     tx: mpsc::Sender<Bytes>,
     bookmarks: bool,
     interval: Duration,
+    counted: crate::metrics::WatchCounters,
 }
 
 impl Stream {
@@ -155,7 +157,9 @@ impl Stream {
 
     /// Sends one event; false once the client is gone.
     async fn send(&self, kind: &str, data: &[u8]) -> bool {
-        self.tx.send((self.encode)(kind, data)).await.is_ok()
+        let frame = (self.encode)(kind, data);
+        self.counted.sent(frame.len());
+        self.tx.send(frame).await.is_ok()
     }
 
     /// Sends one event of a stored object, in the version watched; an object that cannot be

@@ -9,6 +9,7 @@ mod family;
 mod flowcontrol;
 mod requests;
 mod storage;
+mod watch;
 
 use std::sync::Mutex;
 
@@ -18,6 +19,7 @@ pub use authentication::AuthnResult;
 pub use flowcontrol::FlowFigures;
 pub use requests::{Executing, LongRunning, RequestLabels};
 pub use storage::StoreFigures;
+pub use watch::WatchCounters;
 
 use family::Level;
 
@@ -31,6 +33,7 @@ pub struct Metrics {
     pub authentication: authentication::Authentication,
     pub authorization: authorization::Authorization,
     pub audit: audit::Audit,
+    pub watch: watch::Watch,
     flowcontrol: flowcontrol::Flowcontrol,
     deprecated: IntGaugeVec,
     storage: storage::Storage,
@@ -47,6 +50,7 @@ impl Default for Metrics {
             authentication: authentication::Authentication::new(r),
             authorization: authorization::Authorization::new(r),
             audit: audit::Audit::new(r),
+            watch: watch::Watch::new(r),
             flowcontrol: flowcontrol::Flowcontrol::new(r),
             deprecated: family::gauge(
                 r,

@@ -1,6 +1,7 @@
 //! The store's figures, read at each scrape: the Raft group under etcd's names (leadership,
-//! proposals, WAL fsyncs, database size and quota, keys), the database size kube-apiserver reports
-//! of its storage, and this server's own Raft figures where etcd has no name for them.
+//! proposals, WAL fsyncs, database size and quota, keys), the database size and the objects by
+//! resource kube-apiserver reports of its storage, and this server's own Raft figures where etcd
+//! has no name for them.
 
 use prometheus::{IntCounter, IntGauge, IntGaugeVec, Registry};
 use raft_store::{RaftStatus, FLUSH_BUCKETS};
@@ -8,7 +9,7 @@ use raft_store::{RaftStatus, FLUSH_BUCKETS};
 use super::family::{self, Level};
 
 /// What the store tells at a scrape.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct StoreFigures {
     pub node_id: u64,
     pub raft: RaftStatus,
@@ -19,6 +20,8 @@ pub struct StoreFigures {
     pub keys: u64,
     /// `--quota-backend-bytes` (0: none).
     pub quota_bytes: u64,
+    /// Objects stored, by (group, resource).
+    pub objects: Vec<(&'static str, &'static str, u64)>,
 }
 
 /// etcd's WAL fsync buckets: 1 ms doubling to 8.192 s.
@@ -36,6 +39,8 @@ pub struct Storage {
     keys: IntGauge,
     server_id: IntGaugeVec,
     storage_size: IntGaugeVec,
+    storage_objects: IntGaugeVec,
+    resource_objects: IntGaugeVec,
     term: IntGauge,
     leader_id: IntGauge,
     apply_lag: IntGauge,
@@ -76,6 +81,20 @@ impl Storage {
                 "Size of the storage database file physically allocated in bytes.",
                 &["storage_cluster_id"],
             ),
+            storage_objects: family::gauge(
+                r,
+                "apiserver_storage_objects",
+                Level::Stable,
+                "[DEPRECATED, consider using apiserver_resource_objects instead] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.",
+                &["resource"],
+            ),
+            resource_objects: family::gauge(
+                r,
+                "apiserver_resource_objects",
+                Level::Alpha,
+                "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.",
+                &["group", "resource"],
+            ),
             term: single(r, "apiserver_raft_term", etcd, "Current Raft term of this node."),
             leader_id: single(r, "apiserver_raft_leader_id", etcd, "Node id of the leader this node knows, 0 when none."),
             apply_lag: single(r, "apiserver_raft_apply_lag", etcd, "Committed entries not applied yet on this node."),
@@ -106,6 +125,14 @@ impl Storage {
         self.server_id.with_label_values(&[&format!("{:x}", f.node_id)]).set(1);
         // One storage behind this server, named as kube-apiserver names its first etcd.
         self.storage_size.with_label_values(&["etcd-0"]).set(f.file_bytes as i64);
+        // Resources gone since the last scrape (a custom resource's definition deleted) vanish.
+        self.storage_objects.reset();
+        self.resource_objects.reset();
+        for (group, resource, n) in &f.objects {
+            let group_resource = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
+            self.storage_objects.with_label_values(&[&group_resource]).set(*n as i64);
+            self.resource_objects.with_label_values(&[group, resource]).set(*n as i64);
+        }
         self.term.set(raft.term as i64);
         self.leader_id.set(raft.leader.unwrap_or(0) as i64);
         self.apply_lag.set(raft.committed.saturating_sub(raft.applied) as i64);

@@ -20,7 +20,7 @@ fn figures() -> StoreFigures {
         log_flushes: FlushStats { flushes: 4, entries: 12, seconds: 0.5, at_most: [0, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3] },
         log_lingers: true,
     };
-    StoreFigures { node_id: 26, raft, file_bytes: 4096, live_bytes: 1000, keys: 12, quota_bytes: 8 << 30 }
+    StoreFigures { node_id: 26, raft, file_bytes: 4096, live_bytes: 1000, keys: 12, quota_bytes: 8 << 30, objects: vec![("", "pods", 7), ("apps", "deployments", 2)] }
 }
 
 #[test]
@@ -92,6 +92,9 @@ fn the_store_is_told_under_etcds_names() {
         "etcd_debugging_mvcc_keys_total 12",
         "etcd_server_id{server_id=\"1a\"} 1",
         "apiserver_storage_size_bytes{storage_cluster_id=\"etcd-0\"} 4096",
+        "apiserver_storage_objects{resource=\"pods\"} 7",
+        "apiserver_storage_objects{resource=\"deployments.apps\"} 2",
+        "apiserver_resource_objects{group=\"apps\",resource=\"deployments\"} 2",
         "# HELP apiserver_storage_size_bytes [STABLE] Size of the storage database file physically allocated in bytes.",
         "apiserver_raft_term 4",
         "apiserver_raft_leader_id 2",
@@ -135,4 +138,21 @@ fn levels_and_flows_gone_since_the_last_scrape_vanish() {
     let flow = FlowFigures { nominal_seats: vec![("global-default".into(), 20)], ..Default::default() };
     let text = m.render(&figures(), &flow);
     assert!(!text.contains("\"gone\""), "{text}");
+}
+
+#[test]
+fn watch_events_are_counted_and_sized_by_resource() {
+    let m = Metrics::default();
+    let counted = m.watch.of("apps", "v1", "deployments");
+    counted.sent(100);
+    counted.sent(5000);
+    let text = m.render(&figures(), &FlowFigures::default());
+    for line in [
+        r#"apiserver_watch_events_total{group="apps",resource="deployments",version="v1"} 2"#,
+        r#"apiserver_watch_events_sizes_bucket{group="apps",resource="deployments",version="v1",le="1024"} 1"#,
+        r#"apiserver_watch_events_sizes_bucket{group="apps",resource="deployments",version="v1",le="8192"} 2"#,
+        r#"apiserver_watch_events_sizes_bucket{group="apps",resource="deployments",version="v1",le="131072"} 2"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+    }
 }
