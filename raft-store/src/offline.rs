@@ -1,8 +1,9 @@
 //! What can be done with a stopped node's data directory: check it ([`check`]: the database's
 //! pages, the snapshot's checksum, the log's continuity, every entry applied and every object
-//! decoded), and make it the only member of a new cluster when its peers are gone for good
-//! ([`force_new_cluster`]). Both replay the node's state as it would start: its snapshot, then
-//! every entry of its log after it.
+//! decoded), make it the only member of a new cluster when its peers are gone for good
+//! ([`force_new_cluster`]), both by replaying the node's state as it would start (its snapshot,
+//! then every entry of its log after it), and give the database file's unused pages back
+//! ([`defrag`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -31,16 +32,21 @@ struct Replayed {
     problems: Vec<String>,
 }
 
-fn replay(dir: &Path) -> Result<Replayed, String> {
+/// Opens the stopped node's `raft.redb` in `dir`, once it has passed its checksums.
+fn open_checked(dir: &Path) -> Result<redb::Database, String> {
     if !dir.join("raft.redb").exists() {
         return Err(format!("{} holds no node state (no raft.redb)", dir.display()));
     }
-    let mut db = redb::Database::create(dir.join("raft.redb")).map_err(|e| format!("raft.redb: {e}"))?;
+    let mut db = redb::Database::open(dir.join("raft.redb")).map_err(|e| format!("raft.redb: {e}"))?;
     match db.check_integrity() {
-        Ok(true) => {}
-        Ok(false) => return Err("raft.redb failed its checksums (rolled back to its last intact commit)".into()),
-        Err(e) => return Err(format!("raft.redb: {e}")),
+        Ok(true) => Ok(db),
+        Ok(false) => Err("raft.redb failed its checksums (rolled back to its last intact commit)".into()),
+        Err(e) => Err(format!("raft.redb: {e}")),
     }
+}
+
+fn replay(dir: &Path) -> Result<Replayed, String> {
+    let db = open_checked(dir)?;
     let snapshots = Snapshots::open(dir, &db).map_err(|e| e.to_string())?;
     let cache = Cache::with_observers(Default::default(), Observers(Vec::new()));
     let mut snapshot = None;
@@ -96,6 +102,26 @@ pub fn check(dir: &Path) -> Result<Report, String> {
         objects: r.objects.len(),
         problems: r.problems,
     })
+}
+
+/// What `defrag` did: the database file's size before and after.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Defragmented {
+    pub before: u64,
+    pub after: u64,
+}
+
+/// Compacts the stopped node's `raft.redb` in `dir`, as etcd's `defrag` does its database: the
+/// pages the purged log and replaced objects left behind are given back and the file shrinks to
+/// what it holds. A database that fails its checksums is not compacted (the error says so).
+pub fn defrag(dir: &Path) -> Result<Defragmented, String> {
+    let path = dir.join("raft.redb");
+    let size = || std::fs::metadata(&path).map(|m| m.len()).map_err(|e| format!("{}: {e}", path.display()));
+    let before = size()?;
+    let mut db = open_checked(dir)?;
+    while db.compact().map_err(|e| format!("compacting raft.redb: {e}"))? {}
+    drop(db);
+    Ok(Defragmented { before, after: size()? })
 }
 
 /// What `force_new_cluster` made of a node's state.

@@ -206,7 +206,7 @@ pub struct Args {
     pub audit_webhook_batch_throttle_enable: bool,
 
     /// Batches sent a second at most, when throttled.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = parse_positive_rate)]
     pub audit_webhook_batch_throttle_qps: f64,
 
     /// Batches sent at once before the throttle holds them, when throttled.
@@ -311,6 +311,9 @@ pub enum Command {
     /// snapshot's, the log's continuity, every entry applied and every object decoded) and
     /// prints what it holds; exits non-zero on any problem.
     Check,
+    /// Compacts a stopped node's database (`raft.redb`) under `--data-dir`: the space the
+    /// purged log and replaced objects left is given back and the file shrinks to what it holds.
+    Defrag,
     /// Moves this node's Raft state (`raft.redb`, `snapshot`) under `--data-dir` aside into
     /// `damaged-<seconds>/`, keeping its certificates: started again with
     /// `--initial-cluster-state existing`, the node catches up from the leader. For a member whose
@@ -385,6 +388,14 @@ fn parse_goaway_chance(s: &str) -> Result<f64, String> {
         Ok(p) if (0.0..=0.02).contains(&p) => Ok(p),
         Ok(_) => Err("--goaway-chance can not be less than 0 or greater than 0.02".into()),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A rate: a finite number above 0.
+fn parse_positive_rate(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
+        _ => Err(format!("{value:?} is not a rate above 0")),
     }
 }
 

@@ -11,6 +11,7 @@ pub mod check;
 pub mod cli;
 pub mod context;
 pub mod controllers;
+pub mod defrag;
 pub mod flags_reference;
 pub mod loopback;
 pub mod member;

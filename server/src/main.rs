@@ -27,6 +27,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Some(apiserver::cli::Command::Reseed) => apiserver::reseed::run(&args.data_dir),
         Some(apiserver::cli::Command::Check) => apiserver::check::run(&args.data_dir),
+        Some(apiserver::cli::Command::Defrag) => apiserver::defrag::run(&args.data_dir),
         Some(apiserver::cli::Command::Snapshot { action }) => apiserver::snapshot::run(&args.data_dir, action).await,
         Some(apiserver::cli::Command::FlagsReference) => {
             print!("{}", apiserver::flags_reference::render());

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::cluster::{cluster_of, cluster_with};
-use common::{configmap, free_port, names, rv, TestServer};
+use common::{apiserver, configmap, free_port, names, rv, TestServer};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ListParams, PostParams, WatchEvent, WatchParams};
@@ -553,12 +553,6 @@ async fn a_node_out_of_disk_space_refuses_writes_serves_reads_and_recovers_by_it
     assert!(nodes[victim].log().contains("log writes held until space is freed") || nodes[victim].log().contains("no space left"), "{}", nodes[victim].log());
     nodes[victim].kill9();
     drop(disk);
-}
-
-/// Runs `apiserver ARGS`, expecting success; its standard output.
-fn apiserver(args: &[&str]) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_apiserver")).args(args).output().unwrap();
-    common::expect_success(args, out)
 }
 
 #[tokio::test]

@@ -35,15 +35,23 @@ async fn promtool_finds_nothing_but_kube_apiservers_and_etcds_own_names() {
     // A watch, whose events are counted by resource.
     let events: Vec<_> = cms.watch(&WatchParams::default().timeout(1), "0").await.unwrap().collect().await;
     assert!(!events.is_empty());
-    let reply = server.get("/metrics").await;
-    assert_eq!(reply.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8; escaping=underscores");
-    let text = reply.text();
-    // The objects stored, as many as a list finds.
+    // The objects stored, as many as a list finds (controllers may add one between the two reads:
+    // read again until they agree).
     let all: Api<ConfigMap> = Api::all(server.client());
-    let listed = all.list(&Default::default()).await.unwrap().items.len();
-    let stored = text.lines().find_map(|l| l.strip_prefix(r#"apiserver_resource_objects{group="",resource="configmaps"} "#)).and_then(|n| n.parse::<usize>().ok());
-    assert_eq!(stored, Some(listed), "{text}");
-    assert!(text.contains(&format!("apiserver_storage_objects{{resource=\"configmaps\"}} {listed}\n")), "{text}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let reply = server.get("/metrics").await;
+        assert_eq!(reply.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8; escaping=underscores");
+        let text = reply.text();
+        let listed = all.list(&Default::default()).await.unwrap().items.len();
+        let stored = text.lines().find_map(|l| l.strip_prefix(r#"apiserver_resource_objects{group="",resource="configmaps"} "#)).and_then(|n| n.parse::<usize>().ok());
+        if stored == Some(listed) {
+            assert!(text.contains(&format!("apiserver_storage_objects{{resource=\"configmaps\"}} {listed}\n")), "{text}");
+            break text;
+        }
+        assert!(Instant::now() < deadline, "{listed} listed:\n{text}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     let watched = text.lines().find_map(|l| l.strip_prefix(r#"apiserver_watch_events_total{group="",resource="configmaps",version="v1"} "#));
     assert!(watched.and_then(|n| n.parse::<u64>().ok()).is_some_and(|n| n >= 1), "{text}");
 

@@ -136,7 +136,14 @@ async fn authorized(
     let queued = Instant::now();
     let _seat = match ctx.filters.flowcontrol.admit(flow.as_ref(), &attrs, deadline, &ctx.filters.metrics).await {
         Ok(seat) => seat,
-        Err(e) => return with_flow(e.into_response(), flow.as_ref()),
+        Err(e) => {
+            // Counted, as kube-apiserver counts the requests flow control drops.
+            let resp = with_flow(e.into_response(), flow.as_ref());
+            let resource = request::classify(&parts.method, &path, params.flag("watch").unwrap_or(false), Arc::new(attrs.user.clone())).ok().flatten();
+            let labels = request_labels(&parts.method, resource.as_ref(), &params, &parts.headers);
+            ctx.filters.metrics.requests.observe(&labels, resp.status(), received.elapsed(), queued.elapsed(), None);
+            return resp;
+        }
     };
     let waited = queued.elapsed();
     if let Err(e) = authorize(ctx, &attrs).await {
@@ -178,9 +185,8 @@ async fn authorized(
             }
             // A log that follows, an exec session: as long as they last.
             Some(req) if req.connects() => {
-                let lasting = metrics.long_running(&labels);
                 let upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
-                lasting_while_streamed(Box::pin(handlers::connect::serve(ctx, &req, &params, &parts, upgrade, body)).await, lasting)
+                Box::pin(handlers::connect::serve(ctx, &req, &params, &parts, upgrade, body, metrics.long_running(&labels))).await
             }
             Some(req) => within(deadline, handlers::serve(ctx, req, params, &parts.headers, body)).await,
             None if parts.method == Method::GET && path == crate::backup::PATH => within(deadline, Box::pin(crate::backup::serve(ctx, &user))).await,
@@ -190,13 +196,21 @@ async fn authorized(
     .await;
     let resp = with_flow(resp, flow.as_ref());
     let took = received.elapsed();
-    metrics.observe(&labels, resp.status(), took, waited + in_webhooks, hyper::body::Body::size_hint(resp.body()).exact());
+    let size = hyper::body::Body::size_hint(resp.body()).exact();
+    metrics.observe(&labels, resp.status(), took, waited + in_webhooks, size);
+    // A streamed answer (a large list) is counted once it has been sent.
+    let resp = match size {
+        None if matches!(labels.verb, "GET" | "LIST") => {
+            let m = ctx.filters.metrics.clone();
+            resp.map(|body| crate::body::counted(body, move |bytes| m.requests.response_size(&labels, bytes)))
+        }
+        _ => resp,
+    };
     tracing::debug!(method = %parts.method, %path, code = resp.status().as_u16(), elapsed_ms = took.as_millis() as u64, user = %user.name, "request");
     resp
 }
 
-/// A long-running request's response, counted as running until its body is done (a watch's
-/// stream ends, an upgraded connection's answer is sent).
+/// A watch's response, counted as running until its stream ends.
 fn lasting_while_streamed(resp: Response, lasting: crate::metrics::LongRunning) -> Response {
     resp.map(|body| crate::body::holding(body, lasting))
 }
@@ -286,7 +300,7 @@ fn request_labels(method: &Method, resource: Option<&request::ResourceRequest>, 
     // A subresource the kind does not list never reaches a handler; counted without one.
     let subresource = req.subresource.as_deref().and_then(|s| req.info.subresources.iter().copied().find(|known| *known == s)).unwrap_or_default();
     let verb = match req.verb {
-        _ if req.connects() && subresource != "log" => "CONNECT",
+        _ if req.connects() => "CONNECT",
         request::Verb::Get => "GET",
         request::Verb::List => "LIST",
         request::Verb::Watch => "WATCH",

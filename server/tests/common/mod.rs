@@ -372,15 +372,23 @@ pub async fn send(client: &Client, req: http::Request<Vec<u8>>) -> Reply {
     Reply { status, headers, body }
 }
 
+/// The standard output of a command that ran `args`, asserting it succeeded.
 pub fn expect_success(args: &[&str], out: Output) -> String {
     assert!(
         out.status.success(),
-        "kubectl {args:?} failed ({}):\nstdout: {}\nstderr: {}",
+        "{args:?} failed ({}):\nstdout: {}\nstderr: {}",
         out.status,
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `apiserver ARGS` (the binary under test as a command-line tool), expecting success; its
+/// standard output.
+pub fn apiserver(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_apiserver")).args(args).output().unwrap();
+    expect_success(args, out)
 }
 
 /// The `Status` of a failed kube-rs call; panics when the call succeeded or failed otherwise.

@@ -100,14 +100,9 @@ fn backup_name(path: &Path, at: DateTime<Utc>) -> PathBuf {
 
 /// The file name before its extension, and the extension with its dot.
 fn name_parts(path: &Path) -> (String, String) {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    match path.extension() {
-        Some(ext) => {
-            let ext = format!(".{}", ext.to_string_lossy());
-            (name[..name.len() - ext.len()].to_string(), ext)
-        }
-        None => (name, String::new()),
-    }
+    let stem = path.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let ext = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    (stem, ext)
 }
 
 /// Gzips `file` to `file.gz`, then removes it.

@@ -125,7 +125,9 @@ impl Auditor {
         if let Some(log) = &self.log {
             if let Ok(mut line) = serde_json::to_vec(event) {
                 line.push(b'\n');
-                let _ = log.send(line);
+                if log.send(line).is_err() {
+                    self.metrics.audit.failed("log", 1);
+                }
             }
         }
         if let Some(webhook) = &self.webhook {

@@ -56,16 +56,19 @@ impl Webhook {
         Webhook { events, metrics, blocked: AtomicBool::new(false) }
     }
 
-    /// Queues `event`, or drops it when the buffer is full.
+    /// Queues `event`, or drops it (counted) when the buffer is full.
     pub fn process(&self, event: &Value) {
         match self.events.try_send(event.clone()) {
             Ok(()) => {
                 self.blocked.store(false, Ordering::Relaxed);
             }
-            Err(_) => {
+            Err(e) => {
                 self.metrics.audit.failed("webhook", 1);
                 if !self.blocked.swap(true, Ordering::Relaxed) {
-                    tracing::error!("audit webhook buffer full: events are dropped until it drains");
+                    match e {
+                        mpsc::error::TrySendError::Full(_) => tracing::error!("audit webhook buffer full: events are dropped until it drains"),
+                        mpsc::error::TrySendError::Closed(_) => tracing::error!("audit webhook sender stopped: events are dropped"),
+                    }
                 }
             }
         }

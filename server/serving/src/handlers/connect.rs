@@ -22,6 +22,8 @@ use machinery::query::Params;
 use machinery::registry;
 use machinery::webhook::Endpoint;
 
+use crate::metrics::LongRunning;
+
 /// The subresources served here.
 pub const SUBRESOURCES: &[&str] = &["log", "exec", "attach", "portforward", "proxy"];
 
@@ -29,9 +31,19 @@ pub const SUBRESOURCES: &[&str] = &["log", "exec", "attach", "portforward", "pro
 const NOT_FORWARDED: &[&str] = &["host", "authorization", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer", "transfer-encoding"];
 
 /// Serves one connect request; `upgrade` is the client's connection, when it asks for one.
-pub async fn serve(ctx: &Ctx, req: &ResourceRequest, params: &Params, parts: &http::request::Parts, upgrade: Option<hyper::upgrade::OnUpgrade>, body: Bytes) -> Response {
+/// `lasting` is held for as long as the session lasts (a relayed stream, or the joined
+/// connections of an upgrade).
+pub async fn serve(
+    ctx: &Ctx,
+    req: &ResourceRequest,
+    params: &Params,
+    parts: &http::request::Parts,
+    upgrade: Option<hyper::upgrade::OnUpgrade>,
+    body: Bytes,
+    lasting: LongRunning,
+) -> Response {
     match target(ctx, req, params, parts) {
-        Ok((endpoint, path)) => relay(&endpoint, &path, parts, upgrade, body).await,
+        Ok((endpoint, path)) => relay(&endpoint, &path, parts, upgrade, body, lasting).await,
         Err(e) => e.into_response(),
     }
 }
@@ -213,7 +225,7 @@ fn container<'a>(pod: &'a Value, asked: &'a str) -> ApiResult<&'a str> {
 }
 
 /// Sends the request on and relays the answer; an agreed upgrade joins the two connections.
-async fn relay(endpoint: &Endpoint, path: &str, parts: &http::request::Parts, upgrade: Option<hyper::upgrade::OnUpgrade>, body: Bytes) -> Response {
+async fn relay(endpoint: &Endpoint, path: &str, parts: &http::request::Parts, upgrade: Option<hyper::upgrade::OnUpgrade>, body: Bytes, lasting: LongRunning) -> Response {
     let mut request = Request::builder().method(parts.method.clone()).uri(path);
     let headers = request.headers_mut().expect("a fresh builder has headers");
     copy_headers(&parts.headers, headers);
@@ -227,7 +239,10 @@ async fn relay(endpoint: &Endpoint, path: &str, parts: &http::request::Parts, up
     };
     if let (StatusCode::SWITCHING_PROTOCOLS, Some(client)) = (answer.status(), upgrade) {
         let backend = hyper::upgrade::on(&mut answer);
-        tokio::spawn(join(client, backend));
+        tokio::spawn(async move {
+            join(client, backend).await;
+            drop(lasting);
+        });
         let mut switched = Response::new(Body::empty());
         *switched.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
         *switched.headers_mut() = answer.headers().clone();
@@ -237,7 +252,7 @@ async fn relay(endpoint: &Endpoint, path: &str, parts: &http::request::Parts, up
     for name in NOT_FORWARDED {
         head.headers.remove(*name);
     }
-    Response::from_parts(head, Body::new(incoming))
+    Response::from_parts(head, crate::body::holding(Body::new(incoming), lasting))
 }
 
 /// The caller's headers, but for the connection's own (an upgrade's are kept) and credentials.

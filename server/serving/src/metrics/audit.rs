@@ -14,8 +14,7 @@ pub struct Audit {
 impl Audit {
     pub(super) fn new(r: &Registry) -> Audit {
         Audit {
-            events: family::counter(r, "apiserver_audit_event_total", Level::Alpha, "Counter of audit events generated and sent to the audit backend.", &[])
-                .with_label_values(&[] as &[&str]),
+            events: family::single_counter(r, "apiserver_audit_event_total", Level::Alpha, "Counter of audit events generated and sent to the audit backend."),
             errors: family::counter(
                 r,
                 "apiserver_audit_error_total",

@@ -39,6 +39,16 @@ pub(super) fn gauge(registry: &Registry, name: &str, level: Level, text: &str, l
     registered(registry, metric)
 }
 
+/// A gauge without labels.
+pub(super) fn single_gauge(registry: &Registry, name: &str, level: Level, text: &str) -> prometheus::IntGauge {
+    gauge(registry, name, level, text, &[]).with_label_values(&[] as &[&str])
+}
+
+/// A counter without labels.
+pub(super) fn single_counter(registry: &Registry, name: &str, level: Level, text: &str) -> prometheus::IntCounter {
+    counter(registry, name, level, text, &[]).with_label_values(&[] as &[&str])
+}
+
 /// A gauge whose values are not whole numbers (a time stamp).
 pub(super) fn float_gauge(registry: &Registry, name: &str, level: Level, text: &str, labels: &[&str]) -> prometheus::GaugeVec {
     let metric = prometheus::GaugeVec::new(Opts::new(name, help(level, text)), labels).expect("a valid gauge");

@@ -127,8 +127,15 @@ impl Requests {
         if l.dry_run.is_empty() {
             self.sli.with_label_values(&l.without_dry_run()).observe(took.saturating_sub(waited).as_secs_f64());
         }
-        if let Some(size) = size.filter(|_| matches!(l.verb, "GET" | "LIST")) {
-            self.sizes.with_label_values(&l.without_dry_run()).observe(size as f64);
+        if let Some(size) = size {
+            self.response_size(l, size);
+        }
+    }
+
+    /// Counts the size of a read's answer (kube-apiserver counts those of GET and LIST only).
+    pub fn response_size(&self, l: &RequestLabels, bytes: u64) {
+        if matches!(l.verb, "GET" | "LIST") {
+            self.sizes.with_label_values(&l.without_dry_run()).observe(bytes as f64);
         }
     }
 

@@ -49,30 +49,20 @@ pub struct Storage {
     flushed_entries: IntCounter,
 }
 
-/// A gauge without labels.
-fn single(r: &Registry, name: &str, level: Level, help: &str) -> IntGauge {
-    family::gauge(r, name, level, help, &[]).with_label_values(&[] as &[&str])
-}
-
-/// A counter without labels.
-fn single_counter(r: &Registry, name: &str, help: &str) -> IntCounter {
-    family::counter(r, name, Level::None, help, &[]).with_label_values(&[] as &[&str])
-}
-
 impl Storage {
     pub(super) fn new(r: &Registry) -> Storage {
         let etcd = Level::None;
         Storage {
-            has_leader: single(r, "etcd_server_has_leader", etcd, "Whether or not a leader exists. 1 is existence, 0 is not."),
-            is_leader: single(r, "etcd_server_is_leader", etcd, "Whether or not this member is a leader. 1 if is, 0 otherwise."),
-            leader_changes: single_counter(r, "etcd_server_leader_changes_seen_total", "The number of leader changes seen."),
+            has_leader: family::single_gauge(r, "etcd_server_has_leader", etcd, "Whether or not a leader exists. 1 is existence, 0 is not."),
+            is_leader: family::single_gauge(r, "etcd_server_is_leader", etcd, "Whether or not this member is a leader. 1 if is, 0 otherwise."),
+            leader_changes: family::single_counter(r, "etcd_server_leader_changes_seen_total", etcd, "The number of leader changes seen."),
             // Gauges, for all their names, as etcd declares them.
-            committed: single(r, "etcd_server_proposals_committed_total", etcd, "The total number of consensus proposals committed."),
-            applied: single(r, "etcd_server_proposals_applied_total", etcd, "The total number of consensus proposals applied."),
-            db_bytes: single(r, "etcd_mvcc_db_total_size_in_bytes", etcd, "Total size of the underlying database physically allocated in bytes."),
-            db_in_use: single(r, "etcd_mvcc_db_total_size_in_use_in_bytes", etcd, "Total size of the underlying database logically in use in bytes."),
-            quota: single(r, "etcd_server_quota_backend_bytes", etcd, "Current backend storage quota size in bytes."),
-            keys: single(r, "etcd_debugging_mvcc_keys_total", etcd, "Total number of keys."),
+            committed: family::single_gauge(r, "etcd_server_proposals_committed_total", etcd, "The total number of consensus proposals committed."),
+            applied: family::single_gauge(r, "etcd_server_proposals_applied_total", etcd, "The total number of consensus proposals applied."),
+            db_bytes: family::single_gauge(r, "etcd_mvcc_db_total_size_in_bytes", etcd, "Total size of the underlying database physically allocated in bytes."),
+            db_in_use: family::single_gauge(r, "etcd_mvcc_db_total_size_in_use_in_bytes", etcd, "Total size of the underlying database logically in use in bytes."),
+            quota: family::single_gauge(r, "etcd_server_quota_backend_bytes", etcd, "Current backend storage quota size in bytes."),
+            keys: family::single_gauge(r, "etcd_debugging_mvcc_keys_total", etcd, "Total number of keys."),
             server_id: family::gauge(r, "etcd_server_id", etcd, "Server or member ID in hexadecimal format. 1 for 'server_id' label with current ID.", &["server_id"]),
             storage_size: family::gauge(
                 r,
@@ -95,17 +85,17 @@ impl Storage {
                 "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.",
                 &["group", "resource"],
             ),
-            term: single(r, "apiserver_raft_term", etcd, "Current Raft term of this node."),
-            leader_id: single(r, "apiserver_raft_leader_id", etcd, "Node id of the leader this node knows, 0 when none."),
-            apply_lag: single(r, "apiserver_raft_apply_lag", etcd, "Committed entries not applied yet on this node."),
-            lingering: single(
+            term: family::single_gauge(r, "apiserver_raft_term", etcd, "Current Raft term of this node."),
+            leader_id: family::single_gauge(r, "apiserver_raft_leader_id", etcd, "Node id of the leader this node knows, 0 when none."),
+            apply_lag: family::single_gauge(r, "apiserver_raft_apply_lag", etcd, "Committed entries not applied yet on this node."),
+            lingering: family::single_gauge(
                 r,
                 "apiserver_raft_log_flush_lingering",
                 etcd,
                 "1 while this node's log gathers appends briefly before each flush (a leader whose followers, answering, form a quorum without it).",
             ),
-            proposals: single_counter(r, "apiserver_raft_proposals_total", "Writes proposed through this node."),
-            flushed_entries: single_counter(r, "apiserver_raft_log_flushed_entries_total", "Raft log entries written to disk by the WAL's fsyncs."),
+            proposals: family::single_counter(r, "apiserver_raft_proposals_total", etcd, "Writes proposed through this node."),
+            flushed_entries: family::single_counter(r, "apiserver_raft_log_flushed_entries_total", etcd, "Raft log entries written to disk by the WAL's fsyncs."),
         }
     }
 
