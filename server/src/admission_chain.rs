@@ -124,9 +124,9 @@ fn plugin(name: &str, parts: &Parts) -> anyhow::Result<Option<Plugin>> {
         "CertificateApproval" => Plugin::validating(Arc::new(CertificateSigners::approval(auth.clone()))),
         "CertificateSigning" => Plugin::validating(Arc::new(CertificateSigners::signing(auth.clone()))),
         "CertificateSubjectRestriction" => Plugin::validating(Arc::new(CertificateSubjectRestriction)),
-        "PodTopologyLabels" if machinery::registry::gate_enabled("PodTopologyLabelsAdmission") => Plugin::mutating(Arc::new(PodTopologyLabels { store })),
+        "PodTopologyLabels" if machinery::features::enabled("PodTopologyLabelsAdmission") => Plugin::mutating(Arc::new(PodTopologyLabels { store })),
         "DefaultIngressClass" => Plugin::mutating(Arc::new(DefaultIngressClass { classes: classes.ingress.clone() })),
-        "MutatingAdmissionPolicy" if machinery::registry::gate_enabled("MutatingAdmissionPolicy") => {
+        "MutatingAdmissionPolicy" if machinery::features::enabled("MutatingAdmissionPolicy") => {
             Plugin::mutating(Arc::new(MutatingPolicies::new(replicated.clone(), auth.clone())))
         }
         "MutatingAdmissionWebhook" => Plugin::mutating(Arc::new(MutatingWebhooks(replicated.clone()))),

@@ -80,9 +80,26 @@ pub struct Args {
     #[arg(long, default_value = "30000-32767")]
     pub service_node_port_range: String,
 
-    /// Feature gates, `Name=true,Other=false`.
+    /// Feature gates, `Name=true,Other=false`, as Kubernetes names them; `AllAlpha` and
+    /// `AllBeta` set every alpha or beta gate not named. Taken at the emulated version.
     #[arg(long, default_value = "")]
     pub feature_gates: String,
+
+    /// The Kubernetes release whose APIs, feature gates and behaviour this server presents,
+    /// `1.34` to `1.36` (`kube=1.35` also reads).
+    #[arg(long, visible_alias = "emulation-version", default_value = "")]
+    pub emulated_version: String,
+
+    /// Built-in APIs switched on or off, `KEY=true|false,...`: `api/all`, `api/ga`, `api/beta`,
+    /// `api/alpha`, `GROUP/VERSION` (`v1` for the core group), `GROUP/VERSION/RESOURCE` (the
+    /// core group's resources as `/v1/RESOURCE`). Beta and alpha versions are off by default.
+    #[arg(long, default_value = "")]
+    pub runtime_config: String,
+
+    /// The oldest release of the control plane's components this server stays compatible
+    /// with; at most the emulated version (default: one below it).
+    #[arg(long, default_value = "")]
+    pub min_compatibility_version: String,
 
     /// Longest a request that is not long-running (watches are) may take; a request's own
     /// `timeout` parameter may only shorten it. Past it the answer is 504.

@@ -140,7 +140,7 @@ async fn priority_classes(client: &Client) -> ApiResult<()> {
         ("system-node-critical", 2_000_001_000, "Used for system critical pods that must not be moved from their current node."),
         ("system-cluster-critical", 2_000_000_000, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
     ] {
-        let class = PriorityClass { metadata: named(name), value, description: Some(description.into()), ..Default::default() };
+        let class = PriorityClass { metadata: named(name), value: Some(value), description: Some(description.into()), ..Default::default() };
         client.api::<PriorityClass>(None)?.ensure(&class).await?;
     }
     Ok(())

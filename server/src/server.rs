@@ -30,7 +30,16 @@ use serving::{app, tls};
 const PEER_GRACE: Duration = Duration::from_secs(2);
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    machinery::registry::set_feature_gates(&args.feature_gates).map_err(|e| anyhow::anyhow!("--feature-gates: {e}"))?;
+    let (features, warnings) = machinery::features::Features::from_flags(&args.emulated_version, &args.min_compatibility_version, &args.feature_gates)
+        .map_err(|e| anyhow::anyhow!("invalid versions or feature gates: {e}"))?;
+    let apis = machinery::features::RuntimeConfig::parse(&args.runtime_config, args.enable_priority_and_fairness)
+        .map_err(|e| anyhow::anyhow!("invalid --runtime-config: {e}"))?;
+    let introduced = machinery::registry::ALL.iter().filter_map(|r| r.introduced.map(|v| (r.group, r.version, r.resource, v)));
+    let features = features.with_apis(apis, introduced).map_err(|e| anyhow::anyhow!("invalid --runtime-config: {e}"))?;
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
+    machinery::features::install(features);
     let range = args
         .service_cluster_ip_range
         .parse()

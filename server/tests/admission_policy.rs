@@ -284,12 +284,12 @@ spec:
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mutating_policies_change_what_they_select() {
-    // Off by default, as in Kubernetes 1.34.
-    let off = TestServer::start().await;
+    // Not served by Kubernetes 1.35 (beta, off); GA in 1.36, with v1beta1 served on request.
+    let off = TestServer::start_with(&["--emulated-version=1.35"]).await;
     let out = off.kubectl(&["get", "mutatingadmissionpolicies"]);
-    assert!(!out.status.success(), "served without the feature gate");
+    assert!(!out.status.success(), "served by an emulated 1.35");
 
-    let s = TestServer::start_with(&["--feature-gates=MutatingAdmissionPolicy=true"]).await;
+    let s = TestServer::start_with(&["--runtime-config=admissionregistration.k8s.io/v1beta1=true"]).await;
     let resources = s.kubectl_ok(&["api-resources", "--api-group=admissionregistration.k8s.io", "-o", "name"]);
     assert!(resources.contains("mutatingadmissionpolicies.admissionregistration.k8s.io"), "{resources}");
     s.kubectl_ok(&["create", "namespace", "stamped"]);

@@ -42,8 +42,8 @@ async fn post_start_hooks_create_what_every_cluster_has() {
         assert!(verbose.lines().any(|l| l == check), "{check} missing from:\n{verbose}");
     }
     assert!(s.kubectl_ok(&["get", "--raw", "/readyz?verbose"]).contains("[+]informer-sync ok"));
-    // Its gate is off by default in 1.34.
-    assert!(!verbose.contains("storage-readiness"));
+    // Its gate is on by default from 1.36.
+    assert!(verbose.contains("[+]poststarthook/storage-readiness ok"));
     assert_eq!(s.kubectl_ok(&["get", "--raw", "/livez/poststarthook/bootstrap-controller"]), "ok");
 
     let namespaces = names(&s, &["namespaces"]);
@@ -104,7 +104,10 @@ async fn post_start_hooks_create_what_every_cluster_has() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn storage_readiness_is_checked_behind_its_gate() {
-    let s = TestServer::start_with(&["--feature-gates=WatchCacheInitializationPostStartHook=true"]).await;
+    // Off by default in 1.35, on when asked for.
+    let off = TestServer::start_with(&["--emulated-version=1.35"]).await;
+    assert!(!off.kubectl_ok(&["get", "--raw", "/readyz?verbose"]).contains("storage-readiness"));
+    let s = TestServer::start_with(&["--emulated-version=1.35", "--feature-gates=WatchCacheInitializationPostStartHook=true"]).await;
     for endpoint in ["/healthz?verbose", "/livez?verbose", "/readyz?verbose"] {
         let verbose = s.kubectl_ok(&["get", "--raw", endpoint]);
         assert!(verbose.lines().any(|l| l == "[+]poststarthook/storage-readiness ok"), "{endpoint}:\n{verbose}");

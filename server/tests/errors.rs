@@ -150,8 +150,8 @@ async fn version_and_discovery() {
     let s = TestServer::start().await;
     let client = s.client();
     let version = client.apiserver_version().await.unwrap();
-    assert_eq!((version.major.as_str(), version.minor.as_str()), ("1", "34"));
-    assert!(version.git_version.starts_with("v1.34"), "{}", version.git_version);
+    assert_eq!((version.major.as_str(), version.minor.as_str()), ("1", "36"));
+    assert!(version.git_version.starts_with("v1.36"), "{}", version.git_version);
 
     let core = client.list_core_api_versions().await.unwrap();
     assert_eq!(core.versions, ["v1"]);

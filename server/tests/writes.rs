@@ -329,18 +329,18 @@ async fn cluster_ips_are_ipaddress_objects_from_service_cidrs() {
     let web = services.create(&PostParams::default(), &service("web", None)).await.unwrap();
     let ip = web.spec.unwrap().cluster_ip.unwrap();
     let held = addresses.get(&ip).await.unwrap();
-    let parent = held.spec.clone().unwrap().parent_ref;
+    let parent = held.spec.clone().parent_ref;
     assert_eq!((parent.resource.as_str(), parent.namespace.as_deref(), parent.name.as_str()), ("services", Some("default"), "web"));
     assert_eq!(held.labels().get("ipaddress.kubernetes.io/managed-by").map(String::as_str), Some("ipallocator.k8s.io"));
     let kubernetes = addresses.get("10.96.0.1").await.unwrap();
-    assert_eq!(kubernetes.spec.unwrap().parent_ref.name, "kubernetes");
+    assert_eq!(kubernetes.spec.parent_ref.name, "kubernetes");
     let table = s.kubectl_ok(&["get", "ipaddresses", &ip]);
     assert!(table.contains("PARENTREF") && table.contains("services/default/web"), "{table}");
 
     // An address someone else holds cannot be allocated.
     let reserved = IPAddress {
         metadata: kube::api::ObjectMeta { name: Some("10.96.3.3".into()), ..Default::default() },
-        spec: Some(IPAddressSpec { parent_ref: ParentReference { resource: "gateways".into(), name: "gw".into(), ..Default::default() } }),
+        spec: IPAddressSpec { parent_ref: ParentReference { resource: "gateways".into(), name: "gw".into(), ..Default::default() } },
     };
     addresses.create(&PostParams::default(), &reserved).await.unwrap();
     let err = api_error(services.create(&PostParams::default(), &service("taken", Some("10.96.3.3"))).await);
@@ -362,7 +362,7 @@ async fn cluster_ips_are_ipaddress_objects_from_service_cidrs() {
     assert_eq!(api_error(addresses.get(&ip).await).code, 404);
 
     // Kubernetes' validation of both kinds.
-    let bad = |name: &str| IPAddress { metadata: kube::api::ObjectMeta { name: Some(name.into()), ..Default::default() }, spec: None };
+    let bad = |name: &str| IPAddress { metadata: kube::api::ObjectMeta { name: Some(name.into()), ..Default::default() }, spec: IPAddressSpec::default() };
     let err = api_error(addresses.create(&PostParams::default(), &bad("10.96.3.4")).await);
     assert!(err.message.contains("spec.parentRef: Required value"), "{err:?}");
     let err = api_error(addresses.create(&PostParams::default(), &bad("010.96.3.4")).await);
@@ -629,7 +629,7 @@ async fn the_ip_repair_restores_a_deleted_ipaddress_and_releases_a_leaked_one() 
     let restored = within_5s(async || addresses.get_opt(&ip).await.unwrap().is_some_and(|a| a.uid() != before.uid())).await;
     assert!(restored, "the IPAddress of {ip} was not restored");
     let again = addresses.get(&ip).await.unwrap();
-    assert_eq!(again.spec.unwrap().parent_ref.name, "db");
+    assert_eq!(again.spec.parent_ref.name, "db");
     // So the address is not handed to another Service.
     let err = api_error(services.create(&PostParams::default(), &service("thief", Some(&ip))).await);
     assert_eq!(err.code, 422, "{err:?}");
@@ -640,9 +640,9 @@ async fn the_ip_repair_restores_a_deleted_ipaddress_and_releases_a_leaked_one() 
         let labels = managed.then(|| [("ipaddress.kubernetes.io/managed-by".to_string(), "ipallocator.k8s.io".to_string())].into());
         IPAddress {
             metadata: kube::api::ObjectMeta { name: Some(name.into()), labels, ..Default::default() },
-            spec: Some(IPAddressSpec {
+            spec: IPAddressSpec {
                 parent_ref: ParentReference { resource: "services".into(), namespace: Some("default".into()), name: service.into(), ..Default::default() },
-            }),
+            },
         }
     };
     addresses.create(&PostParams::default(), &ipaddress("10.96.7.7", "ghost", true)).await.unwrap();

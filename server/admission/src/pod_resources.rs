@@ -51,7 +51,7 @@ pub fn total(pod: &Value, side: Side, overhead: bool) -> ResourceList {
         max_into(&mut init, &need);
     }
     max_into(&mut sum, &init);
-    if machinery::registry::gate_enabled("PodLevelResources") {
+    if machinery::features::enabled("PodLevelResources") {
         for (name, amount) in read(&spec["resources"][side.key()]) {
             if POD_LEVEL.contains(&name.as_str()) {
                 sum.insert(name, amount);

@@ -17,7 +17,7 @@ const SELF_DESCRIBED: [u8; 3] = [0xd9, 0xd9, 0xf7];
 
 /// Whether CBOR is served.
 pub fn enabled() -> bool {
-    crate::registry::gate_enabled("CBORServingAndStorage")
+    crate::features::enabled("CBORServingAndStorage")
 }
 
 /// `v` as one tagged CBOR item.

@@ -13,6 +13,7 @@ pub mod crd;
 pub mod delete_options;
 pub mod error;
 pub mod expr;
+pub mod features;
 pub mod fieldmanager;
 pub mod go_duration;
 pub mod grace;

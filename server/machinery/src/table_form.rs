@@ -261,6 +261,7 @@ mod tests {
             has_generation: false,
             ops: ops(columns),
             gate: None,
+            introduced: None,
             stored_as: None,
         }
     }

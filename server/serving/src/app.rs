@@ -465,14 +465,16 @@ fn openapi_v2_form(headers: &http::HeaderMap) -> Option<bool> {
 }
 
 fn version() -> Value {
+    let features = machinery::features::current();
+    let binary = machinery::features::BINARY;
     json!({
-        "major": "1",
-        "minor": "34",
-        "emulationMajor": "1",
-        "emulationMinor": "34",
-        "minCompatibilityMajor": "1",
-        "minCompatibilityMinor": "33",
-        "gitVersion": "v1.34.0",
+        "major": binary.major.to_string(),
+        "minor": binary.minor.to_string(),
+        "emulationMajor": features.emulation.major.to_string(),
+        "emulationMinor": features.emulation.minor.to_string(),
+        "minCompatibilityMajor": features.min_compatibility.major.to_string(),
+        "minCompatibilityMinor": features.min_compatibility.minor.to_string(),
+        "gitVersion": format!("v{binary}.0"),
         "gitCommit": env!("CARGO_PKG_VERSION"),
         "gitTreeState": "clean",
         "buildDate": "2025-08-27T00:00:00Z",

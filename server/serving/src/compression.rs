@@ -29,11 +29,11 @@ pub struct Streamed;
 
 /// `resp` gzipped when it qualifies.
 pub async fn maybe_gzip(resp: Response) -> Response {
-    if resp.extensions().get::<Streamed>().is_some() && machinery::registry::gate_enabled("APIResponseCompression") {
+    if resp.extensions().get::<Streamed>().is_some() && machinery::features::enabled("APIResponseCompression") {
         return gzip_stream(resp);
     }
     let big = resp.body().size_hint().exact().is_some_and(|n| n > THRESHOLD);
-    if !big || resp.headers().contains_key(header::CONTENT_ENCODING) || !machinery::registry::gate_enabled("APIResponseCompression") {
+    if !big || resp.headers().contains_key(header::CONTENT_ENCODING) || !machinery::features::enabled("APIResponseCompression") {
         return resp;
     }
     let (mut parts, body) = resp.into_parts();

@@ -48,7 +48,7 @@ fn checks(ctx: &Ctx, endpoint: &str) -> Vec<(String, bool)> {
     out.push(("poststarthook/crd-informer-synced".into(), CRDS_SYNCED.load(Ordering::Relaxed)));
     // Behind its gate, as in Kubernetes: storage is ready once the watch cache, which serves
     // every resource, has caught up with the commit.
-    if machinery::registry::gate_enabled(machinery::registry::STORAGE_READINESS_GATE) {
+    if machinery::features::enabled(machinery::features::STORAGE_READINESS_GATE) {
         out.push(("poststarthook/storage-readiness".into(), CRDS_SYNCED.load(Ordering::Relaxed)));
     }
     let hooks = &ctx.settings.hooks;

@@ -98,7 +98,7 @@ const REQUIRED: &[&str] = &["cpu", "memory", "requests.cpu", "requests.memory", 
 /// name a required resource (`must specify limits.cpu for: a,b; memory for: a`).
 pub fn constraints(required: &[String], pod: &Value) -> Result<(), String> {
     let spec = &pod["spec"];
-    if machinery::registry::gate_enabled("PodLevelResources") && ["requests", "limits"].iter().any(|s| spec["resources"][*s].as_object().is_some_and(|m| !m.is_empty())) {
+    if machinery::features::enabled("PodLevelResources") && ["requests", "limits"].iter().any(|s| spec["resources"][*s].as_object().is_some_and(|m| !m.is_empty())) {
         return Ok(());
     }
     let required: BTreeSet<&str> = required.iter().map(String::as_str).filter(|r| REQUIRED.contains(r)).collect();

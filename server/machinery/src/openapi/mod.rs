@@ -140,7 +140,7 @@ fn built_in_v2() -> &'static [u8] {
         let all_paths: Map<String, Value> = built_in().flat_map(|r| paths(r, false)).collect();
         let doc = json!({
             "swagger": "2.0",
-            "info": {"title": "Kubernetes", "version": "v1.34.0"},
+            "info": {"title": "Kubernetes", "version": "v1.36.0"},
             "paths": all_paths,
             "definitions": definitions(),
         });
@@ -174,7 +174,7 @@ fn v3_docs() -> &'static BTreeMap<String, Vec<u8>> {
             let paths: Map<String, Value> = res.iter().flat_map(|r| paths(r, true)).collect();
             let doc = json!({
                 "openapi": "3.0.0",
-                "info": {"title": "Kubernetes", "version": "v1.34.0"},
+                "info": {"title": "Kubernetes", "version": "v1.36.0"},
                 "paths": paths,
                 "components": {"schemas": all},
             });

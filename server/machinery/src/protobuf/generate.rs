@@ -135,8 +135,9 @@ fn json_names() -> BTreeMap<String, Vec<String>> {
     generator.subschema_for::<k8s_openapi::api::policy::v1::Eviction>();
     generator.subschema_for::<k8s_openapi::api::authentication::v1::TokenRequest>();
     generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>();
-    // Kinds behind a feature gate are not in the served definitions but may be turned on.
-    for r in ALL.iter().filter(|r| r.gate.is_some()) {
+    // Kinds off by default (a gate, a version) are not in the served definitions but may be
+    // turned on.
+    for r in ALL.iter().filter(|r| !r.is_served()) {
         defs.insert(r.ops.definition.to_string(), (r.ops.schema)(&mut generator).to_value());
     }
     defs.extend(generator.take_definitions(true));

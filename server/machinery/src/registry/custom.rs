@@ -150,6 +150,7 @@ pub fn intern(names: &Names) -> &'static ResourceInfo {
         has_generation: true,
         ops: &CUSTOM,
         gate: None,
+        introduced: None,
         stored_as: None,
     };
     let mut entries = ENTRIES.lock().unwrap_or_else(|p| p.into_inner());

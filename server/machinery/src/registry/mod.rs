@@ -2,7 +2,7 @@
 //! (typed decoding through `k8s-openapi`, defaults, validation, table columns).
 //!
 //! Routing, discovery, OpenAPI, RBAC and storage keys are all derived from [`served`]: the
-//! table's resources less those behind a feature gate that is off (`--feature-gates`).
+//! table's resources less those behind a feature gate that is off (see [`crate::features`]).
 
 mod table;
 pub mod convert;
@@ -10,7 +10,7 @@ pub mod custom;
 pub mod kinds;
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, OnceLock};
+use std::sync::LazyLock;
 
 pub use table::ALL;
 
@@ -78,50 +78,14 @@ pub struct ResourceInfo {
     /// Whether `metadata.generation` tracks spec changes.
     pub has_generation: bool,
     pub ops: &'static KindOps,
-    /// The feature gate that must be on for the resource to be served, as Kubernetes 1.34
-    /// keeps it off by default (`MutatingAdmissionPolicy`).
+    /// The feature gate that must be on for the resource to be served.
     pub gate: Option<&'static str>,
+    /// The Kubernetes release that introduced the resource in this version, where it is one
+    /// that can be emulated or later (not served when an older release is emulated).
+    pub introduced: Option<crate::features::Version>,
     /// Another version its objects are stored in (autoscaling/v1 HorizontalPodAutoscalers are
     /// stored as autoscaling/v2).
     pub stored_as: Option<&'static convert::StoredAs>,
-}
-
-/// Feature gates that are not about serving a resource, with their defaults as in
-/// Kubernetes 1.34.
-const OTHER_GATES: &[(&str, bool)] =
-    &[("APIResponseCompression", true), ("CBORServingAndStorage", false), (UNSAFE_DELETION_GATE, false), (STORAGE_READINESS_GATE, false), ("PodLevelResources", true), ("PodTopologyLabelsAdmission", true)];
-
-/// The gate of the unsafe deletion of objects storage cannot decode.
-pub const UNSAFE_DELETION_GATE: &str = "AllowUnsafeMalformedObjectDeletion";
-
-/// The gate of the `storage-readiness` post-start hook (beta and off in Kubernetes 1.34).
-pub const STORAGE_READINESS_GATE: &str = "WatchCacheInitializationPostStartHook";
-
-/// The feature gates set by `--feature-gates`, set once at start.
-static GATES: OnceLock<Vec<(String, bool)>> = OnceLock::new();
-
-/// Reads `--feature-gates` (`Name=true,Other=false`); an unknown gate name or value is an error.
-pub fn set_feature_gates(flag: &str) -> Result<(), String> {
-    let known: Vec<&str> = ALL.iter().filter_map(|r| r.gate).chain(OTHER_GATES.iter().map(|(g, _)| *g)).collect();
-    let mut set = Vec::new();
-    for item in flag.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let (name, value) = item.split_once('=').ok_or_else(|| format!("missing bool value for {item}"))?;
-        let value: bool = value.trim().parse().map_err(|_| format!("invalid value of {name}={value}, err: invalid boolean"))?;
-        if !known.contains(&name) {
-            return Err(format!("unrecognized feature gate: {name}"));
-        }
-        set.push((name.to_string(), value));
-    }
-    let _ = GATES.set(set);
-    Ok(())
-}
-
-/// Whether the feature gate `name` is on: as set, else its default (resource gates are off).
-pub fn gate_enabled(name: &str) -> bool {
-    match GATES.get().and_then(|g| g.iter().rev().find(|(n, _)| n == name)) {
-        Some((_, on)) => *on,
-        None => OTHER_GATES.iter().any(|(g, on)| *g == name && *on),
-    }
 }
 
 /// Every resource this server serves: the built-in table, then the custom resources.
@@ -139,7 +103,7 @@ pub fn serves(group: &str, version: &str) -> bool {
 
 /// The built-in resources served.
 pub fn built_in() -> impl Iterator<Item = &'static ResourceInfo> {
-    ALL.iter().filter(|r| r.gate.is_none_or(gate_enabled))
+    ALL.iter().filter(|r| r.is_served())
 }
 
 /// The verbs of a resource that is only ever created and answered, never stored (the reviews).
@@ -150,6 +114,13 @@ pub const ALL_VERBS: &[&str] =
     &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 impl ResourceInfo {
+    /// Whether this built-in resource is served: its gate on, its release reached and its
+    /// version (or itself) left on by `--runtime-config`.
+    pub fn is_served(&self) -> bool {
+        let features = crate::features::current();
+        self.gate.is_none_or(|g| features.enabled(g)) && features.serves(self.group, self.version, self.resource, self.introduced)
+    }
+
     /// The 422 refusing an object of the kind named `name` for `causes`.
     pub fn invalid(&self, name: impl Into<String>, causes: Vec<Cause>) -> ApiError {
         let group = self.ops.strategy.refused_as_group.unwrap_or(self.group);
@@ -233,7 +204,7 @@ pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static Res
         index
     });
     let index: &HashMap<(&str, &str, &str), Vec<&'static ResourceInfo>> = &BUILT_IN;
-    let built_in = index.get(&(group, version, resource)).and_then(|entries| entries.iter().copied().find(|r| r.gate.is_none_or(gate_enabled)));
+    let built_in = index.get(&(group, version, resource)).and_then(|entries| entries.iter().copied().find(|r| r.is_served()));
     let matches = |r: &&'static ResourceInfo| r.group == group && r.version == version && r.resource == resource;
     built_in.or_else(|| custom::current().entries.iter().map(|(info, _)| *info).find(matches))
 }

@@ -56,14 +56,15 @@ macro_rules! res {
             has_generation: $gen,
             ops: $ops,
             gate: None,
+            introduced: None,
             stored_as: None,
         }
     };
 }
 
-/// A resource served only with its feature gate on.
-const fn gated(info: ResourceInfo, gate: &'static str) -> ResourceInfo {
-    ResourceInfo { gate: Some(gate), ..info }
+/// A resource introduced (in this version) by the Kubernetes release `1.minor`.
+const fn since(minor: u32, info: ResourceInfo) -> ResourceInfo {
+    ResourceInfo { introduced: Some(crate::features::Version::new(1, minor)), ..info }
 }
 
 /// A resource whose objects are stored in another version.
@@ -183,18 +184,16 @@ pub static ALL: &[ResourceInfo] = &[
         ops!(admissionregistration::v1::ValidatingAdmissionPolicy, "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy", admission::validating_policy::STRATEGY)),
     res!(admissionregistration::v1::ValidatingAdmissionPolicyBinding, CLUSTER, "validatingadmissionpolicybinding", [], ["api-extensions"], [], true,
         ops!(admissionregistration::v1::ValidatingAdmissionPolicyBinding, "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding", admission::policy_binding::STRATEGY)),
-    gated(res!(admissionregistration::v1beta1::MutatingAdmissionPolicy, CLUSTER, "mutatingadmissionpolicy", [], ["api-extensions"], [], true,
-        ops!(admissionregistration::v1beta1::MutatingAdmissionPolicy, "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicy", admission::mutating_policy::STRATEGY)),
-        "MutatingAdmissionPolicy"),
-    gated(res!(admissionregistration::v1beta1::MutatingAdmissionPolicyBinding, CLUSTER, "mutatingadmissionpolicybinding", [], ["api-extensions"], [], true,
-        ops!(admissionregistration::v1beta1::MutatingAdmissionPolicyBinding, "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicyBinding", admission::policy_binding::STRATEGY)),
-        "MutatingAdmissionPolicy"),
-    gated(stored_as(res!(admission::mutating_policy::MutatingAdmissionPolicy, CLUSTER, "mutatingadmissionpolicy", [], ["api-extensions"], [], true,
-        ops!(admission::mutating_policy::MutatingAdmissionPolicy, "io.k8s.api.admissionregistration.v1.MutatingAdmissionPolicy", admission::mutating_policy::STRATEGY)),
-        &admission::mutating_policy::STORED_AS_V1BETA1), "MutatingAdmissionPolicy"),
-    gated(stored_as(res!(admission::mutating_policy::MutatingAdmissionPolicyBinding, CLUSTER, "mutatingadmissionpolicybinding", [], ["api-extensions"], [], true,
-        ops!(admission::mutating_policy::MutatingAdmissionPolicyBinding, "io.k8s.api.admissionregistration.v1.MutatingAdmissionPolicyBinding", admission::policy_binding::STRATEGY)),
-        &admission::mutating_policy::STORED_AS_V1BETA1), "MutatingAdmissionPolicy"),
+    since(34, res!(admissionregistration::v1beta1::MutatingAdmissionPolicy, CLUSTER, "mutatingadmissionpolicy", [], ["api-extensions"], [], true,
+        ops!(admissionregistration::v1beta1::MutatingAdmissionPolicy, "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicy", admission::mutating_policy::STRATEGY))),
+    since(34, res!(admissionregistration::v1beta1::MutatingAdmissionPolicyBinding, CLUSTER, "mutatingadmissionpolicybinding", [], ["api-extensions"], [], true,
+        ops!(admissionregistration::v1beta1::MutatingAdmissionPolicyBinding, "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicyBinding", admission::policy_binding::STRATEGY))),
+    since(36, stored_as(res!(admissionregistration::v1::MutatingAdmissionPolicy, CLUSTER, "mutatingadmissionpolicy", [], ["api-extensions"], [], true,
+        ops!(admissionregistration::v1::MutatingAdmissionPolicy, "io.k8s.api.admissionregistration.v1.MutatingAdmissionPolicy", admission::mutating_policy::STRATEGY)),
+        &admission::mutating_policy::STORED_AS_V1BETA1)),
+    since(36, stored_as(res!(admissionregistration::v1::MutatingAdmissionPolicyBinding, CLUSTER, "mutatingadmissionpolicybinding", [], ["api-extensions"], [], true,
+        ops!(admissionregistration::v1::MutatingAdmissionPolicyBinding, "io.k8s.api.admissionregistration.v1.MutatingAdmissionPolicyBinding", admission::policy_binding::STRATEGY)),
+        &admission::mutating_policy::STORED_AS_V1BETA1)),
     res!(apiextensions::v1::CustomResourceDefinition, CLUSTER, "customresourcedefinition", ["crd", "crds"], ["api-extensions"], ["status"], true,
         ops!(apiextensions::v1::CustomResourceDefinition, "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
             crate::crd::definition::STRATEGY)),

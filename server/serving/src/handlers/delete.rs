@@ -10,7 +10,7 @@ use access::Attributes;
 use crate::context::Ctx;
 use machinery::error::{ApiError, ApiResult, Cause};
 use machinery::query::Params;
-use machinery::registry::{self, convert};
+use machinery::registry::convert;
 use access::request::ResourceRequest;
 use machinery::selector::Filter;
 
@@ -63,7 +63,7 @@ pub fn options(params: &Params, body: Option<&Value>) -> ApiResult<DeleteOptions
         }
     }
     // Without its gate, the option is dropped as Kubernetes drops it.
-    if registry::gate_enabled(registry::UNSAFE_DELETION_GATE) {
+    if machinery::features::enabled(machinery::features::UNSAFE_DELETION_GATE) {
         opts.unsafe_delete = match (b[UNSAFE].as_bool(), params.get(UNSAFE)) {
             (Some(u), _) => u,
             (None, Some(q)) => q.parse::<bool>().map_err(|_| ApiError::bad_request(format!("invalid {UNSAFE} {q:?}")))?,

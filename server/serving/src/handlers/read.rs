@@ -43,7 +43,7 @@ pub async fn list(ctx: &Ctx, req: &ResourceRequest, params: &Params) -> ApiResul
             ApiError::ContinueExpired { message: CONTINUE_EXPIRED.into(), continue_token: query::encode_continue(None, &prefix, after) }
         }
         (StoreError::Compacted { .. }, _) => ApiError::Gone("The resourceVersion for the provided list is too old.".to_string()),
-        (StoreError::Corrupt(objects), _) if registry::gate_enabled(registry::UNSAFE_DELETION_GATE) => store_read(info, &objects),
+        (StoreError::Corrupt(objects), _) if machinery::features::enabled(machinery::features::UNSAFE_DELETION_GATE) => store_read(info, &objects),
         (e, _) => e.into(),
     })?;
     let continue_token = page.continue_after.as_deref().map(|k| query::encode_continue(Some(page.rev), &prefix, k));

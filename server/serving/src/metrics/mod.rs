@@ -36,6 +36,7 @@ pub struct Metrics {
     pub watch: watch::Watch,
     flowcontrol: flowcontrol::Flowcontrol,
     deprecated: IntGaugeVec,
+    features: IntGaugeVec,
     storage: storage::Storage,
     /// One scrape at a time: what a scrape sets, it reads back.
     scrape: Mutex<()>,
@@ -59,6 +60,13 @@ impl Default for Metrics {
                 "Gauge of deprecated APIs that have been requested, broken out by API group, version, resource, subresource, and removed_release.",
                 &["group", "version", "resource", "subresource", "removed_release"],
             ),
+            features: family::gauge(
+                r,
+                "kubernetes_feature_enabled",
+                Level::Beta,
+                "This metric records the data about the stage and enablement of a k8s feature.",
+                &["name", "stage"],
+            ),
             storage: storage::Storage::new(r),
             scrape: Mutex::new(()),
             registry,
@@ -81,6 +89,9 @@ impl Metrics {
         self.storage.set(store);
         self.flowcontrol.set(flow);
         self.requests.publish();
+        for (name, stage, on) in machinery::features::current().all() {
+            self.features.with_label_values(&[name, stage.label()]).set(i64::from(on));
+        }
         let mut families = self.registry.gather();
         families.push(storage::fsync_family(&store.raft));
         families.sort_by(|a, b| a.name().cmp(b.name()));

@@ -1,14 +1,8 @@
-//! `admissionregistration.k8s.io/v1` MutatingAdmissionPolicies and their bindings, the version
-//! Kubernetes 1.36 serves by default. Field for field (and on the Protobuf wire) they are the
-//! `v1beta1` kinds that the 1.34 types have, so each is that type under the `v1` name: served
-//! behind the same `MutatingAdmissionPolicy` gate as `v1beta1` and stored as `v1beta1`, so the
-//! two versions read and write the same objects. Their CEL expressions must compile.
+//! MutatingAdmissionPolicies and their bindings, `admissionregistration.k8s.io/v1` (GA in
+//! Kubernetes 1.36) and `v1beta1`: field for field the same, both behind the
+//! `MutatingAdmissionPolicy` gate and both stored as `v1beta1`, so the two versions read and
+//! write the same objects. Their CEL expressions must compile.
 
-use std::borrow::Cow;
-
-use k8s_openapi::api::admissionregistration::v1beta1;
-use schemars::{JsonSchema, Schema, SchemaGenerator};
-use serde::{de::Error as _, ser::Error as _, Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Value};
 
 use super::validating_policy;
@@ -44,49 +38,6 @@ fn as_v1beta1(obj: Value) -> Value {
     with_api_version(obj, V1, V1BETA1)
 }
 
-/// The `v1` form of a `v1beta1` kind: `apiVersion` is the only difference.
-macro_rules! in_v1 {
-    ($name:ident, $plural:literal) => {
-        #[doc = concat!("`admissionregistration.k8s.io/v1` ", stringify!($name), ".")]
-        pub struct $name(v1beta1::$name);
-
-        impl k8s_openapi::Resource for $name {
-            const API_VERSION: &'static str = V1;
-            const GROUP: &'static str = "admissionregistration.k8s.io";
-            const KIND: &'static str = stringify!($name);
-            const VERSION: &'static str = "v1";
-            const URL_PATH_SEGMENT: &'static str = $plural;
-            type Scope = k8s_openapi::ClusterResourceScope;
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                as_v1(serde_json::to_value(&self.0).map_err(S::Error::custom)?).serialize(s)
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let obj = as_v1beta1(Value::deserialize(d)?);
-                serde_json::from_value(obj).map($name).map_err(D::Error::custom)
-            }
-        }
-
-        impl JsonSchema for $name {
-            fn schema_name() -> Cow<'static, str> {
-                concat!("io.k8s.api.admissionregistration.v1.", stringify!($name)).into()
-            }
-
-            fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-                v1beta1::$name::json_schema(generator)
-            }
-        }
-    };
-}
-
-in_v1!(MutatingAdmissionPolicy, "mutatingadmissionpolicies");
-in_v1!(MutatingAdmissionPolicyBinding, "mutatingadmissionpolicybindings");
-
 /// Match conditions that compile and give a bool, mutations whose expressions parse.
 pub fn validate(obj: &Value) -> Vec<Cause> {
     let spec = &obj["spec"];
@@ -114,19 +65,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::registry::kinds::decode;
-
-    #[test]
-    fn v1_objects_decode_through_the_v1beta1_type_and_keep_their_version() {
-        let obj = json!({"apiVersion": V1, "kind": "MutatingAdmissionPolicy", "metadata": {"name": "p"},
-            "spec": {"reinvocationPolicy": "IfNeeded", "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[]"}}], "unknown": 1}});
-        let decoded = decode::<MutatingAdmissionPolicy>(obj).unwrap();
-        assert_eq!(decoded.object["apiVersion"], V1);
-        assert_eq!(decoded.object["spec"]["reinvocationPolicy"], "IfNeeded");
-        assert_eq!(decoded.unknown_fields.len(), 1, "{:?}", decoded.unknown_fields);
-        assert!(decode::<MutatingAdmissionPolicy>(json!({"apiVersion": "v9", "kind": "MutatingAdmissionPolicy"})).is_err());
-        assert!(decode::<MutatingAdmissionPolicyBinding>(json!([1])).is_err());
-    }
 
     #[test]
     fn expressions_must_compile() {

@@ -1,4 +1,4 @@
-//! ComponentStatuses (read-only): kubectl's columns.
+//! ComponentStatuses (read-only, deprecated since 1.19): kubectl's columns.
 
 use serde_json::{json, Value};
 
@@ -10,6 +10,7 @@ use crate::registry::Column;
 pub const STRATEGY: Strategy = Strategy {
     columns: COLUMNS,
     cells,
+    deprecation: Some("v1 ComponentStatus is deprecated in v1.19+"),
     ..Strategy::NONE
 };
 

@@ -1,6 +1,7 @@
-//! CSIDrivers: defaults, token request validation, the fields fixed at creation, the generation
-//! counting spec changes, kubectl's columns, and a DELETE answered with the driver; and how a
-//! driver is named where other kinds name one.
+//! CSIDrivers: defaults, fields of gates that are off dropped, token request validation and its
+//! warning, the fields fixed at creation, the generation counting spec changes, kubectl's
+//! columns, and a DELETE answered with the driver; and how a driver is named where other kinds
+//! name one.
 
 use serde_json::{json, Value};
 
@@ -10,7 +11,47 @@ use crate::registry::kinds::Strategy;
 use crate::registry::Column;
 
 /// How the kind is defaulted, validated, updated, printed and deleted.
-pub const STRATEGY: Strategy = Strategy { default: defaults, validate, update, columns: COLUMNS, cells, returns_deleted: true, ..Strategy::NONE };
+pub const STRATEGY: Strategy =
+    Strategy { default: defaults, validate, update, columns: COLUMNS, cells, returns_deleted: true, prepare_create: Some(drop_gated), warnings: Some(warnings), ..Strategy::NONE };
+
+/// The spec fields that exist only with their feature gate on.
+const GATED_FIELDS: &[(&str, &str)] = &[
+    ("seLinuxMount", "SELinuxMountReadWriteOncePod"),
+    ("nodeAllocatableUpdatePeriodSeconds", "MutableCSINodeAllocatableCount"),
+    ("serviceAccountTokenInSecrets", "CSIServiceAccountTokenSecrets"),
+    ("preventPodSchedulingIfMissing", "VolumeLimitScaling"),
+];
+
+/// A new driver loses the fields whose gate is off; an update loses only those the stored
+/// driver did not have (so a downgrade keeps them).
+fn drop_gated_from(spec: &mut Value, old_spec: Option<&Value>) {
+    let Some(spec) = spec.as_object_mut() else { return };
+    for (field, gate) in GATED_FIELDS {
+        if !crate::features::enabled(gate) && old_spec.is_none_or(|o| o.get(*field).is_none()) {
+            spec.remove(*field);
+        }
+    }
+}
+
+fn drop_gated(obj: &mut Value) {
+    if let Some(spec) = obj.get_mut("spec") {
+        drop_gated_from(spec, None);
+    }
+}
+
+const TOKENS_IN_SECRETS: &str =
+    "spec.serviceAccountTokenInSecrets is unset; if supported by this CSI driver, set to true to prevent possible logging of tokens in volume attributes";
+
+/// Token requests (new or changed) without `serviceAccountTokenInSecrets` are warned about.
+fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    let spec = &obj["spec"];
+    let requests_set = spec["tokenRequests"].as_array().is_some_and(|r| !r.is_empty());
+    let changed = old.is_none_or(|o| o["spec"]["tokenRequests"] != spec["tokenRequests"]);
+    match crate::features::enabled("CSIServiceAccountTokenSecrets") && requests_set && changed && spec.get("serviceAccountTokenInSecrets").is_none() {
+        true => vec![TOKENS_IN_SECRETS.to_string()],
+        false => Vec::new(),
+    }
+}
 
 /// A driver is attached, told nothing of pods, not republished, not capacity-tracked, given
 /// the volume's fsGroup when its type and access mode allow it, and serves persistent volumes.
@@ -73,6 +114,9 @@ pub(crate) fn driver_name(v: &Value, field: &str, out: &mut Vec<Cause>) {
 /// the spec counts a generation.
 pub fn update(old: &Value, new: &mut Value) -> Vec<Cause> {
     let mut out = Vec::new();
+    if let Some(spec) = new.get_mut("spec") {
+        drop_gated_from(spec, Some(&old["spec"]));
+    }
     if old["spec"]["attachRequired"] != new["spec"]["attachRequired"] {
         out.push(invalid("spec.attachedRequired", &new["spec"]["attachRequired"], IMMUTABLE));
     }
