@@ -103,7 +103,17 @@ pub fn serves(group: &str, version: &str) -> bool {
 
 /// The built-in resources served.
 pub fn built_in() -> impl Iterator<Item = &'static ResourceInfo> {
-    ALL.iter().filter(|r| r.is_served())
+    ALL.iter().zip(served_flags()).filter_map(|(r, on)| on.then_some(r))
+}
+
+/// Whether each entry of [`ALL`] is served, decided once from the flags read at start (no
+/// request pays for the decision).
+fn served_flags() -> &'static [bool] {
+    static SERVED: LazyLock<Vec<bool>> = LazyLock::new(|| {
+        let features = crate::features::current();
+        ALL.iter().map(|r| r.gate.is_none_or(|g| features.enabled(g)) && features.serves(r.group, r.version, r.resource, r.introduced)).collect()
+    });
+    &SERVED
 }
 
 /// The verbs of a resource that is only ever created and answered, never stored (the reviews).
@@ -117,8 +127,7 @@ impl ResourceInfo {
     /// Whether this built-in resource is served: its gate on, its release reached and its
     /// version (or itself) left on by `--runtime-config`.
     pub fn is_served(&self) -> bool {
-        let features = crate::features::current();
-        self.gate.is_none_or(|g| features.enabled(g)) && features.serves(self.group, self.version, self.resource, self.introduced)
+        ALL.iter().zip(served_flags()).any(|(r, on)| *on && std::ptr::eq(r, self))
     }
 
     /// The 422 refusing an object of the kind named `name` for `causes`.
