@@ -268,6 +268,9 @@ pub(crate) mod tests {
         async fn membership(&self, _: Request<MembershipRequest>) -> Result<Response<MembershipResponse>, Status> {
             Err(Status::unimplemented(""))
         }
+        async fn probe(&self, _: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+            Err(Status::unimplemented("no such method"))
+        }
         async fn read_index(&self, _: Request<ReadIndexRequest>) -> Result<Response<ReadIndexResponse>, Status> {
             Ok(Response::new(ReadIndexResponse { index: 7, error: String::new() }))
         }

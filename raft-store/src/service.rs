@@ -88,6 +88,10 @@ impl RaftRpc for Service {
         payload(&answer)
     }
 
+    async fn probe(&self, _req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+        Ok(Response::new(RaftPayload::default()))
+    }
+
     async fn vote(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
         payload(&self.raft.vote(request(req)?).await)
     }

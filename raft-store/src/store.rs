@@ -18,6 +18,8 @@ use crate::network::Network;
 use crate::observer::Observers;
 use crate::forwarder::{self, Batcher};
 use crate::peer::{PeerTls, Peers};
+use crate::round_trips::{self, RoundTrips};
+use crate::timings::TimingStats;
 use crate::space::Space;
 use crate::service;
 use crate::snapshot::Snapshots;
@@ -127,6 +129,8 @@ pub struct Store {
     /// Leaders this node has seen come.
     leader_changes: Arc<AtomicU64>,
     flushes: Arc<Flushes>,
+    /// Round trips to the other members.
+    round_trips: Arc<RoundTrips>,
     /// Set while this node's log gathers its flushes (see `LogStore::linger_switch`).
     linger: Arc<AtomicBool>,
     db: std::sync::Weak<Database>,
@@ -260,6 +264,8 @@ impl Store {
                 switch.store(m.current_leader == Some(me) && others > voters / 2, Ordering::Relaxed);
             }
         });
+        let round_trips = Arc::new(RoundTrips::default());
+        round_trips::start(round_trips.clone(), peers.clone(), raft.clone(), opts.node_id);
         let expiry = Arc::downgrade(&cache);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -282,6 +288,7 @@ impl Store {
             proposals: Default::default(),
             leader_changes,
             flushes,
+            round_trips,
             linger,
             db: db_ref,
             db_path: dir.join("raft.redb"),
@@ -516,6 +523,11 @@ impl Store {
             log_flushes: self.flushes.read(),
             log_lingers: self.linger.load(Ordering::Relaxed),
         }
+    }
+
+    /// The round trips measured to each other member since this node started, by node id.
+    pub fn peer_round_trips(&self) -> Vec<(NodeId, TimingStats)> {
+        self.round_trips.read()
     }
 
     /// Stops Raft (pending writes fail) and waits, a few seconds at most, until the data

@@ -200,6 +200,14 @@ async fn prometheus_scrapes_a_cluster_and_finds_each_nodes_requests_and_the_lead
     assert_eq!(leaders[0].0["instance"], format!("127.0.0.1:{}", ports[leader_id - 1]), "{leaders:?}");
     let has_leader = prometheus.query("sum(etcd_server_has_leader)");
     assert_eq!(has_leader[0].1, 3.0, "{has_leader:?}");
+
+    // Each node's round trips to the two others (probed every 5 s), under etcd's name.
+    let round_trips = prometheus.until("etcd_network_peer_round_trip_time_seconds_count > 0", |a| a.len() == 6).await;
+    for (series, _) in &round_trips {
+        assert!(["1", "2", "3"].contains(&series["To"].as_str().unwrap()), "{round_trips:?}");
+    }
+    let mean = prometheus.query("etcd_network_peer_round_trip_time_seconds_sum / etcd_network_peer_round_trip_time_seconds_count");
+    assert!(mean.len() == 6 && mean.iter().all(|(_, v)| *v > 0.0 && *v < 3.3), "{mean:?}");
 }
 
 /// The alert rules `deploy/` ships.

@@ -440,7 +440,7 @@ mod tests {
             f.await.unwrap().unwrap();
         }
         let flushes = log.flushes();
-        let before = flushes.read().flushes;
+        let before = flushes.read().timings.count;
         *next += 1;
         let first = append_one(log, *next).await;
         // tokio timers tick in whole milliseconds, longer than the linger; a thread sleep is exact.
@@ -449,7 +449,7 @@ mod tests {
         let second = append_one(log, *next).await;
         first.await.unwrap().unwrap();
         second.await.unwrap().unwrap();
-        flushes.read().flushes - before == 1
+        flushes.read().timings.count - before == 1
     }
 
     #[tokio::test]
@@ -504,7 +504,7 @@ mod tests {
             f.await.unwrap().unwrap();
         }
         let upto = 2 * PURGE_SLICE + 10;
-        let before = log.flushes().read().flushes;
+        let before = log.flushes().read().timings.count;
         log.purge(log_id(1, upto)).await.unwrap();
         let state = log.get_log_state().await.unwrap();
         assert_eq!((state.last_purged_log_id, state.last_log_id), (Some(log_id(1, upto)), Some(log_id(1, last))));
@@ -517,7 +517,7 @@ mod tests {
         }
         assert_eq!(first_on_disk(&db), Some(upto + 1));
         // Three slices, each its own transaction (the append shares one of them, or has its own).
-        assert!(log.flushes().read().flushes - before >= 3, "the purge was not sliced");
+        assert!(log.flushes().read().timings.count - before >= 3, "the purge was not sliced");
         assert_eq!(log.try_get_log_entries(upto + 1..=last + 1).await.unwrap().len() as u64, last + 1 - upto);
         drop(log);
         // Reopened, the log starts after the purged id.

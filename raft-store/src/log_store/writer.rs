@@ -14,6 +14,7 @@ use redb::{Database, ReadableTable};
 use super::{Shared, KEY_COMMITTED, KEY_PURGED, LOG, META};
 use crate::error::io_err;
 use crate::space::{self, Space};
+use crate::timings::{TimingStats, Timings};
 use crate::types::TypeConfig;
 
 /// Most jobs the writer folds into one transaction.
@@ -42,58 +43,38 @@ pub(super) enum Job {
 
 /// Upper bounds of the flush time buckets, in seconds: 0.25 ms doubling to 8.192 s (etcd's WAL
 /// fsync histogram starts at 1 ms; a flush here often takes less).
-pub const FLUSH_BUCKETS: [f64; 16] =
+pub const FLUSH_BUCKETS: [f64; crate::timings::BUCKETS] =
     [0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192];
 
 /// Counts the log's disk flushes since the node started, for metrics.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Flushes {
-    count: AtomicU64,
-    entries: AtomicU64,
-    micros: AtomicU64,
-    /// Flushes by the first bucket of `FLUSH_BUCKETS` that holds their time; slower ones in none.
-    buckets: [AtomicU64; FLUSH_BUCKETS.len()],
+    timings: Timings,
+    pub(super) entries: AtomicU64,
+}
+
+impl Default for Flushes {
+    fn default() -> Self {
+        Flushes { timings: Timings::new(FLUSH_BUCKETS), entries: AtomicU64::new(0) }
+    }
 }
 
 /// A reading of [`Flushes`].
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct FlushStats {
-    /// Transactions committed (each with one fsync).
-    pub flushes: u64,
+    /// Transactions committed (each with one fsync), their times and buckets.
+    pub timings: TimingStats,
     /// Log entries those transactions wrote.
     pub entries: u64,
-    /// Time spent committing them.
-    pub seconds: f64,
-    /// Flushes that took at most each bound of `FLUSH_BUCKETS` (cumulative, as Prometheus
-    /// histograms count).
-    pub at_most: [u64; FLUSH_BUCKETS.len()],
 }
 
 impl Flushes {
     pub fn read(&self) -> FlushStats {
-        // Buckets before the count, which `record` raises first: a flush recorded meanwhile
-        // never leaves a bucket above the total.
-        let mut at_most = [0; FLUSH_BUCKETS.len()];
-        let mut sum = 0;
-        for (out, bucket) in at_most.iter_mut().zip(&self.buckets) {
-            sum += bucket.load(Ordering::Acquire);
-            *out = sum;
-        }
-        FlushStats {
-            flushes: self.count.load(Ordering::Acquire),
-            entries: self.entries.load(Ordering::Relaxed),
-            seconds: self.micros.load(Ordering::Relaxed) as f64 / 1e6,
-            at_most,
-        }
+        FlushStats { timings: self.timings.read(), entries: self.entries.load(Ordering::Relaxed) }
     }
 
     fn record(&self, took: Duration) {
-        self.count.fetch_add(1, Ordering::Release);
-        self.micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
-        let secs = took.as_secs_f64();
-        if let Some(i) = FLUSH_BUCKETS.iter().position(|bound| secs <= *bound) {
-            self.buckets[i].fetch_add(1, Ordering::Release);
-        }
+        self.timings.record(took);
     }
 }
 
@@ -253,8 +234,8 @@ mod tests {
         for micros in [100, 600, 20_000, 10_000_000] {
             f.record(Duration::from_micros(micros));
         }
-        let s = f.read();
-        assert_eq!(s.flushes, 4);
+        let s = f.read().timings;
+        assert_eq!(s.count, 4);
         assert_eq!(s.seconds, 10.0207);
         // ≤0.25 ms, ≤0.5, ≤1, ... ≤16 ms, ≤32 ms, ... ≤8.192 s; the 10 s flush only in +Inf.
         assert_eq!(s.at_most, [1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3]);

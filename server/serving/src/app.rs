@@ -515,6 +515,7 @@ fn store_figures(ctx: &Ctx) -> crate::metrics::StoreFigures {
         keys: store.cache().object_count() as u64,
         quota_bytes: store.quota_bytes(),
         objects: machinery::registry::served().map(|r| (r.group, r.resource, store.cache().count_under(&r.key_prefix()))).collect(),
+        peer_round_trips: store.peer_round_trips(),
     }
 }
 

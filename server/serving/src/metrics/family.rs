@@ -66,29 +66,51 @@ pub(super) fn exponential(start: f64, factor: f64, count: usize) -> Vec<f64> {
     std::iter::successors(Some(start), |b| Some(b * factor)).take(count).collect()
 }
 
-/// A histogram family built from counts kept elsewhere (cumulative per bound).
-pub(super) fn histogram_family(name: &str, level: Level, text: &str, buckets: &[(f64, u64)], count: u64, sum: f64) -> prometheus::proto::MetricFamily {
+/// One labelled series of a histogram kept elsewhere: counts cumulative per bound.
+pub(super) struct Series<'a> {
+    pub labels: Vec<(&'a str, String)>,
+    pub buckets: Vec<(f64, u64)>,
+    pub count: u64,
+    pub sum: f64,
+}
+
+/// A histogram family built from counts kept elsewhere.
+pub(super) fn histogram_family(name: &str, level: Level, text: &str, series: &[Series]) -> prometheus::proto::MetricFamily {
     use prometheus::proto;
-    let mut histogram = proto::Histogram::default();
-    histogram.set_sample_count(count);
-    histogram.set_sample_sum(sum);
-    histogram.set_bucket(
-        buckets
-            .iter()
-            .map(|(bound, n)| {
-                let mut b = proto::Bucket::default();
-                b.set_upper_bound(*bound);
-                b.set_cumulative_count(*n);
-                b
-            })
-            .collect(),
-    );
-    let mut metric = proto::Metric::default();
-    metric.set_histogram(histogram);
+    let metric = |s: &Series| {
+        let mut histogram = proto::Histogram::default();
+        histogram.set_sample_count(s.count);
+        histogram.set_sample_sum(s.sum);
+        histogram.set_bucket(
+            s.buckets
+                .iter()
+                .map(|(bound, n)| {
+                    let mut b = proto::Bucket::default();
+                    b.set_upper_bound(*bound);
+                    b.set_cumulative_count(*n);
+                    b
+                })
+                .collect(),
+        );
+        let mut metric = proto::Metric::default();
+        metric.set_label(
+            s.labels
+                .iter()
+                .map(|(name, value)| {
+                    let mut pair = proto::LabelPair::default();
+                    pair.set_name(name.to_string());
+                    pair.set_value(value.clone());
+                    pair
+                })
+                .collect(),
+        );
+        metric.set_histogram(histogram);
+        metric
+    };
     let mut family = proto::MetricFamily::default();
     family.set_name(name.to_string());
     family.set_help(help(level, text));
     family.set_field_type(proto::MetricType::HISTOGRAM);
-    family.set_metric(vec![metric]);
+    family.set_metric(series.iter().map(metric).collect());
     family
 }

@@ -94,6 +94,9 @@ impl Metrics {
         }
         let mut families = self.registry.gather();
         families.push(storage::fsync_family(&store.raft));
+        if !store.peer_round_trips.is_empty() {
+            families.push(storage::round_trip_family(store));
+        }
         families.sort_by(|a, b| a.name().cmp(b.name()));
         let mut out = String::new();
         // Writing to a string fails only on a family without metrics, which `gather` leaves out.

@@ -4,7 +4,7 @@
 //! has no name for them.
 
 use prometheus::{IntCounter, IntGauge, IntGaugeVec, Registry};
-use raft_store::{RaftStatus, FLUSH_BUCKETS};
+use raft_store::{RaftStatus, TimingStats, FLUSH_BUCKETS, RTT_BUCKETS};
 
 use super::family::{self, Level};
 
@@ -22,6 +22,8 @@ pub struct StoreFigures {
     pub quota_bytes: u64,
     /// Objects stored, by (group, resource).
     pub objects: Vec<(&'static str, &'static str, u64)>,
+    /// Round trips to each other member, by node id.
+    pub peer_round_trips: Vec<(u64, TimingStats)>,
 }
 
 /// etcd's WAL fsync buckets: 1 ms doubling to 8.192 s.
@@ -140,7 +142,24 @@ fn set_counter(c: &IntCounter, total: u64) {
 /// `etcd_disk_wal_fsync_duration_seconds`: the log's flushes (one fsync each), from the counts
 /// the log keeps, in etcd's buckets.
 pub(super) fn fsync_family(raft: &RaftStatus) -> prometheus::proto::MetricFamily {
-    let f = &raft.log_flushes;
+    let f = &raft.log_flushes.timings;
     let buckets: Vec<(f64, u64)> = FLUSH_BUCKETS.iter().copied().zip(f.at_most).filter(|(bound, _)| *bound >= FSYNC_FROM).collect();
-    family::histogram_family("etcd_disk_wal_fsync_duration_seconds", Level::None, "The latency distributions of fsync called by WAL.", &buckets, f.flushes, f.seconds)
+    let series = family::Series { labels: Vec::new(), buckets, count: f.count, sum: f.seconds };
+    family::histogram_family("etcd_disk_wal_fsync_duration_seconds", Level::None, "The latency distributions of fsync called by WAL.", &[series])
+}
+
+/// `etcd_network_peer_round_trip_time_seconds`: the probes' round trips to each other member,
+/// labelled `To` with its id in hexadecimal, as etcd labels its peers.
+pub(super) fn round_trip_family(f: &StoreFigures) -> prometheus::proto::MetricFamily {
+    let series: Vec<family::Series> = f
+        .peer_round_trips
+        .iter()
+        .map(|(peer, t)| family::Series {
+            labels: vec![("To", format!("{peer:x}"))],
+            buckets: RTT_BUCKETS.iter().copied().zip(t.at_most).collect(),
+            count: t.count,
+            sum: t.seconds,
+        })
+        .collect();
+    family::histogram_family("etcd_network_peer_round_trip_time_seconds", Level::None, "Round-Trip-Time histogram between peers", &series)
 }

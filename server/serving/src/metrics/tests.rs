@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use access::authz::metrics::AuthorizationMetrics;
 use http::StatusCode;
-use raft_store::{FlushStats, RaftStatus};
+use raft_store::{FlushStats, RaftStatus, TimingStats};
 
 use super::*;
 
@@ -17,10 +17,20 @@ fn figures() -> StoreFigures {
         applied: 9,
         proposals: 7,
         leader_changes: 3,
-        log_flushes: FlushStats { flushes: 4, entries: 12, seconds: 0.5, at_most: [0, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3] },
+        log_flushes: FlushStats { timings: TimingStats { count: 4, seconds: 0.5, at_most: [0, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3] }, entries: 12 },
         log_lingers: true,
     };
-    StoreFigures { node_id: 26, raft, file_bytes: 4096, live_bytes: 1000, keys: 12, quota_bytes: 8 << 30, objects: vec![("", "pods", 7), ("apps", "deployments", 2)] }
+    let rtt = TimingStats { count: 2, seconds: 0.0009, at_most: [0, 0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2] };
+    StoreFigures {
+        node_id: 26,
+        raft,
+        file_bytes: 4096,
+        live_bytes: 1000,
+        keys: 12,
+        quota_bytes: 8 << 30,
+        objects: vec![("", "pods", 7), ("apps", "deployments", 2)],
+        peer_round_trips: vec![(27, rtt)],
+    }
 }
 
 #[test]
@@ -108,6 +118,10 @@ fn the_store_is_told_under_etcds_names() {
         "etcd_disk_wal_fsync_duration_seconds_bucket{le=\"+Inf\"} 4",
         "etcd_disk_wal_fsync_duration_seconds_count 4",
         "etcd_disk_wal_fsync_duration_seconds_sum 0.5",
+        "etcd_network_peer_round_trip_time_seconds_bucket{To=\"1b\",le=\"0.0004\"} 1",
+        "etcd_network_peer_round_trip_time_seconds_bucket{To=\"1b\",le=\"0.0008\"} 2",
+        "etcd_network_peer_round_trip_time_seconds_bucket{To=\"1b\",le=\"+Inf\"} 2",
+        "etcd_network_peer_round_trip_time_seconds_count{To=\"1b\"} 2",
     ] {
         assert!(text.lines().any(|l| l == line), "{line}\n{text}");
     }
