@@ -1,7 +1,9 @@
 //! Graceful deletion of pods against the real binary: a pod never scheduled goes at once; a
 //! scheduled pod is marked with its grace period (`terminationGracePeriodSeconds`, or the
 //! delete's `gracePeriodSeconds`) and goes when it ends; a later delete may shorten it, and
-//! `kubectl delete --grace-period=0 --force` ends it at once.
+//! `kubectl delete --grace-period=0 --force` ends it at once. The subresources that change one
+//! part of a pod: `kubectl debug` adds an ephemeral container, `kubectl patch --subresource
+//! resize` changes a container's resources, and neither changes anything else.
 
 mod common;
 
@@ -74,4 +76,28 @@ async fn pods_end_after_their_grace_period() {
     assert_eq!(get(&s, "long").unwrap()["metadata"]["deletionGracePeriodSeconds"], 10, "a longer grace does not replace a shorter one");
     s.kubectl_ok(&["delete", "pod", "long", "--grace-period=0", "--force"]);
     assert!(get(&s, "long").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn debug_adds_ephemeral_containers_and_resize_changes_resources_only() {
+    let s = TestServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    create(&s, dir.path(), &pod("web", Some("node-1"), None));
+    s.kubectl_ok(&["debug", "web", "--image=busybox", "--container=dbg", "--attach=false"]);
+    let debugged = get(&s, "web").unwrap();
+    assert_eq!(debugged["spec"]["ephemeralContainers"][0]["name"], "dbg", "{debugged}");
+    assert_eq!(debugged["spec"]["containers"][0]["image"], "busybox");
+    // An ephemeral container cannot be taken away again.
+    let out = s.kubectl(&["patch", "pod", "web", "--subresource=ephemeralcontainers", "--type=json", "-p", r#"[{"op": "remove", "path": "/spec/ephemeralContainers/0"}]"#]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains(r#"existing ephemeral containers "dbg" may not be removed"#), "{stderr}");
+
+    let resize = r#"{"spec": {"containers": [{"name": "c", "image": "other", "resources": {"requests": {"cpu": "200m"}, "limits": {"cpu": "200m"}}}]}}"#;
+    s.kubectl_ok(&["patch", "pod", "web", "--subresource=resize", "-p", resize]);
+    let resized = get(&s, "web").unwrap();
+    assert_eq!(resized["spec"]["containers"][0]["resources"]["requests"]["cpu"], "200m", "{resized}");
+    assert_eq!(resized["spec"]["containers"][0]["image"], "busybox", "resize changes resources only");
+    // A plain update still may not.
+    let out = s.kubectl(&["patch", "pod", "web", "-p", r#"{"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300m"}}}]}}"#]);
+    assert!(!out.status.success(), "{out:?}");
 }

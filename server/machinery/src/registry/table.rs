@@ -78,12 +78,12 @@ const CLUSTER: bool = false;
 pub static ALL: &[ResourceInfo] = &[
     // core/v1
     res!(core::v1::Namespace, CLUSTER, "namespace", ["ns"], [], ["status", "finalize"], false,
-        ops!(core::v1::Namespace, "io.k8s.api.core.v1.Namespace", corekinds::namespace::STRATEGY)),
+        ops!(core::v1::Namespace, "io.k8s.api.core.v1.Namespace", corekinds::namespace::STRATEGY), verbs = &["create", "delete", "get", "list", "patch", "update", "watch"]),
     res!(core::v1::ConfigMap, NS, "configmap", ["cm"], [], [], false,
         ops!(core::v1::ConfigMap, "io.k8s.api.core.v1.ConfigMap", corekinds::configmap::STRATEGY)),
     res!(core::v1::Secret, NS, "secret", [], [], [], false,
         ops!(core::v1::Secret, "io.k8s.api.core.v1.Secret", corekinds::secret::STRATEGY)),
-    res!(core::v1::Pod, NS, "pod", ["po"], ["all"], ["status", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy"], true,
+    res!(core::v1::Pod, NS, "pod", ["po"], ["all"], ["status", "binding", "eviction", "ephemeralcontainers", "resize", "log", "exec", "attach", "portforward", "proxy"], true,
         ops!(core::v1::Pod, "io.k8s.api.core.v1.Pod", corekinds::pod::STRATEGY)),
     res!(core::v1::Service, NS, "service", ["svc"], ["all"], ["status", "proxy"], false,
         ops!(core::v1::Service, "io.k8s.api.core.v1.Service", corekinds::service::STRATEGY)),
@@ -136,7 +136,7 @@ pub static ALL: &[ResourceInfo] = &[
     res!(coordination::v1::Lease, NS, "lease", [], [], [], false, ops!(coordination::v1::Lease, "io.k8s.api.coordination.v1.Lease", kinds::coordination::lease::STRATEGY)),
     res!(discovery::v1::EndpointSlice, NS, "endpointslice", [], [], [], true, ops!(discovery::v1::EndpointSlice, "io.k8s.api.discovery.v1.EndpointSlice", kinds::discovery::endpointslice::STRATEGY)),
     stored_as(
-        res!(events::v1::Event, NS, "event", [], [], [], false, ops!(events::v1::Event, "io.k8s.api.events.v1.Event", corekinds::event::EVENTS_V1)),
+        res!(events::v1::Event, NS, "event", ["ev"], [], [], false, ops!(events::v1::Event, "io.k8s.api.events.v1.Event", corekinds::event::EVENTS_V1)),
         &corekinds::event::EVENTS_V1_STORED_AS_CORE,
     ),
     res!(networking::v1::Ingress, NS, "ingress", ["ing"], [], ["status"], true, ops!(networking::v1::Ingress, "io.k8s.api.networking.v1.Ingress", net::ingress::STRATEGY)),

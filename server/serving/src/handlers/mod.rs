@@ -9,6 +9,7 @@ mod component_status;
 pub mod connect;
 mod eviction;
 mod finalizers;
+mod pod_parts;
 mod read;
 mod reply;
 mod review;

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::certificates;
+use super::pod_parts;
 use machinery::prepare::{check_type_meta, FieldValidation};
 use super::reply::Reply;
 use super::scale;
@@ -16,7 +17,7 @@ use machinery::patch::{self, PatchKind};
 use machinery::query::Params;
 use access::request::ResourceRequest;
 
-/// The new object of an update of `sub` (none, `status` or `scale`): `body` is what the client
+/// The new object of an update of `sub` (none, `status`, `scale`, a pod's part, ...): `body` is what the client
 /// sent for that view, `old` the current object.
 fn merge_view(req: &ResourceRequest, old: &Value, body: &Value) -> ApiResult<Value> {
     match req.subresource.as_deref() {
@@ -62,6 +63,8 @@ fn merge_view(req: &ResourceRequest, old: &Value, body: &Value) -> ApiResult<Val
             Ok(new)
         }
         Some("scale") => scale::apply_to(req.info, old, body),
+        Some("ephemeralcontainers") => pod_parts::ephemeral_containers(old, body, req.name()),
+        Some("resize") => pod_parts::resize(old, body),
         Some(other) => Err(ApiError::bad_request(format!("unsupported subresource {other}"))),
     }
 }

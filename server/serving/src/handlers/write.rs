@@ -292,8 +292,10 @@ pub async fn update(
             warnings.extend(w);
             return Err(e);
         }
-        // A subresource with its own rules (a pod's binding) changes what a plain update may not.
-        let causes = if req.subresource.as_deref() == Some("binding") { Vec::new() } else { (info.ops.strategy.update)(&old, &mut new) };
+        // A subresource with its own rules (a pod's binding, ephemeral containers, resize)
+        // changes what a plain update may not.
+        let own_rules = matches!(req.subresource.as_deref(), Some("binding" | "ephemeralcontainers" | "resize"));
+        let causes = if own_rules { Vec::new() } else { (info.ops.strategy.update)(&old, &mut new) };
         if !causes.is_empty() {
             warnings.extend(w);
             return Err(info.invalid(req.name(), causes));
