@@ -1,4 +1,4 @@
-//! The default policy: Kubernetes 1.34's roles and bindings (data in `bootstrap-policy.yaml`),
+//! The default policy: Kubernetes 1.36's roles and bindings (data in `bootstrap-policy.yaml`),
 //! created on an empty cluster and reconciled at every start as Kubernetes does (the server's
 //! `rbac/bootstrap-roles` post-start hook writes what this decides): missing rules,
 //! aggregation selectors, subjects, labels and annotations are added; a binding whose role
