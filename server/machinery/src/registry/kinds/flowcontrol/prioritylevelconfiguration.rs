@@ -43,10 +43,8 @@ pub fn cells(obj: &Value) -> Vec<Value> {
 
 /// A limited level's shares and lending, and its queuing parameters when it queues.
 pub fn defaults(obj: &mut Value) {
-    let limited = &mut obj["spec"]["limited"];
-    if !limited.is_object() {
-        return;
-    }
+    // Looked up without indexing, which would write `"limited": null` into an exempt level.
+    let Some(limited) = obj.pointer_mut("/spec/limited").filter(|l| l.is_object()) else { return };
     set(limited, "nominalConcurrencyShares", json!(30));
     set(limited, "lendablePercent", json!(0));
     let response = &mut limited["limitResponse"];
@@ -162,5 +160,13 @@ mod tests {
         assert_eq!(cells(&exempt)[..4], [json!("Exempt"), json!(0), json!("<none>"), json!("<none>")]);
         let limited = json!({"spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 30, "limitResponse": {"type": "Queue", "queuing": {"queues": 64, "handSize": 6, "queueLengthLimit": 50}}}}});
         assert_eq!(cells(&limited)[..5], [json!("Limited"), json!(30), json!(64), json!(6), json!(50)]);
+    }
+
+    #[test]
+    fn an_exempt_level_gets_no_limits() {
+        let mut exempt = json!({"spec": {"type": "Exempt", "exempt": {"nominalConcurrencyShares": 0}}});
+        let before = exempt.clone();
+        defaults(&mut exempt);
+        assert_eq!(exempt, before);
     }
 }
