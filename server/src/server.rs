@@ -29,6 +29,36 @@ use serving::{app, tls};
 /// How long a stopping node lets the peer service's connections end on their own.
 const PEER_GRACE: Duration = Duration::from_secs(2);
 
+/// The resources this server's own post-start hooks and controllers read and write (what
+/// kube-controller-manager and kube-apiserver's hooks would): `--runtime-config` may not switch
+/// them off, or the node could neither become ready nor run its controllers.
+const NEEDED_APIS: &[(&str, &str, &str)] = &[
+    ("", "v1", "namespaces"),
+    ("", "v1", "services"),
+    ("", "v1", "endpoints"),
+    ("", "v1", "pods"),
+    ("", "v1", "nodes"),
+    ("", "v1", "configmaps"),
+    ("", "v1", "secrets"),
+    ("", "v1", "serviceaccounts"),
+    ("", "v1", "resourcequotas"),
+    ("", "v1", "events"),
+    ("rbac.authorization.k8s.io", "v1", "roles"),
+    ("rbac.authorization.k8s.io", "v1", "rolebindings"),
+    ("rbac.authorization.k8s.io", "v1", "clusterroles"),
+    ("rbac.authorization.k8s.io", "v1", "clusterrolebindings"),
+    ("scheduling.k8s.io", "v1", "priorityclasses"),
+    ("flowcontrol.apiserver.k8s.io", "v1", "flowschemas"),
+    ("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations"),
+    ("coordination.k8s.io", "v1", "leases"),
+    ("discovery.k8s.io", "v1", "endpointslices"),
+    ("networking.k8s.io", "v1", "ipaddresses"),
+    ("networking.k8s.io", "v1", "servicecidrs"),
+    ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies"),
+    ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
+    ("apiregistration.k8s.io", "v1", "apiservices"),
+];
+
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let (features, warnings) = machinery::features::Features::from_flags(&args.emulated_version, &args.min_compatibility_version, &args.feature_gates)
         .map_err(|e| anyhow::anyhow!("invalid versions or feature gates: {e}"))?;
@@ -36,6 +66,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("invalid --runtime-config: {e}"))?;
     let introduced = machinery::registry::ALL.iter().filter_map(|r| r.introduced.map(|v| (r.group, r.version, r.resource, v)));
     let features = features.with_apis(apis, introduced).map_err(|e| anyhow::anyhow!("invalid --runtime-config: {e}"))?;
+    if let Some((group, version, resource)) = NEEDED_APIS.iter().find(|(g, v, r)| !features.apis.serves(g, v, r)) {
+        let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        anyhow::bail!("invalid --runtime-config: it switches off {gv}/{resource}, which this server's own post-start hooks and controllers write");
+    }
     for warning in warnings {
         tracing::warn!("{warning}");
     }

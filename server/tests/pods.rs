@@ -92,12 +92,20 @@ async fn debug_adds_ephemeral_containers_and_resize_changes_resources_only() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains(r#"existing ephemeral containers "dbg" may not be removed"#), "{stderr}");
 
-    let resize = r#"{"spec": {"containers": [{"name": "c", "image": "other", "resources": {"requests": {"cpu": "200m"}, "limits": {"cpu": "200m"}}}]}}"#;
-    s.kubectl_ok(&["patch", "pod", "web", "--subresource=resize", "-p", resize]);
-    let resized = get(&s, "web").unwrap();
+    let mut sized = pod("sized", Some("node-1"), None);
+    sized["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "100m"}});
+    create(&s, dir.path(), &sized);
+    let resize = r#"{"spec": {"containers": [{"name": "c", "image": "other", "resources": {"requests": {"cpu": "200m"}}}]}}"#;
+    s.kubectl_ok(&["patch", "pod", "sized", "--subresource=resize", "-p", resize]);
+    let resized = get(&s, "sized").unwrap();
     assert_eq!(resized["spec"]["containers"][0]["resources"]["requests"]["cpu"], "200m", "{resized}");
     assert_eq!(resized["spec"]["containers"][0]["image"], "busybox", "resize changes resources only");
+    // Not into another QoS class (BestEffort to Burstable here).
+    let out = s.kubectl(&["patch", "pod", "web", "--subresource=resize", "-p", resize]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("Pod QOS Class may not change as a result of resizing"), "{stderr}");
     // A plain update still may not.
-    let out = s.kubectl(&["patch", "pod", "web", "-p", r#"{"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300m"}}}]}}"#]);
-    assert!(!out.status.success(), "{out:?}");
+    let out = s.kubectl(&["patch", "pod", "sized", "-p", r#"{"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300m"}}}]}}"#]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("pod updates may not change fields other than"), "{stderr}");
 }

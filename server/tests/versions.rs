@@ -97,6 +97,9 @@ async fn impossible_settings_stop_the_start_with_kubernetes_messages() {
         ("--runtime-config=foo.example.com/v1=true", "unknown api groups foo.example.com/v1"),
         ("--runtime-config=apps/v1beta3=true", "group version apps/v1beta3 that has not been registered"),
         ("--runtime-config=flowcontrol.apiserver.k8s.io/v1=false", "--runtime-config=flowcontrol.apiserver.k8s.io/v1=false conflicts with --enable-priority-and-fairness=true"),
+        // What this server's own hooks and controllers need stays on.
+        ("--runtime-config=scheduling.k8s.io/v1=false", "it switches off scheduling.k8s.io/v1/priorityclasses, which this server's own post-start hooks and controllers write"),
+        ("--runtime-config=api/all=false,v1=true,flowcontrol.apiserver.k8s.io/v1=true", "which this server's own post-start hooks and controllers write"),
     ] {
         let mut s = TestServer::new(&[flag]);
         s.launch();

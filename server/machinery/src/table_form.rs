@@ -260,7 +260,6 @@ mod tests {
             verbs: &[],
             has_generation: false,
             ops: ops(columns),
-            gate: None,
             introduced: None,
             stored_as: None,
         }

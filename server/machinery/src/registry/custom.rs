@@ -149,7 +149,6 @@ pub fn intern(names: &Names) -> &'static ResourceInfo {
         verbs: ALL_VERBS,
         has_generation: true,
         ops: &CUSTOM,
-        gate: None,
         introduced: None,
         stored_as: None,
     };

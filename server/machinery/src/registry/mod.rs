@@ -2,7 +2,8 @@
 //! (typed decoding through `k8s-openapi`, defaults, validation, table columns).
 //!
 //! Routing, discovery, OpenAPI, RBAC and storage keys are all derived from [`served`]: the
-//! table's resources less those behind a feature gate that is off (see [`crate::features`]).
+//! table's resources less those `--emulated-version` and `--runtime-config` leave out (see
+//! [`crate::features`]).
 
 mod table;
 pub mod convert;
@@ -78,8 +79,6 @@ pub struct ResourceInfo {
     /// Whether `metadata.generation` tracks spec changes.
     pub has_generation: bool,
     pub ops: &'static KindOps,
-    /// The feature gate that must be on for the resource to be served.
-    pub gate: Option<&'static str>,
     /// The Kubernetes release that introduced the resource in this version, where it is one
     /// that can be emulated or later (not served when an older release is emulated).
     pub introduced: Option<crate::features::Version>,
@@ -111,7 +110,7 @@ pub fn built_in() -> impl Iterator<Item = &'static ResourceInfo> {
 fn served_flags() -> &'static [bool] {
     static SERVED: LazyLock<Vec<bool>> = LazyLock::new(|| {
         let features = crate::features::current();
-        ALL.iter().map(|r| r.gate.is_none_or(|g| features.enabled(g)) && features.serves(r.group, r.version, r.resource, r.introduced)).collect()
+        ALL.iter().map(|r| features.serves(r.group, r.version, r.resource, r.introduced)).collect()
     });
     &SERVED
 }
@@ -124,8 +123,8 @@ pub const ALL_VERBS: &[&str] =
     &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 impl ResourceInfo {
-    /// Whether this built-in resource is served: its gate on, its release reached and its
-    /// version (or itself) left on by `--runtime-config`.
+    /// Whether this built-in resource is served: its release reached and its version (or
+    /// itself) left on by `--runtime-config`.
     pub fn is_served(&self) -> bool {
         ALL.iter().zip(served_flags()).any(|(r, on)| *on && std::ptr::eq(r, self))
     }
@@ -202,8 +201,8 @@ impl ResourceInfo {
 
 /// Finds the resource served at `group`/`version`/`resource`.
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static ResourceInfo> {
-    // The built-in table's entries by group, version and resource, in table order (a gated
-    // entry may share its name with another).
+    // The built-in table's entries by group, version and resource, in table order (an entry
+    // not served may share its name with another).
     type Index = HashMap<(&'static str, &'static str, &'static str), Vec<&'static ResourceInfo>>;
     static BUILT_IN: LazyLock<Index> = LazyLock::new(|| {
         let mut index: HashMap<_, Vec<_>> = HashMap::new();

@@ -55,7 +55,6 @@ macro_rules! res {
             verbs: $verbs,
             has_generation: $gen,
             ops: $ops,
-            gate: None,
             introduced: None,
             stored_as: None,
         }

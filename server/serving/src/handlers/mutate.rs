@@ -64,7 +64,7 @@ fn merge_view(req: &ResourceRequest, old: &Value, body: &Value) -> ApiResult<Val
         }
         Some("scale") => scale::apply_to(req.info, old, body),
         Some("ephemeralcontainers") => pod_parts::ephemeral_containers(old, body, req.name()),
-        Some("resize") => pod_parts::resize(old, body),
+        Some("resize") => pod_parts::resize(old, body, req.name()),
         Some(other) => Err(ApiError::bad_request(format!("unsupported subresource {other}"))),
     }
 }

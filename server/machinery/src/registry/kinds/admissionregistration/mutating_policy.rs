@@ -1,7 +1,8 @@
 //! MutatingAdmissionPolicies and their bindings, `admissionregistration.k8s.io/v1` (GA in
-//! Kubernetes 1.36) and `v1beta1`: field for field the same, both behind the
-//! `MutatingAdmissionPolicy` gate and both stored as `v1beta1`, so the two versions read and
-//! write the same objects. Their CEL expressions must compile.
+//! Kubernetes 1.36) and `v1beta1` (beta, served when `--runtime-config` asks for it): field for
+//! field the same and both stored as `v1beta1`, so the two versions read and write the same
+//! objects. Their CEL expressions must compile. (The `MutatingAdmissionPolicy` gate switches
+//! the admission plugin, not these resources.)
 
 use serde_json::{json, Value};
 
