@@ -201,18 +201,18 @@ impl ResourceInfo {
 
 /// Finds the resource served at `group`/`version`/`resource`.
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static ResourceInfo> {
-    // The built-in table's entries by group, version and resource, in table order (an entry
-    // not served may share its name with another).
-    type Index = HashMap<(&'static str, &'static str, &'static str), Vec<&'static ResourceInfo>>;
+    // The served built-in resources by group, version and resource (the first served entry of
+    // a name; the flags are read once, so the index is built once).
+    type Index = HashMap<(&'static str, &'static str, &'static str), &'static ResourceInfo>;
     static BUILT_IN: LazyLock<Index> = LazyLock::new(|| {
-        let mut index: HashMap<_, Vec<_>> = HashMap::new();
-        for r in ALL {
-            index.entry((r.group, r.version, r.resource)).or_default().push(r);
+        let mut index = HashMap::new();
+        for r in built_in() {
+            index.entry((r.group, r.version, r.resource)).or_insert(r);
         }
         index
     });
-    let index: &HashMap<(&str, &str, &str), Vec<&'static ResourceInfo>> = &BUILT_IN;
-    let built_in = index.get(&(group, version, resource)).and_then(|entries| entries.iter().copied().find(|r| r.is_served()));
+    let index: &HashMap<(&str, &str, &str), &'static ResourceInfo> = &BUILT_IN;
+    let built_in = index.get(&(group, version, resource)).copied();
     let matches = |r: &&'static ResourceInfo| r.group == group && r.version == version && r.resource == resource;
     built_in.or_else(|| custom::current().entries.iter().map(|(info, _)| *info).find(matches))
 }
