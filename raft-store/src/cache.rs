@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, watch};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::dedupe::{Outcome, Outcomes};
 use crate::error::{CorruptObject, StoreError, MAX_CORRUPT};
@@ -161,7 +162,7 @@ impl Cache {
     }
 
     pub(crate) fn write(&self) -> Applier<'_> {
-        Applier { cache: self, state: self.state.write().unwrap_or_else(|e| e.into_inner()), pending: Vec::new() }
+        Applier { cache: self, state: self.state.write().unwrap_or_else(|e| e.into_inner()), pending: Vec::new(), traced: Vec::new() }
     }
 
     /// The last applied log index: the revision of the newest readable state.
@@ -392,6 +393,9 @@ pub(crate) struct Applier<'a> {
     cache: &'a Cache,
     state: RwLockWriteGuard<'a, State>,
     pending: Vec<Arc<Event>>,
+    /// The traced transactions applied: each one's `traceparent` and where its events start and
+    /// end in `pending` (their fan-out is a span of its trace).
+    traced: Vec<(String, usize, usize)>,
 }
 
 impl Applier<'_> {
@@ -406,7 +410,11 @@ impl Applier<'_> {
         if let Some(first) = self.state.txns.get(txn.id) {
             return self.repeat(txn, first);
         }
+        let start = self.pending.len();
         let result = self.apply_once(rev, txn);
+        if let Some(parent) = txn.trace.as_ref().filter(|_| self.pending.len() > start) {
+            self.traced.push((parent.clone(), start, self.pending.len()));
+        }
         let outcome = match &result {
             TxnResult::Failed { op, .. } => Outcome::Failed(*op),
             _ => Outcome::Applied(rev),
@@ -524,10 +532,21 @@ impl Applier<'_> {
 impl Drop for Applier<'_> {
     fn drop(&mut self) {
         let events = self.cache.events.lock().unwrap_or_else(|e| e.into_inner());
-        for ev in self.pending.drain(..) {
+        let mut traced = self.traced.drain(..).peekable();
+        let mut fanout: Option<(tracing::Span, usize)> = None;
+        for (i, ev) in self.pending.drain(..).enumerate() {
+            if fanout.as_ref().is_some_and(|(_, end)| *end == i) {
+                fanout = None;
+            }
+            if let Some((parent, _, end)) = traced.next_if(|(_, start, _)| *start == i) {
+                let span = crate::trace::continued(&parent, "watch.fanout");
+                span.set_attribute("watch.receivers", events.receiver_count() as i64);
+                fanout = Some((span, end));
+            }
             // No receivers is fine: nobody watches.
             let _ = events.send(ev);
         }
+        drop(fanout);
         drop(events);
         let applied = self.state.applied;
         self.cache.applied.send_if_modified(|a| {
@@ -609,7 +628,7 @@ mod tests {
 
     fn create(key: &str, id: u64) -> Txn {
         let op = Op { key: key.into(), cond: Cond::Absent, action: Action::Put(Bytes::from_static(b"{\"metadata\":{}}")) };
-        Txn { ops: vec![op], id }
+        Txn { ops: vec![op], id, trace: None }
     }
 
     #[test]
@@ -636,11 +655,11 @@ mod tests {
         }
         // An update is no new object.
         let update = Op { key: "/registry/pods/a/p1".into(), cond: Cond::Any, action: Action::Put(Bytes::from_static(b"{\"metadata\":{}}")) };
-        cache.write().apply(6, &Txn { ops: vec![update], id: 6 });
+        cache.write().apply(6, &Txn { ops: vec![update], id: 6, trace: None });
         let count = |p: &str| cache.count_under(p);
         assert_eq!((count("/registry/pods/"), count("/registry/podtemplates/"), count("/registry/namespaces/"), count("/registry/")), (3, 1, 1, 5));
         let delete = Op { key: "/registry/pods/b/p1".into(), cond: Cond::Any, action: Action::Delete };
-        cache.write().apply(7, &Txn { ops: vec![delete], id: 7 });
+        cache.write().apply(7, &Txn { ops: vec![delete], id: 7, trace: None });
         assert_eq!(count("/registry/pods/"), 2);
         let objects = BTreeMap::from([("/registry/pods/c/p".to_string(), Object { rev: 10, data: Bytes::from_static(b"{}") })]);
         cache.reset(10, objects, Vec::new());

@@ -26,6 +26,7 @@ mod stamp;
 mod state_machine;
 mod store;
 mod timings;
+pub mod trace;
 mod types;
 
 pub use admin::{membership, Member, MembershipChange};

@@ -16,10 +16,13 @@ use proto::raft::{
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tonic::{Request, Response, Status, Streaming};
+use tracing::Span;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::network::{carried, SnapshotHeader, StreamAnswer};
 use crate::peer::{decode, encode, Peers, MAX_MESSAGE};
 use crate::read_index;
+use crate::trace;
 use crate::snapshot::{Snapshot, Snapshots};
 use crate::types::{Raft, Txn, TxnResult, TypeConfig};
 
@@ -37,10 +40,14 @@ pub(crate) struct Service {
 /// Proposes one forwarded transaction and answers what it applied as.
 async fn propose(raft: &Raft, txn: &[u8]) -> ForwardResult {
     let answer = async {
-        let txn: Txn = decode(txn)?;
+        let mut txn: Txn = decode(txn)?;
         let proposal = txn.id;
         tracing::debug!(proposal, "forwarded write received");
+        // The follower's forward span is the parent; the entry carries the proposal's.
+        let span = txn.trace.as_deref().map_or_else(Span::none, |parent| trace::continued(parent, "raft.propose"));
+        txn.trace = trace::traceparent(&span);
         let resp = raft.client_write(txn).await.map_err(|e| e.to_string())?;
+        span.set_attribute("raft.index", resp.log_id.index() as i64);
         tracing::debug!(proposal, index = resp.log_id.index(), "forwarded write applied");
         let forwarded: Forwarded = (resp.log_id.index(), resp.data);
         encode(&forwarded)

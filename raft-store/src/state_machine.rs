@@ -89,7 +89,10 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             for (entry, responder) in entries {
                 let index = entry.log_id.index();
                 let result = match entry.payload {
-                    EntryPayload::Normal(ref txn) => cache.apply(index, txn),
+                    EntryPayload::Normal(ref txn) => {
+                        let span = txn.trace.as_deref().map_or_else(tracing::Span::none, |parent| crate::trace::continued(parent, "raft.apply"));
+                        span.in_scope(|| cache.apply(index, txn))
+                    }
                     EntryPayload::Blank => {
                         cache.advance(index);
                         TxnResult::None

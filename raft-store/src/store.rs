@@ -17,6 +17,9 @@ use crate::log_store::{FlushStats, Flushes, LogStore, VotedFor};
 use crate::network::Network;
 use crate::observer::Observers;
 use crate::forwarder::{self, Batcher};
+use crate::trace;
+use tracing::Instrument;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 use crate::peer::{PeerTls, Peers};
 use crate::round_trips::{self, RoundTrips};
 use crate::timings::TimingStats;
@@ -24,7 +27,7 @@ use crate::space::Space;
 use crate::service;
 use crate::snapshot::Snapshots;
 use crate::state_machine::StateMachine;
-use crate::types::{Action, NodeId, Raft, Txn, TxnResult, TypeConfig};
+use crate::types::{Action, Cond, NodeId, Op, Raft, Txn, TxnResult, TypeConfig};
 
 /// How long a request waits for a leader to be elected.
 const LEADER_WAIT: Duration = Duration::from_secs(5);
@@ -302,7 +305,12 @@ impl Store {
     /// to the leader and then waits for its own state machine to reach the entry, so that a
     /// client reads its own write on any replica. While the group has no leader (an election is
     /// running) the proposal waits for one, up to a few seconds.
-    pub async fn write(&self, mut txn: Txn) -> Result<TxnResult, StoreError> {
+    pub async fn write(&self, txn: Txn) -> Result<TxnResult, StoreError> {
+        let span = trace::child(storage_span(&txn));
+        self.propose(txn).instrument(span).await
+    }
+
+    async fn propose(&self, mut txn: Txn) -> Result<TxnResult, StoreError> {
         // A node whose log cannot grow refuses at once: the entry would wait in its writer.
         if let Some(why) = self.space.refusal() {
             return Err(StoreError::NoSpace(why));
@@ -319,24 +327,37 @@ impl Store {
         loop {
             let route = match self.other_leader() {
                 Some(route) => route,
-                None => match self.raft.client_write(txn.clone()).await {
-                    Ok(resp) => {
-                        tracing::debug!(proposal = txn.id, index = resp.log_id.index(), "write applied");
-                        return Ok(resp.data);
+                None => {
+                    let span = trace::child("raft.propose");
+                    txn.trace = trace::traceparent(&span);
+                    match self.raft.client_write(txn.clone()).await {
+                        Ok(resp) => {
+                            tracing::debug!(proposal = txn.id, index = resp.log_id.index(), "write applied");
+                            span.set_attribute("raft.index", resp.log_id.index() as i64);
+                            return Ok(resp.data);
+                        }
+                        Err(e) => Route::of(e.forward_to_leader()).ok_or_else(|| StoreError::Unavailable(e.to_string()))?,
                     }
-                    Err(e) => Route::of(e.forward_to_leader()).ok_or_else(|| StoreError::Unavailable(e.to_string()))?,
-                },
+                }
             };
             match route {
-                Route::Leader(id, addr) if id != self.node_id => match self.writes.ask(id, &addr, txn.clone(), deadline).await {
-                    Ok((index, result)) => {
-                        tracing::debug!(proposal = txn.id, index, leader = id, "forwarded write answered");
-                        self.cache.wait_applied(index, LEADER_WAIT).await?;
-                        tracing::debug!(proposal = txn.id, index, "forwarded write applied here");
-                        return Ok(result);
+                Route::Leader(id, addr) if id != self.node_id => {
+                    // One span from the forward to this node's own apply of the entry.
+                    let span = trace::child("raft.forward");
+                    span.set_attribute("raft.leader", id as i64);
+                    txn.trace = trace::traceparent(&span);
+                    match self.writes.ask(id, &addr, txn.clone(), deadline).await {
+                        Ok((index, result)) => {
+                            tracing::debug!(proposal = txn.id, index, leader = id, "forwarded write answered");
+                            span.set_attribute("raft.index", index as i64);
+                            span.add_event("answered by the leader", Vec::new());
+                            self.cache.wait_applied(index, LEADER_WAIT).await?;
+                            tracing::debug!(proposal = txn.id, index, "forwarded write applied here");
+                            return Ok(result);
+                        }
+                        Err(e) => self.retry_later(deadline, e).await?,
                     }
-                    Err(e) => self.retry_later(deadline, e).await?,
-                },
+                }
                 _ => self.wait_leader(deadline).await?,
             }
         }
@@ -544,6 +565,17 @@ impl Store {
     }
 }
 
+/// The name of a write's storage span in a traced request: kube-apiserver's storage spans' names
+/// (written for etcd), by what the transaction's first operation does, so that a trace reads as
+/// kube-apiserver's does.
+fn storage_span(txn: &Txn) -> &'static str {
+    match txn.ops.first() {
+        Some(Op { action: Action::Put(_), cond: Cond::Absent, .. }) => "Create etcd3",
+        Some(Op { action: Action::Delete, .. }) => "Delete etcd3",
+        _ => "GuaranteedUpdate etcd3",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -561,3 +593,4 @@ mod tests {
         store.shutdown().await;
     }
 }
+

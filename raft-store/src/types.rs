@@ -62,11 +62,15 @@ pub struct Txn {
     /// Set by the store when proposing; a retried proposal keeps it, so that it applies once.
     #[serde(default)]
     pub id: u64,
+    /// The W3C `traceparent` of the span that proposed it, when its request is traced (see
+    /// `trace`); absent otherwise, and in entries written before traces existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 impl Txn {
     pub fn new(ops: Vec<Op>) -> Self {
-        Txn { ops, id: 0 }
+        Txn { ops, id: 0, trace: None }
     }
 }
 

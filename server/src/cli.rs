@@ -196,6 +196,12 @@ pub struct Args {
     #[arg(long = "audit-log-compress")]
     pub audit_log_compress: bool,
 
+    /// A `TracingConfiguration` file (`apiserver.config.k8s.io/v1`): requests are traced with
+    /// OpenTelemetry and exported over OTLP/gRPC to its `endpoint` (default `localhost:4317`),
+    /// sampled at `samplingRatePerMillion` or as a privileged client's `traceparent` asks.
+    #[arg(long)]
+    pub tracing_config_file: Option<PathBuf>,
+
     /// A kubeconfig naming the webhook audit events are sent to (as `EventList`s); with
     /// `--audit-policy-file`, auditing is on.
     #[arg(long)]

@@ -1,19 +1,30 @@
 //! The `apiserver` binary: parses flags and runs one node, or an administration command.
 
 use clap::Parser;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,openraft=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let args = apiserver::cli::Args::parse();
+    // Traces are exported only by a serving node that is configured for them.
+    let traces = match (&args.command, &args.tracing_config_file) {
+        (None, Some(file)) => {
+            let config = serving::traces::TracingConfig::load(file).map_err(anyhow::Error::msg)?;
+            Some(serving::traces::Exporting::start(&config, &format!("node-{}", args.node_id))?)
+        }
+        _ => None,
+    };
+    // The log: what `RUST_LOG` selects, never the spans of traced requests (those are exported).
+    let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,openraft=warn".into()),
+    );
+    let log = log.with_filter(tracing_subscriber::filter::filter_fn(|m| m.target() != raft_store::trace::TARGET));
+    tracing_subscriber::registry().with(log).with(traces.as_ref().map(|t| t.layer())).init();
     // Failpoints named in the FAILPOINTS environment variable (`name=action;...`).
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
-    let args = apiserver::cli::Args::parse();
     match &args.command {
         Some(apiserver::cli::Command::Member { endpoint, action }) => apiserver::member::run(&args.data_dir, endpoint, action).await,
         Some(apiserver::cli::Command::Certs { server }) => {
@@ -33,6 +44,6 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", apiserver::flags_reference::render());
             Ok(())
         }
-        None => apiserver::server::run(args).await,
+        None => apiserver::server::run(args, traces).await,
     }
 }

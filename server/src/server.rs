@@ -59,7 +59,8 @@ const NEEDED_APIS: &[(&str, &str, &str)] = &[
     ("apiregistration.k8s.io", "v1", "apiservices"),
 ];
 
-pub async fn run(args: Args) -> anyhow::Result<()> {
+/// Runs one node until it is told to stop; `traces` exports the traces of its requests.
+pub async fn run(args: Args, traces: Option<serving::traces::Exporting>) -> anyhow::Result<()> {
     let (features, warnings) = machinery::features::Features::from_flags(&args.emulated_version, &args.min_compatibility_version, &args.feature_gates)
         .map_err(|e| anyhow::anyhow!("invalid versions or feature gates: {e}"))?;
     let apis = machinery::features::RuntimeConfig::parse(&args.runtime_config, args.enable_priority_and_fairness)
@@ -232,7 +233,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let ctx = Ctx {
         store: store.clone(),
         settings: Arc::new(settings),
-        filters: Arc::new(Filters { authn, audit, auth, flowcontrol, metrics }),
+        filters: Arc::new(Filters { authn, audit, auth, flowcontrol, metrics, tracer: traces.as_ref().map(|t| t.tracer()) }),
         writes: Arc::new(Writes { admission, ips: Arc::new(ServiceIps::new(range)), node_ports: NodePorts::new(node_ports) }),
         tokens,
     };
@@ -276,6 +277,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     store.shutdown().await;
+    if let Some(traces) = traces {
+        traces.shutdown().await;
+    }
     Ok(())
 }
 

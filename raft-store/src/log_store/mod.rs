@@ -20,7 +20,8 @@ use serde::{de::DeserializeOwned, Serialize};
 
 use crate::error::io_err;
 use crate::space::Space;
-use crate::types::{Entry, LeaderId, LogId, TypeConfig};
+use crate::types::{Entry, LeaderId, LogId, Txn, TypeConfig};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 mod writer;
 
@@ -310,10 +311,17 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let mut encoded = Vec::new();
         let mut last = None;
+        // A traced write's entry: one span from here until its flush is on disk.
+        let mut spans = Vec::new();
         {
             let mut pending = self.shared.pending.lock().unwrap();
             for entry in entries {
                 let id = entry.log_id();
+                if let openraft::EntryPayload::Normal(Txn { trace: Some(parent), .. }) = &entry.payload {
+                    let span = crate::trace::continued(parent, "raft.append");
+                    span.set_attribute("raft.index", id.index() as i64);
+                    spans.push(span);
+                }
                 encoded.push((id.index(), encode(&entry)?));
                 pending.insert(id.index(), entry);
                 last = Some(id);
@@ -322,7 +330,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         if let Some(last) = last {
             self.shared.state.lock().unwrap().last_log = Some(last);
         }
-        self.send(Job::Append(encoded, callback))
+        self.send(Job::Append(encoded, callback, spans))
     }
 
     async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use openraft::storage::IOFlushed;
 use redb::{Database, ReadableTable};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::{Shared, KEY_COMMITTED, KEY_PURGED, LOG, META};
 use crate::error::io_err;
@@ -33,7 +34,9 @@ pub(super) const COMMITTED_LINGER: Duration = Duration::from_millis(10);
 const LEADER_LINGER: Duration = Duration::from_millis(1);
 
 pub(super) enum Job {
-    Append(Vec<(u64, Vec<u8>)>, IOFlushed<TypeConfig>),
+    /// Entries with their log indexes, the callback once they are flushed, and the spans of
+    /// the traced ones among them (ended by the flush).
+    Append(Vec<(u64, Vec<u8>)>, IOFlushed<TypeConfig>, Vec<tracing::Span>),
     Meta(&'static str, Vec<u8>, tokio::sync::oneshot::Sender<io::Result<()>>),
     TruncateFrom(u64, tokio::sync::oneshot::Sender<io::Result<()>>),
     /// Record the last purged log id; the writer then deletes the entries up to its index, a
@@ -140,11 +143,16 @@ pub(super) fn run(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync:
         tracing::debug!(jobs = batch.len(), micros = took.as_micros() as u64, "log flushed");
         shared.flushes.record(took);
         let mut appended = Vec::new();
+        let batch_len = batch.len();
         for job in batch {
             let res = result.as_ref().map(|_| ()).map_err(io_err);
             match job {
-                Job::Append(entries, cb) => {
+                Job::Append(entries, cb, spans) => {
                     appended.extend(entries.iter().map(|(i, _)| *i));
+                    for span in &spans {
+                        span.set_attribute("raft.flush.jobs", batch_len as i64);
+                        span.set_attribute("raft.flush.seconds", took.as_secs_f64());
+                    }
                     cb.io_completed(res);
                 }
                 Job::Meta(_, _, done) | Job::TruncateFrom(_, done) => {
@@ -168,7 +176,7 @@ fn batch_bytes(batch: &[Job]) -> u64 {
     batch
         .iter()
         .map(|job| match job {
-            Job::Append(entries, _) => entries.iter().map(|(_, e)| e.len() as u64 + 16).sum(),
+            Job::Append(entries, ..) => entries.iter().map(|(_, e)| e.len() as u64 + 16).sum(),
             Job::Meta(_, value, _) | Job::Purge(_, value) => value.len() as u64 + 16,
             Job::TruncateFrom(..) => 0,
         })
@@ -188,7 +196,7 @@ fn commit_batch(db: &Database, batch: &[Job], committed: Option<&[u8]>, purge_to
         }
         for job in batch {
             match job {
-                Job::Append(entries, _) => {
+                Job::Append(entries, ..) => {
                     for (i, bytes) in entries {
                         log.insert(*i, bytes.as_slice()).map_err(|e| e.to_string())?;
                     }

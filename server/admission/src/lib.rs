@@ -58,6 +58,7 @@ use serde_json::Value;
 
 use machinery::error::ApiResult;
 use access::request::ResourceRequest;
+use tracing::Instrument;
 
 /// What plugins read of the replicated state: the store, and what the apply path keeps decoded
 /// for them (namespaces, webhook configurations, policy bindings, LimitRanges and
@@ -178,10 +179,16 @@ impl Admission {
     pub async fn mutate(&self, req: &ResourceRequest, operation: Operation, object: &mut Value, old: Option<&Value>, dry_run: bool) -> ApiResult<Vec<String>> {
         let warnings = Mutex::new(Vec::new());
         let annotations = Mutex::new(Vec::new());
-        for m in self.mutating.iter() {
-            let view = Request { req, operation, object: None, old, dry_run, warnings: &warnings, annotations: &annotations };
-            m.admit(&view, object).await?;
+        let span = raft_store::trace::child("admission.mutate");
+        async {
+            for m in self.mutating.iter() {
+                let view = Request { req, operation, object: None, old, dry_run, warnings: &warnings, annotations: &annotations };
+                m.admit(&view, object).await?;
+            }
+            ApiResult::Ok(())
         }
+        .instrument(span)
+        .await?;
         set_annotations(object, annotations);
         Ok(warnings.into_inner().unwrap_or_else(|e| e.into_inner()))
     }
@@ -189,14 +196,20 @@ impl Admission {
     /// Runs every validating plugin on the validated object (absent for a deletion); the first
     /// refusal is the answer. Returns the plugins' warnings; the annotations they record are
     /// set on the object.
-    pub async fn validate(&self, req: &ResourceRequest, operation: Operation, mut object: Option<&mut Value>, old: Option<&Value>, dry_run: bool) -> ApiResult<Vec<String>> {
+    pub async fn validate(&self, req: &ResourceRequest, operation: Operation, object: Option<&mut Value>, old: Option<&Value>, dry_run: bool) -> ApiResult<Vec<String>> {
         let warnings = Mutex::new(Vec::new());
         let annotations = Mutex::new(Vec::new());
         let request = Request { req, operation, object: object.as_deref(), old, dry_run, warnings: &warnings, annotations: &annotations };
-        for v in self.validating.iter() {
-            v.validate(&request).await?;
+        let span = raft_store::trace::child("admission.validate");
+        async {
+            for v in self.validating.iter() {
+                v.validate(&request).await?;
+            }
+            ApiResult::Ok(())
         }
-        if let Some(object) = object.as_deref_mut() {
+        .instrument(span)
+        .await?;
+        if let Some(object) = object {
             set_annotations(object, annotations);
         }
         Ok(warnings.into_inner().unwrap_or_else(|e| e.into_inner()))

@@ -3,7 +3,7 @@
 //! discovery, health, OpenAPI and resource paths.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
@@ -16,6 +16,8 @@ use access::{impersonation, Attributes};
 use crate::context::Ctx;
 use crate::metrics::{AuthnResult, RequestLabels};
 use crate::status_response::StatusResponse;
+use crate::traces::RequestTrace;
+use tracing::Instrument;
 use machinery::error::ApiError;
 use machinery::query::Params;
 use access::authn::loopback::Loopback;
@@ -78,6 +80,7 @@ async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes, a
         loopback: parts.extensions.get::<Loopback>(),
     };
     let started = Instant::now();
+    let authn_from = SystemTime::now();
     let authenticated = ctx.filters.authn.authenticate(&mut parts.headers, &path, certs).await;
     let result = match &authenticated {
         Ok(_) => AuthnResult::Success,
@@ -89,6 +92,31 @@ async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes, a
         Ok(caller) => caller,
         Err(e) => return Err(audit::stage::failed_authentication(&ctx.filters, audit_id, &parts, e.into_response()).await),
     };
+    let trace = ctx.filters.tracer.as_ref().and_then(|tracer| {
+        let received = SystemTime::now() - received.elapsed();
+        RequestTrace::begin(tracer, &parts, &caller, audit_id, received, (authn_from, SystemTime::now()))
+    });
+    let resp = chain(ctx, parts, caller, path, body, audit_id, received, trace.as_ref()).await;
+    if let Some(trace) = trace {
+        trace.end(match &resp {
+            Ok(r) | Err(r) => r.status(),
+        });
+    }
+    resp
+}
+
+/// After authentication: the audit stage, impersonation, then the rest of the chain.
+#[allow(clippy::too_many_arguments)]
+async fn chain(
+    ctx: &Ctx,
+    parts: http::request::Parts,
+    caller: access::UserInfo,
+    path: String,
+    body: bytes::Bytes,
+    audit_id: &str,
+    received: Instant,
+    trace: Option<&RequestTrace>,
+) -> Result<Response, Response> {
     let params = Params::parse(parts.uri.query()).map_err(StatusResponse::into_response)?;
     let deadline = request_deadline(ctx, &params).map_err(StatusResponse::into_response)?;
     // The policy sees the authenticated user, as Kubernetes audits before impersonation.
@@ -108,12 +136,12 @@ async fn serve(ctx: &Ctx, mut parts: http::request::Parts, body: bytes::Bytes, a
     };
     let attrs = Attributes::of_request(user, &parts.method, &path, &params);
     Ok(match record {
-        None => authorized(ctx, parts, path, attrs, params, deadline, body, received).await,
+        None => authorized(ctx, parts, path, attrs, params, deadline, body, received, trace).await,
         Some(mut record) => {
             record.impersonated(&attrs.user);
             let request_object = audit::stage::request_object(&mut record, &attrs, &parts.headers, &body);
             let watch = attrs.verb == "watch";
-            let resp = record.scope(authorized(ctx, parts, path, attrs, params, deadline, body, received)).await;
+            let resp = record.scope(authorized(ctx, parts, path, attrs, params, deadline, body, received, trace)).await;
             audit::stage::finish(record, resp, request_object, watch).await
         }
     })
@@ -130,11 +158,14 @@ async fn authorized(
     deadline: Duration,
     body: bytes::Bytes,
     received: Instant,
+    trace: Option<&RequestTrace>,
 ) -> Response {
+    let stage = |name| trace.map_or_else(tracing::Span::none, |t| t.stage(name));
     let flow = ctx.filters.flowcontrol.classify(&attrs);
     // Held until the handler answers (for a watch: until its stream starts).
     let queued = Instant::now();
-    let _seat = match ctx.filters.flowcontrol.admit(flow.as_ref(), &attrs, deadline, &ctx.filters.metrics).await {
+    let admitted = ctx.filters.flowcontrol.admit(flow.as_ref(), &attrs, deadline, &ctx.filters.metrics).instrument(stage("priorityandfairness")).await;
+    let _seat = match admitted {
         Ok(seat) => seat,
         Err(e) => {
             // Counted, as kube-apiserver counts the requests flow control drops.
@@ -146,7 +177,7 @@ async fn authorized(
         }
     };
     let waited = queued.elapsed();
-    if let Err(e) = authorize(ctx, &attrs).await {
+    if let Err(e) = authorize(ctx, &attrs).instrument(stage("authorization")).await {
         return with_flow(e.into_response(), flow.as_ref());
     }
     let watch = match params.flag("watch") {
@@ -175,20 +206,28 @@ async fn authorized(
     };
     let labels = request_labels(&parts.method, resource.as_ref(), &params, &parts.headers);
     let metrics = &ctx.filters.metrics.requests;
+    let handler = match (trace, &resource) {
+        (Some(trace), Some(req)) => {
+            trace.classified(&parts.method, req);
+            let watch_list = params.flag("sendInitialEvents").unwrap_or(false);
+            crate::traces::handler_span(trace, req, &parts, watch_list)
+        }
+        _ => tracing::Span::none(),
+    };
     let (resp, in_webhooks) = admission::webhook_time::measure(async {
         match resource {
             // Handlers run in boxes of their own size (see `handlers::run`): the chain's future
             // stays small, so that no request copies the largest handler's state on its way in.
             Some(req) if req.verb == request::Verb::Watch => {
                 let lasting = metrics.long_running(&labels);
-                lasting_while_streamed(handlers::serve(ctx, req, params, &parts.headers, body).await, lasting)
+                lasting_while_streamed(handlers::serve(ctx, req, params, &parts.headers, body).instrument(handler).await, lasting)
             }
             // A log that follows, an exec session: as long as they last.
             Some(req) if req.connects() => {
                 let upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
                 Box::pin(handlers::connect::serve(ctx, &req, &params, &parts, upgrade, body, metrics.long_running(&labels))).await
             }
-            Some(req) => within(deadline, handlers::serve(ctx, req, params, &parts.headers, body)).await,
+            Some(req) => within(deadline, handlers::serve(ctx, req, params, &parts.headers, body).instrument(handler)).await,
             None if parts.method == Method::GET && path == crate::backup::PATH => within(deadline, Box::pin(crate::backup::serve(ctx, &user))).await,
             None => within(deadline, Box::pin(route(ctx, &parts.method, &path, &params, &parts.headers, &body))).await,
         }

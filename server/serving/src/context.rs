@@ -33,6 +33,8 @@ pub struct Filters {
     pub flowcontrol: Arc<crate::flowcontrol::FlowControl>,
     /// What every answered request is counted in.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The tracer of requests, when `--tracing-config-file` turns traces on.
+    pub tracer: Option<opentelemetry_sdk::trace::SdkTracer>,
 }
 
 /// What a create, update or delete consults beyond the store.

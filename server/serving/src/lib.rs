@@ -30,3 +30,4 @@ pub mod metrics;
 pub mod nodeports;
 pub mod status_response;
 pub mod tls;
+pub mod traces;

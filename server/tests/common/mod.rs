@@ -7,6 +7,7 @@
 pub mod cluster;
 pub mod failpoints;
 pub mod oidc_issuer;
+pub mod otlp_receiver;
 pub mod ports;
 pub mod tls_client;
 pub mod user_cert;

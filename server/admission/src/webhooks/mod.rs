@@ -15,6 +15,8 @@ use crate::configuration::{MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS};
 use crate::Replicated;
 use machinery::error::{ApiError, ApiResult};
 use machinery::expr::Expression;
+use raft_store::trace::OpenTelemetrySpanExt;
+use tracing::Instrument;
 
 /// The webhooks of every configuration under `prefix`, in order.
 fn webhooks(state: &Replicated, prefix: &str) -> ApiResult<Vec<Value>> {
@@ -55,8 +57,9 @@ fn selects(state: &Replicated, webhook: &Value, r: &Request<'_>, object: Option<
     Ok(true)
 }
 
-/// Asks one webhook; `Ok(None)` when it was not asked or its failure is ignored.
-async fn ask(state: &Replicated, webhook: &Value, r: &Request<'_>, object: Option<&Value>) -> ApiResult<Option<call::Answer>> {
+/// Asks one webhook (of a mutating configuration, or of a validating one); `Ok(None)` when it
+/// was not asked or its failure is ignored.
+async fn ask(state: &Replicated, webhook: &Value, r: &Request<'_>, object: Option<&Value>, mutating: bool) -> ApiResult<Option<call::Answer>> {
     let name = webhook["name"].as_str().unwrap_or_default();
     let fail_closed = webhook["failurePolicy"].as_str() != Some("Ignore");
     let failed = |e: String| -> ApiResult<Option<call::Answer>> {
@@ -81,7 +84,12 @@ async fn ask(state: &Replicated, webhook: &Value, r: &Request<'_>, object: Optio
     };
     let timeout = Duration::from_secs(webhook["timeoutSeconds"].as_u64().unwrap_or(10).clamp(1, 30));
     let request = call::admission_request(r, object, &uuid::Uuid::new_v4().to_string());
-    match call::call(&endpoint, request, timeout).await {
+    // A span of the request's trace, named and described as kube-apiserver's.
+    let span = raft_store::trace::child(if mutating { "Call mutating webhook" } else { "Call validating webhook" });
+    span.set_attribute("webhook", name.to_string());
+    span.set_attribute("resource", r.req.info.resource.to_string());
+    span.set_attribute("operation", r.operation.as_str().to_string());
+    match call::call(&endpoint, request, timeout).instrument(span).await {
         Ok(answer) => {
             // Kept whatever the webhook decided, under its name, as Kubernetes keeps them.
             for (key, value) in &answer.audit_annotations {
@@ -126,7 +134,7 @@ impl Mutating for MutatingWebhooks {
         let mut reinvoke = Vec::new();
         let mut changed = false;
         for (i, webhook) in all.iter().enumerate() {
-            if let Some(answer) = ask(&self.0, webhook, r, Some(object)).await? {
+            if let Some(answer) = ask(&self.0, webhook, r, Some(object), true).await? {
                 if let Some(patch) = answer.patch {
                     *object = machinery::patch::apply(machinery::patch::PatchKind::Json, object, &patch)?;
                     changed = true;
@@ -136,7 +144,7 @@ impl Mutating for MutatingWebhooks {
             }
         }
         for webhook in &reinvoke {
-            if let Some(patch) = ask(&self.0, webhook, r, Some(object)).await?.and_then(|a| a.patch) {
+            if let Some(patch) = ask(&self.0, webhook, r, Some(object), true).await?.and_then(|a| a.patch) {
                 *object = machinery::patch::apply(machinery::patch::PatchKind::Json, object, &patch)?;
             }
         }
@@ -161,7 +169,7 @@ impl Validating for ValidatingWebhooks {
     async fn validate(&self, r: &Request<'_>) -> ApiResult<()> {
         let _phase = crate::webhook_time::Phase::start();
         for webhook in webhooks(&self.0, VALIDATING_WEBHOOKS)? {
-            ask(&self.0, &webhook, r, r.object).await?;
+            ask(&self.0, &webhook, r, r.object, false).await?;
         }
         Ok(())
     }

@@ -14,7 +14,7 @@ pub(super) enum Level {
 }
 
 /// The help text as the metric's owner prints it.
-fn help(level: Level, text: &str) -> String {
+pub(super) fn help(level: Level, text: &str) -> String {
     match level {
         Level::Alpha => format!("[ALPHA] {text}"),
         Level::Beta => format!("[BETA] {text}"),

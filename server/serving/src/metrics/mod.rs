@@ -9,6 +9,7 @@ mod family;
 mod flowcontrol;
 mod requests;
 mod storage;
+mod traces;
 mod watch;
 
 use std::sync::Mutex;
@@ -19,6 +20,7 @@ pub use authentication::AuthnResult;
 pub use flowcontrol::FlowFigures;
 pub use requests::{Executing, LongRunning, RequestLabels};
 pub use storage::StoreFigures;
+pub use traces::SPANS as TRACE_SPANS;
 pub use watch::WatchCounters;
 
 use family::Level;
@@ -73,6 +75,8 @@ impl Default for Metrics {
         };
         // CPU, memory, file descriptors and start time, as every Prometheus client library names them.
         metrics.registry.register(Box::new(prometheus::process_collector::ProcessCollector::for_self())).expect("registered once");
+        // Shared by the process's one tracer provider; the registry of the process's one server.
+        let _ = metrics.registry.register(Box::new(traces::SPANS.clone()));
         metrics
     }
 }
