@@ -226,7 +226,7 @@ pub async fn run(args: Args, traces: Option<serving::traces::Exporting>) -> anyh
     // Auditing needs a policy and a backend (a log, a webhook, or both), as in kube-apiserver.
     let audit = match &args.audit_policy_file {
         Some(policy) if args.audit_log_path.is_some() || args.audit_webhook_config_file.is_some() => {
-            Some(serving::audit::Auditor::open(policy, audit_backends(&args)?, metrics.clone())?)
+            Some(serving::audit::Auditor::open(policy, audit_backends(&args)?, metrics.clone(), format!("node-{}", args.node_id))?)
         }
         _ => None,
     };

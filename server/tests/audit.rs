@@ -110,6 +110,10 @@ async fn audited_requests_are_written_as_kubernetes_events() {
     assert_eq!(full["level"], "RequestResponse");
     assert_eq!(full["requestObject"]["data"]["k"], "v");
     assert_eq!(full["responseObject"]["metadata"]["name"], "full");
+    // The replica that served it, and the revision the write became.
+    assert_eq!(full["annotations"]["apiserver/replica"], "node-1", "{full}");
+    assert_eq!(full["annotations"]["apiserver/resource-version"], full["responseObject"]["metadata"]["resourceVersion"], "{full}");
+    assert!(plain["annotations"]["apiserver/resource-version"].as_str().is_some_and(|rv| rv.parse::<u64>().is_ok()), "{plain}");
     assert!(full["responseObject"]["metadata"]["uid"].is_string());
     assert!(full["responseObject"]["metadata"].get("managedFields").is_none(), "{full}");
 
@@ -119,6 +123,8 @@ async fn audited_requests_are_written_as_kubernetes_events() {
     assert_eq!(refused["responseStatus"]["reason"], "Forbidden");
     assert_eq!(refused["responseStatus"]["status"], "Failure");
     assert_eq!(refused["annotations"]["authorization.k8s.io/decision"], "forbid");
+    assert_eq!(refused["annotations"]["apiserver/replica"], "node-1");
+    assert!(refused["annotations"].get("apiserver/resource-version").is_none(), "a read became no revision: {refused}");
 
     let impersonated = find(&events, "get", "configmaps", "plain").unwrap();
     assert_eq!(impersonated["user"]["username"], "kubernetes-admin");

@@ -35,6 +35,12 @@ use policy::{Decision, Level, Policy, Stage};
 pub const DECISION: &str = "authorization.k8s.io/decision";
 pub const REASON: &str = "authorization.k8s.io/reason";
 
+/// The replica that served the request (`node-N`, as its traces name it), on every event: a
+/// cluster's replicas may write to one webhook or one log collector.
+pub const REPLICA: &str = "apiserver/replica";
+/// The `resourceVersion` a write became, on the events of a write that was applied.
+pub const RESOURCE_VERSION: &str = "apiserver/resource-version";
+
 /// The request header a client may set to name the audit ID (kept when it is sane), and the
 /// response header that tells it.
 pub const AUDIT_ID_HEADER: &str = "audit-id";
@@ -45,6 +51,8 @@ pub struct Auditor {
     log: Option<mpsc::Sender<Vec<u8>>>,
     webhook: Option<webhook::Webhook>,
     metrics: Arc<Metrics>,
+    /// This replica's name, for [`REPLICA`].
+    replica: String,
 }
 
 /// Where events go: a log file (`-`: standard output) with its rotation, a webhook with its
@@ -56,8 +64,8 @@ pub struct Backends {
 }
 
 impl Auditor {
-    /// Reads the policy and starts the backends.
-    pub fn open(policy_file: &Path, backends: Backends, metrics: Arc<Metrics>) -> anyhow::Result<Arc<Auditor>> {
+    /// Reads the policy and starts the backends; `replica` names this node in every event.
+    pub fn open(policy_file: &Path, backends: Backends, metrics: Arc<Metrics>, replica: String) -> anyhow::Result<Arc<Auditor>> {
         let text = std::fs::read_to_string(policy_file).map_err(|e| anyhow::anyhow!("reading {}: {e}", policy_file.display()))?;
         let policy = Policy::parse(&text).map_err(anyhow::Error::msg)?;
         let log = match backends.log {
@@ -75,7 +83,7 @@ impl Auditor {
             None => None,
         };
         let webhook = backends.webhook.map(|(endpoint, opts)| webhook::Webhook::start(endpoint, opts, metrics.clone()));
-        Ok(Arc::new(Auditor { policy, log, webhook, metrics }))
+        Ok(Arc::new(Auditor { policy, log, webhook, metrics, replica }))
     }
 
     /// The record of one request, if the policy audits it: decided, as in Kubernetes, by who
@@ -116,7 +124,9 @@ impl Auditor {
             event.insert("objectRef".into(), Value::Object(object));
         }
         event.insert("requestReceivedTimestamp".into(), json!(micros_now()));
-        Some(Record { auditor: self.clone(), decision, event, annotations: Default::default() })
+        let annotations = Annotations::default();
+        annotations.lock().unwrap_or_else(|e| e.into_inner()).insert(REPLICA.to_string(), self.replica.clone());
+        Some(Record { auditor: self.clone(), decision, event, annotations })
     }
 
     /// Hands `event` to each backend.

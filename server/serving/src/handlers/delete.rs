@@ -155,7 +155,7 @@ async fn unsafe_delete(ctx: &Ctx, req: &ResourceRequest) -> ApiResult<Reply> {
     };
     tracing::warn!(key = %key, rev = corrupt.rev, user = %req.user.name, "unsafe deletion of an object that cannot be decoded");
     let op = Op { key, cond: Cond::Rev(corrupt.rev), action: Action::Delete };
-    match ctx.store.write(Txn::new(vec![op])).await? {
+    match super::commit(ctx, Txn::new(vec![op])).await? {
         TxnResult::Ok { .. } => Ok(Reply::deleted(info, req.name(), None)),
         // Replaced or deleted meanwhile: what is there now is not the corrupt object.
         _ => Err(req.not_found()),

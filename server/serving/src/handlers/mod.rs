@@ -67,6 +67,15 @@ pub async fn serve(ctx: &Ctx, req: ResourceRequest, params: Params, headers: &He
     resp
 }
 
+/// Proposes `txn` and, once applied, names the revision it became in the request's audit event.
+async fn commit(ctx: &Ctx, txn: raft_store::Txn) -> ApiResult<raft_store::TxnResult> {
+    let result = ctx.store.write(txn).await?;
+    if let raft_store::TxnResult::Ok { rev, .. } = &result {
+        admission::audit_annotations::annotate(crate::audit::RESOURCE_VERSION, rev.to_string());
+    }
+    Ok(result)
+}
+
 /// Adds a `Warning` header: a quoted-string, as Kubernetes writes warnings (RFC 7234).
 fn add_warning(resp: &mut Response, warning: &str) {
     if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{}\"", warning.replace('\\', "\\\\").replace('"', "\\\""))) {

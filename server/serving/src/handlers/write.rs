@@ -190,11 +190,11 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, mut obj: Value, opts: Crea
         if fail::eval("create-corrupt", |arg| arg.is_some_and(|n| n == name)).unwrap_or(false) {
             let corrupt = Bytes::copy_from_slice(&data[..data.len() / 2]);
             ops.insert(0, Op { key: key.clone(), cond: Cond::Absent, action: Action::Put(corrupt) });
-            ctx.store.write(Txn::new(ops)).await?;
+            super::commit(ctx, Txn::new(ops)).await?;
             return Ok(Reply::value(StatusCode::CREATED, &obj));
         }
         ops.insert(0, Op { key: key.clone(), cond: Cond::Absent, action: Action::Put(data) });
-        match ctx.store.write(Txn::new(ops)).await? {
+        match super::commit(ctx, Txn::new(ops)).await? {
             TxnResult::Ok { objects, .. } => {
                 let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
                 return Ok(Reply::object(StatusCode::CREATED, convert::read_form(&ctx.store, info, stored.data).await?));
@@ -333,7 +333,7 @@ pub async fn update(
         } else {
             ops.extend(node_ports.take.into_iter().chain(node_ports.give_back));
         }
-        match ctx.store.write(Txn::new(ops)).await? {
+        match super::commit(ctx, Txn::new(ops)).await? {
             TxnResult::Ok { objects, .. } => {
                 warnings.extend(w);
                 // A finalized object is answered as it was last, its finalizers gone.
@@ -427,7 +427,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
                 return Ok(Reply::value(StatusCode::OK, &convert::in_version(&ctx.store, info, obj).await?));
             }
             let op = Op { key: key.clone(), cond: Cond::Rev(current.rev), action: Action::Put(to_bytes(&obj)?) };
-            match ctx.store.write(Txn::new(vec![op])).await? {
+            match super::commit(ctx, Txn::new(vec![op])).await? {
                 TxnResult::Ok { objects, .. } => {
                     let stored = objects.into_iter().next().flatten().ok_or_else(|| ApiError::internal("no object stored"))?;
                     return Ok(Reply::object(StatusCode::OK, convert::read_form(&ctx.store, info, stored.data).await?));
@@ -449,7 +449,7 @@ pub async fn delete(ctx: &Ctx, req: &ResourceRequest, opts: &DeleteOptions) -> A
         }
         let mut ops = vec![Op { key: key.clone(), cond: Cond::Rev(current.rev), action: Action::Delete }];
         ops.extend(release_ops(info, &obj));
-        match ctx.store.write(Txn::new(ops)).await? {
+        match super::commit(ctx, Txn::new(ops)).await? {
             TxnResult::Ok { .. } => return removed(ctx, req, uid.as_deref(), obj).await,
             TxnResult::Failed { current, .. } if opts.resource_version.is_some() => return Err(lost(req, current)),
             _ => continue,
