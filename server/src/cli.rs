@@ -208,9 +208,11 @@ pub struct Args {
     pub audit_webhook_config_file: Option<PathBuf>,
 
     /// How events reach the webhook: `batch` (buffered, sent in batches; a full buffer drops
-    /// events rather than hold requests).
+    /// events rather than hold requests), `blocking` (each event sent while its request waits)
+    /// or `blocking-strict` (as `blocking`, and a request whose first event is not delivered
+    /// is refused).
     #[arg(long, default_value = "batch", value_parser = parse_audit_webhook_mode)]
-    pub audit_webhook_mode: String,
+    pub audit_webhook_mode: serving::audit::webhook::Mode,
 
     /// Events the webhook's buffer holds; more are dropped (and counted) until it drains.
     #[arg(long, default_value_t = 10000, value_parser = clap::value_parser!(u64).range(1..))]
@@ -423,10 +425,6 @@ fn parse_positive_rate(value: &str) -> Result<f64, String> {
 }
 
 /// `--audit-webhook-mode`: kube-apiserver's three modes, of which this server sends in batches.
-fn parse_audit_webhook_mode(mode: &str) -> Result<String, String> {
-    match mode {
-        "batch" => Ok(mode.to_string()),
-        "blocking" | "blocking-strict" => Err(format!("{mode}: this server sends audit events to its webhook in batches only (batch)")),
-        other => Err(format!("invalid audit webhook mode {other:?}, allowed modes are \"batch,blocking,blocking-strict\"")),
-    }
+fn parse_audit_webhook_mode(mode: &str) -> Result<serving::audit::webhook::Mode, String> {
+    serving::audit::webhook::Mode::parse(mode)
 }

@@ -313,7 +313,7 @@ fn audit_backends(args: &Args) -> anyhow::Result<serving::audit::Backends> {
                 throttle: args.audit_webhook_batch_throttle_enable.then_some((args.audit_webhook_batch_throttle_qps, args.audit_webhook_batch_throttle_burst)),
                 initial_backoff: args.audit_webhook_initial_backoff,
             };
-            Some((endpoint, opts))
+            Some((endpoint, args.audit_webhook_mode, opts))
         }
         None => None,
     };

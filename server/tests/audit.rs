@@ -387,3 +387,60 @@ async fn events_reach_a_webhook_in_batches_and_a_stuck_webhook_slows_nobody() {
     assert!(dropped > 0, "{metrics}");
     assert!(metrics.lines().any(|l| l.starts_with("apiserver_audit_event_total ")), "{metrics}");
 }
+
+/// A server auditing configmaps at Metadata to `hook` in `mode`.
+async fn audited_to(hook: &WebhookServer, scratch: &Path, mode: &str) -> TestServer {
+    let (policy, kubeconfig) = (scratch.join("policy.yaml"), scratch.join("webhook.kubeconfig"));
+    std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [configmaps]}]\n").unwrap();
+    hook.write_kubeconfig(&kubeconfig);
+    TestServer::start_with(&["--audit-policy-file", policy.to_str().unwrap(), "--audit-webhook-config-file", kubeconfig.to_str().unwrap(), "--audit-webhook-mode", mode]).await
+}
+
+/// The stages of the request that created `name` the webhook received, in order.
+fn delivered(hook: &WebhookServer, name: &str) -> Vec<String> {
+    let events: Vec<Value> = hook.received().iter().flat_map(|l| l["items"].as_array().cloned().unwrap_or_default()).collect();
+    let Some(id) = events.iter().find(|e| e["objectRef"]["name"] == name).map(|e| e["auditID"].clone()) else { return Vec::new() };
+    events.iter().filter(|e| e["auditID"] == id).map(|e| e["stage"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn in_blocking_modes_a_request_waits_for_its_events_and_strict_refuses_what_was_not_delivered() {
+    let hook = WebhookServer::start(Arc::new(|_: &Value| (Duration::ZERO, 200, json!({})))).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let s = audited_to(&hook, scratch.path(), "blocking-strict").await;
+    let cms: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(s.client(), "default");
+    cms.create(&Default::default(), &common::configmap("waited-for", &[])).await.unwrap();
+    // Delivered before the answer, each stage in a list of its own.
+    assert_eq!(delivered(&hook, "waited-for"), ["RequestReceived", "ResponseComplete"]);
+    assert!(hook.received().iter().all(|l| l["items"].as_array().map(Vec::len) == Some(1)));
+
+    // The webhook refuses events: the request is refused before it runs, as kube-apiserver does.
+    hook.answer_with(Arc::new(|_: &Value| (Duration::ZERO, 400, json!({}))));
+    let reply = s
+        .request(
+            http::Request::post("/api/v1/namespaces/default/configmaps?fieldManager=t")
+                .header("content-type", "application/json")
+                .body(serde_json::to_vec(&common::configmap("unrecorded", &[])).unwrap())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(reply.status, 500);
+    assert_eq!(reply.text(), "Internal Server Error: \"/api/v1/namespaces/default/configmaps?fieldManager=t\": failed to store audit event\n");
+    hook.answer_with(Arc::new(|_: &Value| (Duration::ZERO, 200, json!({}))));
+    assert!(cms.get_opt("unrecorded").await.unwrap().is_none(), "a request whose event was not stored ran");
+    drop(s);
+    hook.answer_with(Arc::new(|_: &Value| (Duration::ZERO, 400, json!({}))));
+
+    // In `blocking` mode the failure is counted and the request goes on.
+    let scratch = tempfile::tempdir().unwrap();
+    let s = audited_to(&hook, scratch.path(), "blocking").await;
+    let cms: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(s.client(), "default");
+    cms.create(&Default::default(), &common::configmap("unrecorded", &[])).await.unwrap();
+    let metrics = s.get("/metrics").await.text();
+    let failed: u64 = metrics.lines().find_map(|l| l.strip_prefix(r#"apiserver_audit_error_total{plugin="webhook"} "#)).and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!(failed >= 2, "both events of the create counted: {failed}");
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_apiserver")).args(["--audit-webhook-mode", "eventually"]).output().unwrap();
+    let out = String::from_utf8_lossy(&out.stderr);
+    assert!(out.contains("invalid audit webhook mode \"eventually\", allowed modes are \"batch,blocking,blocking-strict\""), "{out}");
+}

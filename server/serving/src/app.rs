@@ -121,7 +121,7 @@ async fn chain(
     let deadline = request_deadline(ctx, &params).map_err(StatusResponse::into_response)?;
     // The policy sees the authenticated user, as Kubernetes audits before impersonation.
     let record = match &ctx.filters.audit {
-        Some(_) => audit::stage::begin(&ctx.filters, audit_id, &Attributes::of_request(caller.clone(), &parts.method, &path, &params), &parts),
+        Some(_) => audit::stage::begin(&ctx.filters, audit_id, &Attributes::of_request(caller.clone(), &parts.method, &path, &params), &parts).await?,
         None => None,
     };
     let user = match impersonation::impersonate(&ctx.filters.auth.chain, caller, &parts.headers).await {

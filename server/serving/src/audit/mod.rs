@@ -60,7 +60,7 @@ pub struct Auditor {
 #[derive(Default)]
 pub struct Backends {
     pub log: Option<(PathBuf, Rotation)>,
-    pub webhook: Option<(Endpoint, webhook::BatchOptions)>,
+    pub webhook: Option<(Endpoint, webhook::Mode, webhook::BatchOptions)>,
 }
 
 impl Auditor {
@@ -82,7 +82,7 @@ impl Auditor {
             }
             None => None,
         };
-        let webhook = backends.webhook.map(|(endpoint, opts)| webhook::Webhook::start(endpoint, opts, metrics.clone()));
+        let webhook = backends.webhook.map(|(endpoint, mode, opts)| webhook::Webhook::start(endpoint, mode, opts, metrics.clone()));
         Ok(Arc::new(Auditor { policy, log, webhook, metrics, replica }))
     }
 
@@ -129,8 +129,9 @@ impl Auditor {
         Some(Record { auditor: self.clone(), decision, event, annotations })
     }
 
-    /// Hands `event` to each backend.
-    fn record(&self, event: &Value) {
+    /// Hands `event` to each backend; false when a backend that must take it did not (the
+    /// webhook in `blocking-strict` mode).
+    async fn record(&self, event: &Value) -> bool {
         self.metrics.audit.event();
         if let Some(log) = &self.log {
             if let Ok(mut line) = serde_json::to_vec(event) {
@@ -140,8 +141,9 @@ impl Auditor {
                 }
             }
         }
-        if let Some(webhook) = &self.webhook {
-            webhook.process(event);
+        match &self.webhook {
+            Some(webhook) => webhook.process(event).await,
+            None => true,
         }
     }
 }
@@ -191,10 +193,11 @@ impl Record {
         self.decision.level >= Level::RequestResponse
     }
 
-    /// Writes the event of `stage` (unless the policy leaves it out), with what is known by then.
-    pub fn emit(&self, stage: Stage, answer: Option<&Answer>) {
+    /// Writes the event of `stage` (unless the policy leaves it out), with what is known by then;
+    /// false when a backend that must take it did not.
+    pub async fn emit(&self, stage: Stage, answer: Option<&Answer>) -> bool {
         if self.decision.omit_stages.contains(&stage) {
-            return;
+            return true;
         }
         let mut event = self.event.clone();
         event.insert("stage".into(), json!(stage));
@@ -218,12 +221,13 @@ impl Record {
             }
         }
         event.insert("stageTimestamp".into(), json!(micros_now()));
-        let annotations = self.annotations.lock().unwrap_or_else(|e| e.into_inner());
-        if !annotations.is_empty() {
-            event.insert("annotations".into(), json!(*annotations));
+        {
+            let annotations = self.annotations.lock().unwrap_or_else(|e| e.into_inner());
+            if !annotations.is_empty() {
+                event.insert("annotations".into(), json!(*annotations));
+            }
         }
-        drop(annotations);
-        self.auditor.record(&Value::Object(event));
+        self.auditor.record(&Value::Object(event)).await
     }
 
     /// An object as the event holds it: without `managedFields` when the policy says so.

@@ -34,11 +34,19 @@ pub fn with_id(mut resp: Response, audit_id: &str) -> Response {
 }
 
 /// Begins the record of a request the policy audits, and writes its RequestReceived event.
-/// `attrs` name the authenticated user (before impersonation).
-pub fn begin(filters: &Filters, audit_id: &str, attrs: &Attributes, parts: &http::request::Parts) -> Option<Record> {
-    let record = filters.audit.as_ref()?.begin(audit_id, attrs, &facts(parts))?;
-    record.emit(Stage::RequestReceived, None);
-    Some(record)
+/// `attrs` name the authenticated user (before impersonation). A request whose event a
+/// `blocking-strict` webhook did not take is refused, with kube-apiserver's plain-text 500.
+pub async fn begin(filters: &Filters, audit_id: &str, attrs: &Attributes, parts: &http::request::Parts) -> Result<Option<Record>, Response> {
+    let Some(record) = filters.audit.as_ref().and_then(|a| a.begin(audit_id, attrs, &facts(parts))) else { return Ok(None) };
+    if !record.emit(Stage::RequestReceived, None).await {
+        let text = format!("Internal Server Error: {:?}: failed to store audit event\n", parts.uri.path_and_query().map_or(parts.uri.path(), |p| p.as_str()));
+        let mut resp = Response::new(Body::from(text));
+        *resp.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+        resp.headers_mut().insert(http::header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+        resp.headers_mut().insert(http::header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+        return Err(resp);
+    }
+    Ok(Some(record))
 }
 
 /// Audits a request whose authentication failed, as kube-apiserver does: one event at
@@ -51,7 +59,7 @@ pub async fn failed_authentication(filters: &Filters, audit_id: &str, parts: &ht
     let (head, body) = resp.into_parts();
     let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
     let answer = Answer { code: head.status.as_u16(), status: decode(&head.headers, &bytes), ..Default::default() };
-    record.emit(Stage::ResponseStarted, Some(&answer));
+    record.emit(Stage::ResponseStarted, Some(&answer)).await;
     Response::from_parts(head, Body::from(bytes))
 }
 
@@ -103,7 +111,7 @@ pub async fn finish(record: Record, resp: Response, request_object: Option<Value
     let code = resp.status().as_u16();
     let mut answer = Answer { code, request_object, ..Default::default() };
     if watch && resp.status().is_success() {
-        record.emit(Stage::ResponseStarted, Some(&answer));
+        record.emit(Stage::ResponseStarted, Some(&answer)).await;
         let (parts, body) = resp.into_parts();
         let done = Finished(Some((record, answer)));
         let stream = body.into_data_stream().map(move |chunk| {
@@ -113,7 +121,7 @@ pub async fn finish(record: Record, resp: Response, request_object: Option<Value
         return Response::from_parts(parts, Body::from_stream(stream));
     }
     if !(code >= 400 || record.wants_response()) {
-        record.emit(Stage::ResponseComplete, Some(&answer));
+        record.emit(Stage::ResponseComplete, Some(&answer)).await;
         return resp;
     }
     let (parts, body) = resp.into_parts();
@@ -121,7 +129,7 @@ pub async fn finish(record: Record, resp: Response, request_object: Option<Value
     let bytes = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(b) => b,
         Err(_) => {
-            record.emit(Stage::ResponseComplete, Some(&answer));
+            record.emit(Stage::ResponseComplete, Some(&answer)).await;
             return Response::from_parts(parts, Body::empty());
         }
     };
@@ -132,7 +140,7 @@ pub async fn finish(record: Record, resp: Response, request_object: Option<Value
     if record.wants_response() {
         answer.response_object = object;
     }
-    record.emit(Stage::ResponseComplete, Some(&answer));
+    record.emit(Stage::ResponseComplete, Some(&answer)).await;
     Response::from_parts(parts, Body::from(bytes))
 }
 
@@ -147,13 +155,14 @@ fn decode(headers: &http::HeaderMap, body: &[u8]) -> Option<Value> {
     }
 }
 
-/// Writes a watch's ResponseComplete event when its stream is dropped (ended or cut).
+/// Writes a watch's ResponseComplete event when its stream is dropped (ended or cut), on a
+/// task of its own (a blocking webhook may take a while).
 struct Finished(Option<(Record, Answer)>);
 
 impl Drop for Finished {
     fn drop(&mut self) {
         if let Some((record, answer)) = self.0.take() {
-            record.emit(Stage::ResponseComplete, Some(&answer));
+            tokio::spawn(async move { record.emit(Stage::ResponseComplete, Some(&answer)).await });
         }
     }
 }

@@ -1,5 +1,10 @@
-//! The webhook backend, in kube-apiserver's batch mode (`--audit-webhook-config-file`, the
-//! `--audit-webhook-batch-*` flags): events wait in a bounded buffer and are POSTed as an
+//! The webhook backend (`--audit-webhook-config-file`), in kube-apiserver's three modes
+//! (`--audit-webhook-mode`). In `blocking` and `blocking-strict` each event is POSTed while its
+//! request waits (retried as a batch is); a failure is counted and logged, and in
+//! `blocking-strict` a request whose RequestReceived event could not be delivered is refused.
+//!
+//! In `batch` mode (the default; the `--audit-webhook-batch-*` flags) events wait in a bounded
+//! buffer and are POSTed as an
 //! `audit.k8s.io/v1` `EventList` to the endpoint the kubeconfig names, at most `max_size` in a
 //! batch and at most `max_wait` after the first of it, throttled to `qps` batches a second (with
 //! `burst`); a failed batch is retried with a growing backoff, then dropped. A full buffer drops
@@ -40,25 +45,70 @@ const TRIES: u32 = 5;
 /// Longest wait for the webhook's answer to one batch.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The sending end of the buffer.
+/// How events reach the webhook (`--audit-webhook-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Batch,
+    Blocking,
+    BlockingStrict,
+}
+
+impl Mode {
+    /// The flag's value, with kube-apiserver's refusal of any other.
+    pub fn parse(mode: &str) -> Result<Mode, String> {
+        match mode {
+            "batch" => Ok(Mode::Batch),
+            "blocking" => Ok(Mode::Blocking),
+            "blocking-strict" => Ok(Mode::BlockingStrict),
+            other => Err(format!("invalid audit webhook mode {other:?}, allowed modes are \"batch,blocking,blocking-strict\"")),
+        }
+    }
+}
+
+/// The sending end: the buffer of batch mode, or the endpoint itself in the blocking modes.
 pub struct Webhook {
-    events: mpsc::Sender<Value>,
+    sink: Sink,
     metrics: Arc<Metrics>,
     /// Set while the buffer is full, so that the drops are logged once per spell.
     blocked: AtomicBool,
 }
 
+enum Sink {
+    Batch(mpsc::Sender<Value>),
+    Blocking { endpoint: Endpoint, strict: bool, initial_backoff: Duration },
+}
+
 impl Webhook {
     /// Starts the sender for the endpoint `endpoint`.
-    pub fn start(endpoint: Endpoint, opts: BatchOptions, metrics: Arc<Metrics>) -> Webhook {
-        let (events, rx) = mpsc::channel(opts.buffer_size.max(1));
-        tokio::spawn(send_batches(endpoint, rx, opts, metrics.clone()));
-        Webhook { events, metrics, blocked: AtomicBool::new(false) }
+    pub fn start(endpoint: Endpoint, mode: Mode, opts: BatchOptions, metrics: Arc<Metrics>) -> Webhook {
+        let sink = match mode {
+            Mode::Batch => {
+                let (events, rx) = mpsc::channel(opts.buffer_size.max(1));
+                tokio::spawn(send_batches(endpoint, rx, opts, metrics.clone()));
+                Sink::Batch(events)
+            }
+            Mode::Blocking | Mode::BlockingStrict => Sink::Blocking { endpoint, strict: mode == Mode::BlockingStrict, initial_backoff: opts.initial_backoff },
+        };
+        Webhook { sink, metrics, blocked: AtomicBool::new(false) }
     }
 
-    /// Queues `event`, or drops it (counted) when the buffer is full.
-    pub fn process(&self, event: &Value) {
-        match self.events.try_send(event.clone()) {
+    /// Hands `event` on: queued (or dropped, counted, when the buffer is full), or sent while the
+    /// caller waits. False only in `blocking-strict` mode, for an event the webhook did not take.
+    pub async fn process(&self, event: &Value) -> bool {
+        let events = match &self.sink {
+            Sink::Batch(events) => events,
+            Sink::Blocking { endpoint, strict, initial_backoff } => {
+                return match send(endpoint, std::slice::from_ref(event), *initial_backoff).await {
+                    Ok(()) => true,
+                    Err(e) => {
+                        self.metrics.audit.failed("webhook", 1);
+                        tracing::error!(error = %e, "audit webhook: an event was not delivered");
+                        !strict
+                    }
+                };
+            }
+        };
+        match events.try_send(event.clone()) {
             Ok(()) => {
                 self.blocked.store(false, Ordering::Relaxed);
             }
@@ -72,6 +122,7 @@ impl Webhook {
                 }
             }
         }
+        true
     }
 }
 
