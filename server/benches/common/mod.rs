@@ -11,6 +11,8 @@ pub mod user_cert;
 pub mod webhook_server;
 #[path = "../../tests/common/oidc_issuer.rs"]
 pub mod oidc_issuer;
+#[path = "../../tests/common/otlp_receiver.rs"]
+pub mod otlp_receiver;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

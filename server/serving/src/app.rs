@@ -120,11 +120,14 @@ async fn chain(
     let params = Params::parse(parts.uri.query()).map_err(StatusResponse::into_response)?;
     let deadline = request_deadline(ctx, &params).map_err(StatusResponse::into_response)?;
     // The policy sees the authenticated user, as Kubernetes audits before impersonation.
+    // The request's attributes, first with the authenticated user (whom the audit policy
+    // sees), then with the user it acts as.
+    let mut attrs = Attributes::of_request(caller, &parts.method, &path, &params);
     let record = match &ctx.filters.audit {
-        Some(_) => audit::stage::begin(&ctx.filters, audit_id, &Attributes::of_request(caller.clone(), &parts.method, &path, &params), &parts).await?,
+        Some(_) => audit::stage::begin(&ctx.filters, audit_id, &attrs, &parts).await?,
         None => None,
     };
-    let user = match impersonation::impersonate(&ctx.filters.auth.chain, caller, &parts.headers).await {
+    let user = match impersonation::impersonate(&ctx.filters.auth.chain, std::mem::take(&mut attrs.user), &parts.headers).await {
         Ok(user) => user,
         Err(e) => {
             let resp = e.into_response();
@@ -134,7 +137,7 @@ async fn chain(
             });
         }
     };
-    let attrs = Attributes::of_request(user, &parts.method, &path, &params);
+    attrs.user = user;
     Ok(match record {
         None => authorized(ctx, parts, path, attrs, params, deadline, body, received, trace).await,
         Some(mut record) => {

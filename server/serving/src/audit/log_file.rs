@@ -44,6 +44,9 @@ pub struct LogFile {
     rotation: Rotation,
 }
 
+/// Bytes of events gathered before a write to the file (each flush writes what is gathered).
+const BUFFER: usize = 64 * 1024;
+
 /// Opens the file to append to, readable by its owner only (events name users and may hold
 /// Secrets).
 fn open(path: &Path) -> io::Result<File> {
@@ -54,7 +57,7 @@ impl LogFile {
     pub fn open(path: &Path, rotation: Rotation) -> io::Result<LogFile> {
         let file = open(path)?;
         let size = file.metadata()?.len();
-        Ok(LogFile { path: path.to_path_buf(), out: BufWriter::new(file), size, rotation })
+        Ok(LogFile { path: path.to_path_buf(), out: BufWriter::with_capacity(BUFFER, file), size, rotation })
     }
 
     /// Appends one event's line, first starting a new file when it would not fit.
@@ -80,7 +83,7 @@ impl LogFile {
         self.out.flush()?;
         let renamed = backup_name(&self.path, now);
         std::fs::rename(&self.path, &renamed)?;
-        self.out = BufWriter::new(open(&self.path)?);
+        self.out = BufWriter::with_capacity(BUFFER, open(&self.path)?);
         self.size = 0;
         if self.rotation.compress {
             if let Err(e) = gzip(&renamed) {

@@ -88,64 +88,149 @@ impl Auditor {
 
     /// The record of one request, if the policy audits it: decided, as in Kubernetes, by who
     /// authenticated (`attrs.user`), before any impersonation.
-    pub fn begin(self: &Arc<Self>, audit_id: &str, attrs: &Attributes, request: &RequestFacts) -> Option<Record> {
+    /// `request` is asked only for a request the policy audits.
+    pub fn begin(self: &Arc<Self>, audit_id: &str, attrs: &Attributes, request: impl FnOnce() -> RequestFacts) -> Option<Record> {
         let decision = self.policy.decide(attrs);
-        self.metrics.audit.level(&format!("{:?}", decision.level));
+        self.metrics.audit.level(decision.level.as_str());
         if decision.level == Level::None {
             return None;
         }
-        let mut event = Map::new();
-        event.insert("kind".into(), json!("Event"));
-        event.insert("apiVersion".into(), json!("audit.k8s.io/v1"));
-        event.insert("level".into(), json!(decision.level));
-        event.insert("auditID".into(), json!(audit_id));
-        event.insert("stage".into(), Value::Null);
-        event.insert("requestURI".into(), json!(request.uri));
-        event.insert("verb".into(), json!(attrs.verb));
-        event.insert("user".into(), user(&attrs.user));
-        event.insert("sourceIPs".into(), json!(request.source_ips));
-        if let Some(agent) = &request.user_agent {
-            event.insert("userAgent".into(), json!(agent));
-        }
-        if attrs.resource_request {
-            let mut object = Map::new();
-            for (key, value) in [
-                ("resource", &attrs.resource),
-                ("namespace", &attrs.namespace),
-                ("name", &attrs.name),
-                ("apiGroup", &attrs.api_group),
-                ("apiVersion", &attrs.api_version),
-                ("subresource", &attrs.subresource),
-            ] {
-                if !value.is_empty() {
-                    object.insert(key.into(), json!(value));
-                }
-            }
-            event.insert("objectRef".into(), Value::Object(object));
-        }
-        event.insert("requestReceivedTimestamp".into(), json!(micros_now()));
+        let request = request();
+        let object_ref = attrs.resource_request.then(|| ObjectRef {
+            resource: attrs.resource.clone(),
+            namespace: attrs.namespace.clone(),
+            name: attrs.name.clone(),
+            api_group: attrs.api_group.clone(),
+            api_version: attrs.api_version.clone(),
+            subresource: attrs.subresource.clone(),
+        });
+        let event = Event {
+            kind: "Event",
+            api_version: "audit.k8s.io/v1",
+            level: decision.level,
+            audit_id: audit_id.to_string(),
+            request_uri: request.uri,
+            verb: attrs.verb.clone(),
+            user: AuditUser::of(&attrs.user),
+            impersonated_user: None,
+            source_ips: request.source_ips,
+            user_agent: request.user_agent,
+            object_ref,
+            request_received_timestamp: micros_now(),
+        };
         let annotations = Annotations::default();
         annotations.lock().unwrap_or_else(|e| e.into_inner()).insert(REPLICA.to_string(), self.replica.clone());
         Some(Record { auditor: self.clone(), decision, event, annotations })
     }
 
-    /// Hands `event` to each backend; false when a backend that must take it did not (the
-    /// webhook in `blocking-strict` mode).
-    async fn record(&self, event: &Value) -> bool {
+    /// Encodes `line` for each backend: its JSON line for the log, its value for the webhook.
+    fn encode(&self, line: &Line) -> Encoded {
         self.metrics.audit.event();
-        if let Some(log) = &self.log {
-            if let Ok(mut line) = serde_json::to_vec(event) {
-                line.push(b'\n');
-                if log.send(line).is_err() {
-                    self.metrics.audit.failed("log", 1);
-                }
+        let log = self.log.as_ref().and_then(|_| serde_json::to_vec(line).ok()).map(|mut bytes| {
+            bytes.push(b'\n');
+            bytes
+        });
+        let webhook = self.webhook.as_ref().and_then(|_| serde_json::to_value(line).ok());
+        Encoded { log, webhook }
+    }
+
+    /// Hands an event to each backend; false when a backend that must take it did not (the
+    /// webhook in `blocking-strict` mode).
+    async fn record(&self, event: Encoded) -> bool {
+        if let (Some(log), Some(line)) = (&self.log, event.log) {
+            if log.send(line).is_err() {
+                self.metrics.audit.failed("log", 1);
             }
         }
-        match &self.webhook {
-            Some(webhook) => webhook.process(event).await,
-            None => true,
+        match (&self.webhook, event.webhook) {
+            (Some(webhook), Some(event)) => webhook.process(&event).await,
+            _ => true,
         }
     }
+}
+
+/// What every event of a request says, fixed once the request's user and object are known.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Event {
+    kind: &'static str,
+    api_version: &'static str,
+    level: Level,
+    #[serde(rename = "auditID")]
+    audit_id: String,
+    #[serde(rename = "requestURI")]
+    request_uri: String,
+    verb: String,
+    user: AuditUser,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    impersonated_user: Option<AuditUser>,
+    #[serde(rename = "sourceIPs")]
+    source_ips: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_agent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    object_ref: Option<ObjectRef>,
+    request_received_timestamp: String,
+}
+
+/// A user as an event names it (`authentication.k8s.io/v1` `UserInfo`).
+#[derive(serde::Serialize, PartialEq)]
+struct AuditUser {
+    username: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    uid: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    groups: Vec<String>,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    extra: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl AuditUser {
+    fn of(u: &UserInfo) -> AuditUser {
+        AuditUser { username: u.name.clone(), uid: u.uid.clone(), groups: u.groups.clone(), extra: u.extra.clone() }
+    }
+}
+
+/// The object a resource request is about; empty parts left out.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ObjectRef {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    resource: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    namespace: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    api_group: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    api_version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    subresource: String,
+}
+
+/// One event as written: the request's fixed part, borrowed, and what its stage adds.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Line<'a> {
+    #[serde(flatten)]
+    fixed: &'a Event,
+    stage: Stage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_status: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_object: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_object: Option<Value>,
+    stage_timestamp: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<&'a std::collections::BTreeMap<String, String>>,
+}
+
+/// An event encoded for the backends configured.
+struct Encoded {
+    log: Option<Vec<u8>>,
+    webhook: Option<Value>,
 }
 
 /// What the audit event says about the HTTP request itself.
@@ -159,7 +244,7 @@ pub struct RequestFacts {
 pub struct Record {
     auditor: Arc<Auditor>,
     decision: Decision,
-    event: Map<String, Value>,
+    event: Event,
     annotations: Annotations,
 }
 
@@ -171,15 +256,16 @@ impl Record {
 
     /// Names the user the request acts as, when it impersonates one.
     pub fn impersonated(&mut self, as_user: &UserInfo) {
-        if self.event.get("user") != Some(&user(as_user)) {
-            self.event.insert("impersonatedUser".into(), user(as_user));
+        let as_user = AuditUser::of(as_user);
+        if self.event.user != as_user {
+            self.event.impersonated_user = Some(as_user);
         }
     }
 
     /// Sets `objectRef.name` (a create's, known from its body).
     pub fn name_object(&mut self, name: &str) {
-        if let Some(Value::Object(object)) = self.event.get_mut("objectRef") {
-            object.insert("name".into(), json!(name));
+        if let Some(object) = &mut self.event.object_ref {
+            object.name = name.to_string();
         }
     }
 
@@ -199,8 +285,7 @@ impl Record {
         if self.decision.omit_stages.contains(&stage) {
             return true;
         }
-        let mut event = self.event.clone();
-        event.insert("stage".into(), json!(stage));
+        let mut line = Line { fixed: &self.event, stage, response_status: None, request_object: None, response_object: None, stage_timestamp: micros_now(), annotations: None };
         if let Some(a) = answer {
             let mut status = Map::new();
             status.insert("metadata".into(), json!({}));
@@ -212,22 +297,16 @@ impl Record {
                 }
             }
             status.insert("code".into(), json!(a.code));
-            event.insert("responseStatus".into(), Value::Object(status));
-            if let Some(body) = &a.request_object {
-                event.insert("requestObject".into(), self.trimmed(body));
-            }
-            if let Some(body) = &a.response_object {
-                event.insert("responseObject".into(), self.trimmed(body));
-            }
+            line.response_status = Some(Value::Object(status));
+            line.request_object = a.request_object.as_ref().map(|body| self.trimmed(body));
+            line.response_object = a.response_object.as_ref().map(|body| self.trimmed(body));
         }
-        event.insert("stageTimestamp".into(), json!(micros_now()));
-        {
+        let encoded = {
             let annotations = self.annotations.lock().unwrap_or_else(|e| e.into_inner());
-            if !annotations.is_empty() {
-                event.insert("annotations".into(), json!(*annotations));
-            }
-        }
-        self.auditor.record(&Value::Object(event)).await
+            line.annotations = (!annotations.is_empty()).then_some(&*annotations);
+            self.auditor.encode(&line)
+        };
+        self.auditor.record(encoded).await
     }
 
     /// An object as the event holds it: without `managedFields` when the policy says so.
@@ -259,23 +338,8 @@ fn strip_managed_fields(body: &mut Value) {
     }
 }
 
-fn user(u: &UserInfo) -> Value {
-    let mut out = Map::new();
-    out.insert("username".into(), json!(u.name));
-    if !u.uid.is_empty() {
-        out.insert("uid".into(), json!(u.uid));
-    }
-    if !u.groups.is_empty() {
-        out.insert("groups".into(), json!(u.groups));
-    }
-    if !u.extra.is_empty() {
-        out.insert("extra".into(), json!(u.extra));
-    }
-    Value::Object(out)
-}
-
 fn micros_now() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 /// Where the lines go.
@@ -300,10 +364,15 @@ impl Sink {
     }
 }
 
+/// How long the writer lets lines gather after the first of a batch: the requests that send
+/// them then wake it a few hundred times a second at most, instead of once per event.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// Appends each line; flushes whenever no more are waiting. Lines that could not be written are
 /// counted as the log backend's errors.
 fn write_lines(rx: mpsc::Receiver<Vec<u8>>, mut out: Sink, metrics: &Metrics) {
     while let Ok(line) = rx.recv() {
+        std::thread::sleep(GATHER);
         let mut failed = usize::from(out.append(&line).is_err());
         let mut written = 1;
         while let Ok(more) = rx.try_recv() {

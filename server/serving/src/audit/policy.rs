@@ -15,6 +15,17 @@ pub enum Level {
     RequestResponse,
 }
 
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::None => "None",
+            Level::Metadata => "Metadata",
+            Level::Request => "Request",
+            Level::RequestResponse => "RequestResponse",
+        }
+    }
+}
+
 /// Where in its life a request is when an event is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 pub enum Stage {

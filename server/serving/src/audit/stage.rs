@@ -37,7 +37,7 @@ pub fn with_id(mut resp: Response, audit_id: &str) -> Response {
 /// `attrs` name the authenticated user (before impersonation). A request whose event a
 /// `blocking-strict` webhook did not take is refused, with kube-apiserver's plain-text 500.
 pub async fn begin(filters: &Filters, audit_id: &str, attrs: &Attributes, parts: &http::request::Parts) -> Result<Option<Record>, Response> {
-    let Some(record) = filters.audit.as_ref().and_then(|a| a.begin(audit_id, attrs, &facts(parts))) else { return Ok(None) };
+    let Some(record) = filters.audit.as_ref().and_then(|a| a.begin(audit_id, attrs, || facts(parts))) else { return Ok(None) };
     if !record.emit(Stage::RequestReceived, None).await {
         let text = format!("Internal Server Error: {:?}: failed to store audit event\n", parts.uri.path_and_query().map_or(parts.uri.path(), |p| p.as_str()));
         let mut resp = Response::new(Body::from(text));
@@ -55,7 +55,7 @@ pub async fn failed_authentication(filters: &Filters, audit_id: &str, parts: &ht
     let Some(auditor) = &filters.audit else { return resp };
     let params = machinery::query::Params::parse(parts.uri.query()).unwrap_or_default();
     let attrs = Attributes::of_request(UserInfo::default(), &parts.method, parts.uri.path(), &params);
-    let Some(record) = auditor.begin(audit_id, &attrs, &facts(parts)) else { return resp };
+    let Some(record) = auditor.begin(audit_id, &attrs, || facts(parts)) else { return resp };
     let (head, body) = resp.into_parts();
     let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
     let answer = Answer { code: head.status.as_u16(), status: decode(&head.headers, &bytes), ..Default::default() };
@@ -95,6 +95,13 @@ pub fn request_object(record: &mut Record, attrs: &Attributes, headers: &http::H
     if body.is_empty() || !(record.wants_request() || unnamed) {
         return None;
     }
+    if !record.wants_request() {
+        // Only the name is needed: read from a JSON body without building the object.
+        if let Some(name) = json_name(headers, body) {
+            record.name_object(&name);
+            return None;
+        }
+    }
     let object = decode(headers, body)?;
     if unnamed {
         if let Some(name) = object["metadata"]["name"].as_str() {
@@ -102,6 +109,25 @@ pub fn request_object(record: &mut Record, attrs: &Attributes, headers: &http::H
         }
     }
     record.wants_request().then_some(object)
+}
+
+/// `metadata.name` of a JSON body, read without decoding the rest into values; `None` for any
+/// other encoding (or no name).
+fn json_name(headers: &http::HeaderMap, body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named<'a> {
+        #[serde(borrow)]
+        metadata: Meta<'a>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta<'a> {
+        #[serde(borrow)]
+        name: Option<std::borrow::Cow<'a, str>>,
+    }
+    if !matches!(machinery::negotiate::body_kind(headers).ok()?, BodyKind::Json) {
+        return None;
+    }
+    serde_json::from_slice::<Named>(body).ok()?.metadata.name.map(|n| n.into_owned())
 }
 
 /// Writes the record's last events: ResponseComplete now, or for a watch ResponseStarted now and

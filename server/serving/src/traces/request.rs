@@ -39,23 +39,18 @@ impl RequestTrace {
     /// The request's span, when the request is sampled: started at `received`, with its
     /// authentication (`authn`: from, to) as its first child.
     pub fn begin(tracer: &SdkTracer, parts: &Parts, user: &UserInfo, audit_id: &str, received: SystemTime, authn: (SystemTime, SystemTime)) -> Option<RequestTrace> {
-        let carrier: HashMap<String, String> = ["traceparent", "tracestate"]
-            .into_iter()
-            .filter_map(|h| Some((h.to_string(), parts.headers.get(h)?.to_str().ok()?.to_string())))
-            .collect();
-        let remote = TraceContextPropagator::new().extract(&carrier);
+        // Most requests carry no trace context and are not sampled: they allocate nothing here.
+        let remote = if parts.headers.contains_key("traceparent") {
+            let carrier: HashMap<String, String> = ["traceparent", "tracestate"]
+                .into_iter()
+                .filter_map(|h| Some((h.to_string(), parts.headers.get(h)?.to_str().ok()?.to_string())))
+                .collect();
+            TraceContextPropagator::new().extract(&carrier)
+        } else {
+            Context::new()
+        };
         let remote_span = remote.span().span_context().clone();
-        let target = parts.uri.path_and_query().map_or(parts.uri.path(), |pq| pq.as_str()).to_string();
-        let mut builder = tracer
-            .span_builder(parts.method.to_string())
-            .with_kind(SpanKind::Server)
-            .with_start_time(received)
-            .with_attributes([
-                KeyValue::new("http.request.method", parts.method.to_string()),
-                KeyValue::new("http.target", target),
-                KeyValue::new("audit-id", audit_id.to_string()),
-                KeyValue::new("user_agent.original", user_agent(parts)),
-            ]);
+        let mut builder = tracer.span_builder(parts.method.as_str().to_owned()).with_kind(SpanKind::Server).with_start_time(received);
         let privileged = user.groups.iter().any(|g| PRIVILEGED.contains(&g.as_str()));
         let parent = if privileged || !remote_span.is_valid() {
             remote
@@ -63,10 +58,17 @@ impl RequestTrace {
             builder = builder.with_links(vec![Link::with_context(remote_span)]);
             Context::new()
         };
-        let span = tracer.build_with_context(builder, &parent);
+        let mut span = tracer.build_with_context(builder, &parent);
         if !span.span_context().is_sampled() {
             return None;
         }
+        let target = parts.uri.path_and_query().map_or(parts.uri.path(), |pq| pq.as_str()).to_string();
+        span.set_attributes([
+            KeyValue::new("http.request.method", parts.method.to_string()),
+            KeyValue::new("http.target", target),
+            KeyValue::new("audit-id", audit_id.to_string()),
+            KeyValue::new("user_agent.original", user_agent(parts)),
+        ]);
         let cx = parent.with_span(span);
         let mut authentication = tracer.span_builder("authentication").with_start_time(authn.0).start_with_context(tracer, &cx);
         authentication.end_with_timestamp(authn.1);
