@@ -47,7 +47,10 @@ async fn main() {
     let on = |what: &str| observe.split(',').any(|w| w == what);
     let mut rates: [Vec<f64>; 2] = Default::default();
     for round in 0..ROUNDS {
-        for (i, observed) in [true, false].into_iter().enumerate() {
+        // Which goes first alternates too, so that neither always meets a warmer machine.
+        let order = if round % 2 == 0 { [true, false] } else { [false, true] };
+        for observed in order {
+            let i = usize::from(!observed);
             // `BENCH_AUDIT_DIR`: where the audit log is written (the data directory's file system
             // by default).
             let log = std::env::var_os("BENCH_AUDIT_DIR").map_or_else(|| scratch.path().to_path_buf(), Into::into).join(format!("audit-{round}.log"));

@@ -21,7 +21,13 @@ async fn main() -> anyhow::Result<()> {
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,openraft=warn".into()),
     );
     let log = log.with_filter(tracing_subscriber::filter::filter_fn(|m| m.target() != raft_store::trace::TARGET));
-    tracing_subscriber::registry().with(log).with(traces.as_ref().map(|t| t.layer())).init();
+    // (Not an `Option` of the layer: an absent layer would enable every callsite, the Raft
+    // library's debug spans among them.)
+    let registry = tracing_subscriber::registry().with(log);
+    match &traces {
+        Some(traces) => registry.with(traces.layer()).init(),
+        None => registry.init(),
+    }
     // Failpoints named in the FAILPOINTS environment variable (`name=action;...`).
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
