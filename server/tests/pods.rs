@@ -104,6 +104,11 @@ async fn debug_adds_ephemeral_containers_and_resize_changes_resources_only() {
     let out = s.kubectl(&["patch", "pod", "web", "--subresource=resize", "-p", resize]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("Pod QOS Class may not change as a result of resizing"), "{stderr}");
+    // Nothing but cpu and memory.
+    let storage = r#"{"spec": {"containers": [{"name": "c", "resources": {"requests": {"ephemeral-storage": "1Gi"}}}]}}"#;
+    let out = s.kubectl(&["patch", "pod", "sized", "--subresource=resize", "-p", storage]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("spec: Forbidden: only cpu and memory resources are mutable"), "{stderr}");
     // A plain update still may not.
     let out = s.kubectl(&["patch", "pod", "sized", "-p", r#"{"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300m"}}}]}}"#]);
     let stderr = String::from_utf8_lossy(&out.stderr);
