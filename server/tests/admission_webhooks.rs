@@ -118,3 +118,28 @@ async fn a_hanging_webhook_follows_its_failure_policy() {
     s.kubectl_ok(&["create", "configmap", "elsewhere", "--from-literal=a=b", "-n", "default"]);
     assert!(started.elapsed() < Duration::from_secs(1));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mutating_webhook_on_a_pods_resize_changes_nothing_but_its_resources() {
+    let webhook = WebhookServer::start(Arc::new(review_answer)).await;
+    let s = TestServer::start().await;
+    let mut config = configuration("MutatingWebhookConfiguration", "label.example.com", &webhook, json!({"namespaceSelector": {}}));
+    config["webhooks"][0]["rules"] = json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/resize"]}]);
+    apply(&s, &config);
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sized", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}]}});
+    // The namespace's default service account appears a moment after the server starts.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !s.kubectl(&["get", "serviceaccount", "default"]).status.success() {
+        assert!(Instant::now() < deadline, "no default service account");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    apply(&s, &pod);
+    s.kubectl_ok(&["patch", "pod", "sized", "--subresource=resize", "-p", r#"{"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "200m"}}}]}}"#]);
+    let review = webhook.received().into_iter().find(|r| r["request"]["subResource"] == "resize").expect("the webhook was asked about the resize");
+    assert_eq!(review["request"]["resource"]["resource"], "pods");
+    // The webhook's label is dropped, as Kubernetes' resize strategy drops it; the resize is not.
+    let stored: Value = serde_json::from_str(&s.kubectl_ok(&["get", "pod", "sized", "-o", "json"])).unwrap();
+    assert_eq!(stored["spec"]["containers"][0]["resources"]["requests"]["cpu"], "200m", "{stored}");
+    assert!(stored["metadata"]["labels"].get("mutated").is_none(), "{stored}");
+}

@@ -4,7 +4,6 @@
 use serde_json::Value;
 
 use super::certificates;
-use super::pod_parts;
 use machinery::prepare::{check_type_meta, FieldValidation};
 use super::reply::Reply;
 use super::scale;
@@ -63,8 +62,8 @@ fn merge_view(req: &ResourceRequest, old: &Value, body: &Value) -> ApiResult<Val
             Ok(new)
         }
         Some("scale") => scale::apply_to(req.info, old, body),
-        Some("ephemeralcontainers") => pod_parts::ephemeral_containers(old, body, req.name()),
-        Some("resize") => pod_parts::resize(old, body, req.name()),
+        // Taken as sent: the part is taken from it after mutating admission (see `write::update`).
+        Some("ephemeralcontainers" | "resize") => Ok(body.clone()),
         Some(other) => Err(ApiError::bad_request(format!("unsupported subresource {other}"))),
     }
 }

@@ -288,6 +288,13 @@ pub async fn update(
         new = prepare::decode(info, new, opts.validation, &opts.duplicates, &mut w)?;
         meta::carry_over(info, &old, &mut new);
         w.extend(ctx.writes.admission.mutate(req, Operation::Update, &mut new, Some(&old), opts.dry_run).await?);
+        // A pod's part changes after mutating admission, as Kubernetes' strategies for it run
+        // then: what the client or a webhook changed elsewhere is dropped.
+        new = match req.subresource.as_deref() {
+            Some("ephemeralcontainers") => super::pod_parts::ephemeral_containers(&old, &new, req.name())?,
+            Some("resize") => super::pod_parts::resize(&old, &new, req.name())?,
+            _ => new,
+        };
         if let Err(e) = prepare::validate(info, &new, Some(&old)) {
             warnings.extend(w);
             return Err(e);
