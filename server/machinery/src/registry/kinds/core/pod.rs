@@ -238,6 +238,24 @@ mod tests {
     }
 
     #[test]
+    fn ephemeral_containers_are_checked_as_kubernetes_checks_them() {
+        let p = json!({"spec": {"containers": [{"name": "a", "image": "x"}], "ephemeralContainers": [
+            {"name": "a", "image": "busybox", "targetContainerName": "nope", "ports": [{"containerPort": 80}], "volumeMounts": [{"name": "v", "mountPath": "/v", "subPath": "s"}]},
+            {"name": "debug", "image": "busybox", "targetContainerName": "a", "resources": {}}
+        ]}});
+        let found: Vec<String> = validate(&p).into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        assert_eq!(
+            found,
+            [
+                "spec.ephemeralContainers[0].name: Duplicate value: \"a\"",
+                "spec.ephemeralContainers[0].targetContainerName: Not found: \"nope\"",
+                "spec.ephemeralContainers[0].ports: Forbidden: cannot be set for an Ephemeral Container",
+                "spec.ephemeralContainers[0].volumeMounts[0].subPath: Forbidden: cannot be set for an Ephemeral Container",
+            ]
+        );
+    }
+
+    #[test]
     fn updates_change_images_only() {
         let old = json!({"spec": {"containers": [{"name": "a", "image": "x:1"}], "restartPolicy": "Always"}});
         let mut image = json!({"spec": {"containers": [{"name": "a", "image": "x:2"}], "restartPolicy": "Always"}});

@@ -9,7 +9,7 @@ fn containers_mut(spec: &mut Value) -> impl Iterator<Item = &mut Value> {
     let mut all = Vec::new();
     if let Some(o) = spec.as_object_mut() {
         for (k, v) in o.iter_mut() {
-            if matches!(k.as_str(), "containers" | "initContainers") {
+            if matches!(k.as_str(), "containers" | "initContainers" | "ephemeralContainers") {
                 if let Some(a) = v.as_array_mut() {
                     all.extend(a.iter_mut());
                 }
@@ -125,6 +125,32 @@ pub fn validate(spec: &Value, path: &str, out: &mut Vec<Cause>) {
             }
         }
     }
+    let others = names.clone();
+    for (i, c) in spec["ephemeralContainers"].as_array().into_iter().flatten().enumerate() {
+        let at = format!("{path}.ephemeralContainers[{i}]");
+        container(c, &at, out);
+        if names.contains(&&c["name"]) {
+            out.push(duplicate(format!("{at}.name"), &c["name"]));
+        } else {
+            names.push(&c["name"]);
+        }
+        if let Some(target) = c["targetContainerName"].as_str().filter(|t| !t.is_empty() && !others.iter().any(|n| n.as_str() == Some(t))) {
+            out.push(Cause::new("FieldValueNotFound", format!("{at}.targetContainerName"), format!("Not found: {target:?}")));
+        }
+        // What an ephemeral container may not rely on, in the order of Kubernetes' type.
+        for field in ["ports", "resources", "resizePolicy", "restartPolicy", "restartPolicyRules", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle"] {
+            if is_set(&c[field]) {
+                out.push(Cause::new("FieldValueForbidden", format!("{at}.{field}"), "Forbidden: cannot be set for an Ephemeral Container"));
+            }
+        }
+        for (j, m) in c["volumeMounts"].as_array().into_iter().flatten().enumerate() {
+            for field in ["subPath", "subPathExpr"] {
+                if is_set(&m[field]) {
+                    out.push(Cause::new("FieldValueForbidden", format!("{at}.volumeMounts[{j}].{field}"), "Forbidden: cannot be set for an Ephemeral Container"));
+                }
+            }
+        }
+    }
     policy(&spec["restartPolicy"], format!("{path}.restartPolicy"), &["Always", "OnFailure", "Never"], out);
     policy(&spec["dnsPolicy"], format!("{path}.dnsPolicy"), &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"], out);
     crate::meta::validate_labels(&spec["nodeSelector"], &format!("{path}.nodeSelector"), out);
@@ -133,6 +159,17 @@ pub fn validate(spec: &Value, path: &str, out: &mut Vec<Cause>) {
     }
     for name in ["hostname", "subdomain"] {
         dns_label(&spec[name], &format!("{path}.{name}"), out);
+    }
+}
+
+/// Whether a field holds other than its type's zero value (absent, null, empty).
+fn is_set(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+        _ => true,
     }
 }
 
