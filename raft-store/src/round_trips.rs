@@ -57,18 +57,23 @@ pub(crate) fn start(round_trips: Arc<RoundTrips>, peers: Peers, raft: Raft, me: 
                 m.membership_config.membership().nodes().map(|(id, node)| (*id, node.addr.clone())).collect()
             };
             round_trips.keep(&members.iter().map(|(id, _)| *id).collect::<Vec<_>>());
-            for (id, addr) in members.into_iter().filter(|(id, _)| *id != me) {
-                let Ok(mut client) = peers.client(id, &addr) else { continue };
-                let started = Instant::now();
-                let answered = match tokio::time::timeout(WITHIN, client.probe(RaftPayload::default())).await {
-                    Ok(Ok(_)) => true,
-                    Ok(Err(status)) => status.code() == tonic::Code::Unimplemented,
-                    Err(_) => false,
-                };
-                if answered {
-                    round_trips.of(id).record(started.elapsed());
-                }
-            }
+            // All peers at once: a slow or unreachable one delays no other's probe.
+            let probes = members.into_iter().filter(|(id, _)| *id != me).filter_map(|(id, addr)| {
+                let mut client = peers.client(id, &addr).ok()?;
+                let round_trips = round_trips.clone();
+                Some(async move {
+                    let started = Instant::now();
+                    let answered = match tokio::time::timeout(WITHIN, client.probe(RaftPayload::default())).await {
+                        Ok(Ok(_)) => true,
+                        Ok(Err(status)) => status.code() == tonic::Code::Unimplemented,
+                        Err(_) => false,
+                    };
+                    if answered {
+                        round_trips.of(id).record(started.elapsed());
+                    }
+                })
+            });
+            futures::future::join_all(probes).await;
         }
     });
 }
