@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::otlp_receiver::OtlpReceiver;
-use common::{creates, report, Server};
+use common::{cpu_time, creates, report, Server};
 use kube::Api;
 
 const ROUNDS: usize = 7;
@@ -46,6 +46,7 @@ async fn main() {
     let observe = std::env::var("BENCH_OBSERVE").unwrap_or_else(|_| "audit,traces,scrapes".into());
     let on = |what: &str| observe.split(',').any(|w| w == what);
     let mut rates: [Vec<f64>; 2] = Default::default();
+    let mut cpus: [Vec<f64>; 2] = Default::default();
     for round in 0..ROUNDS {
         // Which goes first alternates too, so that neither always meets a warmer machine.
         let order = if round % 2 == 0 { [true, false] } else { [false, true] };
@@ -67,8 +68,14 @@ async fn main() {
             let scraper = (observed && on("scrapes")).then(|| scrape_every_second(client.clone(), stop.clone()));
             let spans_before = receiver.spans().len();
             let label = if observed { observe.as_str() } else { "all off" };
+            let cpu = cpu_time(server.pid());
             let (lat, el) = creates(&Api::namespaced(client, "default"), &format!("r{round}"), CREATES, CLIENTS).await;
             rates[i].push(report(&format!("create, {CLIENTS} clients, {label}"), lat, el));
+            // The server's own CPU per create: steadier than the rate on a machine the load
+            // generator shares.
+            let per_create = (cpu_time(server.pid()) - cpu).as_secs_f64() * 1e6 / CREATES as f64;
+            cpus[i].push(per_create);
+            println!("{:<40} server CPU per create {per_create:.0} µs", "");
             stop.store(true, Ordering::Relaxed);
             if observed {
                 let scrapes = match scraper {
@@ -82,9 +89,12 @@ async fn main() {
             }
         }
     }
-    let [on, off] = rates.map(|mut r| {
+    let median = |mut r: Vec<f64>| {
         r.sort_by(f64::total_cmp);
         r[r.len() / 2]
-    });
+    };
+    let [cpu_on, cpu_off] = cpus.map(median);
+    println!("{:<40} {cpu_on:.0} µs observed, {cpu_off:.0} µs off: +{:.0} µs", "server CPU per create (median)", cpu_on - cpu_off);
+    let [on, off] = rates.map(median);
     println!("{:<40} {on:.0}/s observed, {off:.0}/s off: {:.1}% (target ≥ 90%)", "median of rounds", 100.0 * on / off);
 }
