@@ -113,8 +113,11 @@ pub fn validate(spec: &Value, path: &str, out: &mut Vec<Cause>) {
     if spec["containers"].as_array().is_none_or(Vec::is_empty) {
         out.push(Cause::required(format!("{path}.containers")));
     }
-    let mut names = Vec::new();
-    for list in ["containers", "initContainers"] {
+    // Each container's own fields, a name no other container of any kind has, and what an
+    // ephemeral container may not use; container by container, as Kubernetes finds them.
+    let regular: Vec<&Value> = ["containers", "initContainers"].iter().flat_map(|l| spec[*l].as_array().into_iter().flatten()).map(|c| &c["name"]).collect();
+    let mut names: Vec<&Value> = Vec::new();
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
         for (i, c) in spec[list].as_array().into_iter().flatten().enumerate() {
             let at = format!("{path}.{list}[{i}]");
             container(c, &at, out);
@@ -123,31 +126,8 @@ pub fn validate(spec: &Value, path: &str, out: &mut Vec<Cause>) {
             } else {
                 names.push(&c["name"]);
             }
-        }
-    }
-    let others = names.clone();
-    for (i, c) in spec["ephemeralContainers"].as_array().into_iter().flatten().enumerate() {
-        let at = format!("{path}.ephemeralContainers[{i}]");
-        container(c, &at, out);
-        if names.contains(&&c["name"]) {
-            out.push(duplicate(format!("{at}.name"), &c["name"]));
-        } else {
-            names.push(&c["name"]);
-        }
-        if let Some(target) = c["targetContainerName"].as_str().filter(|t| !t.is_empty() && !others.iter().any(|n| n.as_str() == Some(t))) {
-            out.push(Cause::new("FieldValueNotFound", format!("{at}.targetContainerName"), format!("Not found: {target:?}")));
-        }
-        // What an ephemeral container may not rely on, in the order of Kubernetes' type.
-        for field in ["ports", "resources", "resizePolicy", "restartPolicy", "restartPolicyRules", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle"] {
-            if is_set(&c[field]) {
-                out.push(Cause::new("FieldValueForbidden", format!("{at}.{field}"), "Forbidden: cannot be set for an Ephemeral Container"));
-            }
-        }
-        for (j, m) in c["volumeMounts"].as_array().into_iter().flatten().enumerate() {
-            for field in ["subPath", "subPathExpr"] {
-                if is_set(&m[field]) {
-                    out.push(Cause::new("FieldValueForbidden", format!("{at}.volumeMounts[{j}].{field}"), "Forbidden: cannot be set for an Ephemeral Container"));
-                }
+            if list == "ephemeralContainers" {
+                ephemeral(c, &at, &regular, out);
             }
         }
     }
@@ -159,6 +139,27 @@ pub fn validate(spec: &Value, path: &str, out: &mut Vec<Cause>) {
     }
     for name in ["hostname", "subdomain"] {
         dns_label(&spec[name], &format!("{path}.{name}"), out);
+    }
+}
+
+/// What only an ephemeral container is checked for: a target among the pod's other containers,
+/// and none of the fields it may not rely on (in the order of Kubernetes' type), no subPath.
+fn ephemeral(c: &Value, at: &str, regular: &[&Value], out: &mut Vec<Cause>) {
+    if let Some(target) = c["targetContainerName"].as_str().filter(|t| !t.is_empty() && !regular.iter().any(|n| n.as_str() == Some(t))) {
+        out.push(Cause::new("FieldValueNotFound", format!("{at}.targetContainerName"), format!("Not found: {target:?}")));
+    }
+    const FORBIDDEN: &str = "Forbidden: cannot be set for an Ephemeral Container";
+    for field in ["ports", "resources", "resizePolicy", "restartPolicy", "restartPolicyRules", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle"] {
+        if is_set(&c[field]) {
+            out.push(Cause::new("FieldValueForbidden", format!("{at}.{field}"), FORBIDDEN));
+        }
+    }
+    for (j, m) in c["volumeMounts"].as_array().into_iter().flatten().enumerate() {
+        for field in ["subPath", "subPathExpr"] {
+            if is_set(&m[field]) {
+                out.push(Cause::new("FieldValueForbidden", format!("{at}.volumeMounts[{j}].{field}"), FORBIDDEN));
+            }
+        }
     }
 }
 
