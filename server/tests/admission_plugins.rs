@@ -248,8 +248,16 @@ async fn image_policy_webhook_reviews_pod_images() {
     assert_eq!(review["apiVersion"], "imagepolicy.k8s.io/v1alpha1");
     assert_eq!(review["spec"], json!({"containers": [{"image": "registry.k8s.io/pause:3.10"}, {"image": "registry.k8s.io/busybox"}],
         "annotations": {"team.image-policy.k8s.io/ticket": "T-1"}, "namespace": "default"}));
-    let audited = std::fs::read_to_string(&log).unwrap();
-    assert!(audited.contains(r#""imagepolicywebhook.image-policy.k8s.io/checked":"yes""#), "{audited}");
+    // The log's writer gathers events for a few milliseconds before it writes them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let audited = std::fs::read_to_string(&log).unwrap();
+        if audited.contains(r#""imagepolicywebhook.image-policy.k8s.io/checked":"yes""#) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{audited}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 
     let mut bad = pod("bad", json!({}));
     bad["spec"]["containers"][0]["image"] = json!("example.com/forbidden:1");
