@@ -96,6 +96,17 @@ pub struct Args {
     #[arg(long, default_value = "")]
     pub runtime_config: String,
 
+    /// With an emulated release below this server's: a newer version of a resource whose older
+    /// beta or GA version is served is served too, though introduced after the emulated release.
+    #[arg(long)]
+    pub emulation_forward_compatible: bool,
+
+    /// With an emulated release below this server's: group versions and resources
+    /// `--runtime-config` names on are served though introduced after the emulated release
+    /// (without it, naming one stops the server).
+    #[arg(long)]
+    pub runtime_config_emulation_forward_compatible: bool,
+
     /// The oldest release of the control plane's components this server stays compatible
     /// with; at most the emulated version (default: one below it).
     #[arg(long, default_value = "")]

@@ -65,8 +65,10 @@ pub async fn run(args: Args, traces: Option<serving::traces::Exporting>) -> anyh
         .map_err(|e| anyhow::anyhow!("invalid versions or feature gates: {e}"))?;
     let apis = machinery::features::RuntimeConfig::parse(&args.runtime_config, args.enable_priority_and_fairness)
         .map_err(|e| anyhow::anyhow!("invalid --runtime-config: {e}"))?;
-    let introduced = machinery::registry::ALL.iter().filter_map(|r| r.introduced.map(|v| (r.group, r.version, r.resource, v)));
-    let features = features.with_apis(apis, introduced).map_err(|e| anyhow::anyhow!("invalid --runtime-config: {e}"))?;
+    let resources = machinery::registry::ALL.iter().map(|r| (r.group, r.version, r.resource, r.introduced));
+    let features = features
+        .with_apis(apis, args.emulation_forward_compatible, args.runtime_config_emulation_forward_compatible, resources)
+        .map_err(|e| anyhow::anyhow!("invalid --runtime-config: {e}"))?;
     if let Some((group, version, resource)) = NEEDED_APIS.iter().find(|(g, v, r)| !features.apis.serves(g, v, r)) {
         let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
         anyhow::bail!("invalid --runtime-config: it switches off {gv}/{resource}, which this server's own post-start hooks and controllers write");

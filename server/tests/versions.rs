@@ -64,6 +64,20 @@ async fn an_emulated_release_serves_what_it_served() {
     let resources = api_resources(&s, "admissionregistration.k8s.io");
     assert!(resources.lines().any(|l| l.starts_with("mutatingadmissionpolicies ") && l.contains("admissionregistration.k8s.io/v1beta1 ")), "{resources}");
     assert!(!resources.lines().any(|l| l.starts_with("mutatingadmissionpolicies ") && l.contains("admissionregistration.k8s.io/v1 ")), "{resources}");
+    // Forward compatible: the newer v1 follows the beta version served, though 1.36 brought it.
+    let s = TestServer::start_with(&[
+        "--emulated-version=1.35",
+        "--runtime-config=admissionregistration.k8s.io/v1beta1=true",
+        "--feature-gates=MutatingAdmissionPolicy=true",
+        "--emulation-forward-compatible",
+    ])
+    .await;
+    let resources = api_resources(&s, "admissionregistration.k8s.io");
+    assert!(resources.lines().any(|l| l.starts_with("mutatingadmissionpolicies ") && l.contains("admissionregistration.k8s.io/v1 ")), "{resources}");
+    // And a resource newer than the emulated release, named on.
+    let s = TestServer::start_with(&["--emulated-version=1.35", "--runtime-config=admissionregistration.k8s.io/v1/mutatingadmissionpolicies=true", "--runtime-config-emulation-forward-compatible"]).await;
+    let resources = api_resources(&s, "admissionregistration.k8s.io");
+    assert!(resources.lines().any(|l| l.starts_with("mutatingadmissionpolicies ") && l.contains("admissionregistration.k8s.io/v1 ")), "{resources}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -100,6 +114,7 @@ async fn impossible_settings_stop_the_start_with_kubernetes_messages() {
         // What this server's own hooks and controllers need stays on.
         ("--runtime-config=scheduling.k8s.io/v1=false", "it switches off scheduling.k8s.io/v1/priorityclasses, which this server's own post-start hooks and controllers write"),
         ("--runtime-config=api/all=false,v1=true,flowcontrol.apiserver.k8s.io/v1=true", "which this server's own post-start hooks and controllers write"),
+        ("--emulation-forward-compatible", "ServerRunOptions.EmulationForwardCompatible cannot be set to true if the emulation version is the same as the binary version"),
     ] {
         let mut s = TestServer::new(&[flag]);
         s.launch();

@@ -137,6 +137,12 @@ pub struct Features {
     set: BTreeMap<&'static str, bool>,
     /// The group versions and resources `--runtime-config` leaves on.
     pub apis: RuntimeConfig,
+    /// `--emulation-forward-compatible`: a newer version of a resource whose older beta or GA
+    /// version is served at the emulated release is served too, though introduced after it.
+    forward_compatible: bool,
+    /// `--runtime-config-emulation-forward-compatible`: what `--runtime-config` names on is
+    /// served though introduced after the emulated release.
+    runtime_config_forward_compatible: bool,
 }
 
 static CURRENT: OnceLock<Features> = OnceLock::new();
@@ -203,7 +209,7 @@ impl Features {
         if !errors.is_empty() {
             return Err(join(errors));
         }
-        let features = Features { emulation, min_compatibility, set, apis: RuntimeConfig::defaults() };
+        let features = Features { emulation, min_compatibility, set, apis: RuntimeConfig::defaults(), forward_compatible: false, runtime_config_forward_compatible: false };
         for gate in GATES.values().filter(|g| features.enabled(g.name)) {
             let disabled: Vec<&str> = gate.needs.iter().copied().filter(|d| !features.enabled(d)).collect();
             if !disabled.is_empty() {
@@ -222,27 +228,65 @@ impl Features {
         Ok((features, warnings))
     }
 
-    /// The same, serving the APIs `--runtime-config` names: a resource named on that is newer
-    /// than the emulated version is refused as kube-apiserver refuses it (`introduced` gives
-    /// each built-in resource's first release, where it is recent).
-    pub fn with_apis(mut self, apis: RuntimeConfig, introduced: impl Iterator<Item = (&'static str, &'static str, &'static str, Version)>) -> Result<Features, String> {
-        for (group, version, resource, since) in introduced {
-            if since > self.emulation && apis.names_enabled(group, version, resource) {
-                let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-                return Err(format!(
-                    "cannot enable resource {gv}, Resource={resource} in runtime-config because it is introduced at {since} after the current version {}. Consider setting --runtime-config-emulation-forward-compatible=true",
-                    self.emulation
-                ));
+    /// The same, serving the APIs `--runtime-config` names, with the two forward-compatibility
+    /// flags: a resource (or a whole version) named on that is newer than the emulated release
+    /// is refused as kube-apiserver refuses it, unless `runtime_config_forward_compatible`.
+    /// `resources` gives every built-in resource with its first release where that is recent.
+    pub fn with_apis(
+        mut self,
+        apis: RuntimeConfig,
+        forward_compatible: bool,
+        runtime_config_forward_compatible: bool,
+        resources: impl Iterator<Item = (&'static str, &'static str, &'static str, Option<Version>)> + Clone,
+    ) -> Result<Features, String> {
+        let emulating = self.emulation < BINARY;
+        if forward_compatible && !emulating {
+            return Err("ServerRunOptions.EmulationForwardCompatible cannot be set to true if the emulation version is the same as the binary version".into());
+        }
+        if runtime_config_forward_compatible && !emulating {
+            return Err("ServerRunOptions.RuntimeConfigEmulationForwardCompatible cannot be set to true if the emulation version is the same as the binary version".into());
+        }
+        let current = self.emulation;
+        let later = |since: Option<Version>| since.is_some_and(|v| v > current);
+        let gv = |g: &str, v: &str| if g.is_empty() { v.to_string() } else { format!("{g}/{v}") };
+        if !runtime_config_forward_compatible {
+            for (group, version, resource, since) in resources.clone() {
+                if later(since) && apis.names_enabled(group, version, resource) {
+                    return Err(format!(
+                        "cannot enable resource {}, Resource={resource} in runtime-config because it is introduced at {} after the current version {current}. Consider setting --runtime-config-emulation-forward-compatible=true",
+                        gv(group, version),
+                        since.unwrap_or(current)
+                    ));
+                }
+            }
+            let mut named: Vec<(&str, &str)> = resources.clone().map(|(g, v, _, _)| (g, v)).filter(|(g, v)| apis.names_version_enabled(g, v)).collect();
+            named.dedup();
+            for (group, version) in named {
+                if resources.clone().filter(|(g, v, _, _)| (*g, *v) == (group, version)).all(|(_, _, _, since)| later(since)) {
+                    return Err(format!(
+                        "cannot enable version {} in runtime-config because all the resources have been introduced after the current version {current}. Consider setting --runtime-config-emulation-forward-compatible=true",
+                        gv(group, version)
+                    ));
+                }
             }
         }
         self.apis = apis;
+        self.forward_compatible = forward_compatible;
+        self.runtime_config_forward_compatible = runtime_config_forward_compatible;
         Ok(self)
     }
 
     /// Whether a built-in resource is served: its version's release reached, and
-    /// `--runtime-config` leaving it on.
-    pub fn serves(&self, group: &str, version: &str, resource: &str, introduced: Option<Version>) -> bool {
-        introduced.is_none_or(|v| v <= self.emulation) && self.apis.serves(group, version, resource)
+    /// `--runtime-config` leaving it on. One introduced after the emulated release is served only
+    /// by the forward-compatibility flags: named on by `--runtime-config`, or (`older_served`)
+    /// another beta or GA version of it served.
+    pub fn serves(&self, group: &str, version: &str, resource: &str, introduced: Option<Version>, older_served: bool) -> bool {
+        if introduced.is_none_or(|v| v <= self.emulation) {
+            return self.apis.serves(group, version, resource);
+        }
+        let named = self.apis.names_enabled(group, version, resource) || self.apis.names_version_enabled(group, version);
+        let followed = self.forward_compatible && older_served && !version.contains("alpha") && self.apis.serves(group, version, resource);
+        (self.runtime_config_forward_compatible && named) || followed
     }
 
     /// Whether the gate `name` is on (an unknown name is off).
@@ -267,7 +311,7 @@ pub fn install(features: Features) {
 
 /// The versions and gates in force: as installed, else every default at [`BINARY`].
 pub fn current() -> &'static Features {
-    CURRENT.get_or_init(|| Features { emulation: BINARY, min_compatibility: BINARY.previous(), set: BTreeMap::new(), apis: RuntimeConfig::defaults() })
+    CURRENT.get_or_init(|| Features { emulation: BINARY, min_compatibility: BINARY.previous(), set: BTreeMap::new(), apis: RuntimeConfig::defaults(), forward_compatible: false, runtime_config_forward_compatible: false })
 }
 
 /// Whether the gate `name` is on.
@@ -312,6 +356,33 @@ mod tests {
             "cannot set feature gate DynamicResourceAllocation to false, feature is locked to true"
         );
         assert!(flags("", "DRAConsumableCapacity=true").is_ok());
+    }
+
+    #[test]
+    fn forward_compatibility_is_kube_apiserver_s() {
+        let map = "mutatingadmissionpolicies";
+        let g = "admissionregistration.k8s.io";
+        let resources = || [(g, "v1", map, Some(Version::new(1, 36))), (g, "v1beta1", map, Some(Version::new(1, 34))), (g, "v1", "validatingwebhookconfigurations", None)].into_iter();
+        let config = |flag: &str| RuntimeConfig::parse(flag, false).unwrap();
+        let at = |v: &str| flags(v, "").unwrap().0;
+        assert_eq!(
+            at("").with_apis(config(""), true, false, resources()).err().unwrap(),
+            "ServerRunOptions.EmulationForwardCompatible cannot be set to true if the emulation version is the same as the binary version"
+        );
+        assert_eq!(
+            at("1.35").with_apis(config("admissionregistration.k8s.io/v1/mutatingadmissionpolicies=true"), false, false, resources()).err().unwrap(),
+            "cannot enable resource admissionregistration.k8s.io/v1, Resource=mutatingadmissionpolicies in runtime-config because it is introduced at 1.36 after the current version 1.35. Consider setting --runtime-config-emulation-forward-compatible=true"
+        );
+        // Named on, and allowed to be newer.
+        let f = at("1.35").with_apis(config("admissionregistration.k8s.io/v1/mutatingadmissionpolicies=true"), false, true, resources()).unwrap();
+        assert!(f.serves(g, "v1", map, Some(Version::new(1, 36)), false));
+        // Following an older beta version that is served.
+        let f = at("1.35").with_apis(config("admissionregistration.k8s.io/v1beta1=true"), true, false, resources()).unwrap();
+        assert!(f.serves(g, "v1beta1", map, Some(Version::new(1, 34)), false));
+        assert!(f.serves(g, "v1", map, Some(Version::new(1, 36)), true));
+        assert!(!f.serves(g, "v1", map, Some(Version::new(1, 36)), false), "not without an older version served");
+        let f = at("1.35").with_apis(config("admissionregistration.k8s.io/v1beta1=true"), false, false, resources()).unwrap();
+        assert!(!f.serves(g, "v1", map, Some(Version::new(1, 36)), true), "not without the flag");
     }
 
     #[test]

@@ -108,6 +108,8 @@ pub struct RuntimeConfig {
     versions: BTreeMap<(String, String), bool>,
     /// Resources switched by name; these win over their version.
     resources: BTreeMap<(String, String, String), bool>,
+    /// Group versions the flag names on (`GROUP/VERSION=true`, not through `api/*`).
+    named_versions: std::collections::BTreeSet<(String, String)>,
 }
 
 impl RuntimeConfig {
@@ -196,6 +198,10 @@ impl RuntimeConfig {
                 None => {
                     config.versions.insert((group.into(), version.into()), on);
                     config.resources.retain(|(g, v, _), _| g != group || v != version);
+                    match on {
+                        true => config.named_versions.insert((group.into(), version.into())),
+                        false => config.named_versions.remove(&(group.into(), version.into())),
+                    };
                 }
                 Some(resource) if resource.to_lowercase() != *resource => {
                     return Err(format!("invalid key {}: group/version/resource and resource is always lowercase plural, not {resource:?}", tokens.join("/")));
@@ -219,6 +225,11 @@ impl RuntimeConfig {
     /// Whether the flag names this resource on.
     pub fn names_enabled(&self, group: &str, version: &str, resource: &str) -> bool {
         self.resources.get(&(group.to_string(), version.to_string(), resource.to_string())) == Some(&true)
+    }
+
+    /// Whether the flag names this group version on (`GROUP/VERSION=true`).
+    pub fn names_version_enabled(&self, group: &str, version: &str) -> bool {
+        self.named_versions.contains(&(group.to_string(), version.to_string()))
     }
 
     /// The configuration without a flag.

@@ -110,7 +110,19 @@ pub fn built_in() -> impl Iterator<Item = &'static ResourceInfo> {
 fn served_flags() -> &'static [bool] {
     static SERVED: LazyLock<Vec<bool>> = LazyLock::new(|| {
         let features = crate::features::current();
-        ALL.iter().map(|r| features.serves(r.group, r.version, r.resource, r.introduced)).collect()
+        let emulation = features.emulation;
+        // First what the emulated release has; then what it does not, which may follow an
+        // older version of the same resource served (`--emulation-forward-compatible`).
+        let now: Vec<bool> = ALL.iter().map(|r| r.introduced.is_none_or(|v| v <= emulation) && features.serves(r.group, r.version, r.resource, r.introduced, false)).collect();
+        ALL.iter()
+            .zip(&now)
+            .map(|(r, served)| {
+                *served || {
+                    let older = ALL.iter().zip(&now).any(|(o, on)| *on && o.group == r.group && o.resource == r.resource && o.version != r.version && !o.version.contains("alpha"));
+                    r.introduced.is_some_and(|v| v > emulation) && features.serves(r.group, r.version, r.resource, r.introduced, older)
+                }
+            })
+            .collect()
     });
     &SERVED
 }
