@@ -17,10 +17,13 @@ async fn main() -> anyhow::Result<()> {
         _ => None,
     };
     // The log: what `RUST_LOG` selects, never the spans of traced requests (those are exported).
-    let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,openraft=warn".into()),
-    );
-    let log = log.with_filter(tracing_subscriber::filter::filter_fn(|m| m.target() != raft_store::trace::TARGET));
+    // One filter (per-layer filters nested in one another lose events).
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,openraft=warn".into());
+    let filter = match format!("{}=off", raft_store::trace::TARGET).parse() {
+        Ok(off) => filter.add_directive(off),
+        Err(_) => filter,
+    };
+    let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(filter);
     // (Not an `Option` of the layer: an absent layer would enable every callsite, the Raft
     // library's debug spans among them.)
     let registry = tracing_subscriber::registry().with(log);
