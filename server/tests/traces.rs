@@ -112,8 +112,16 @@ async fn a_write_through_a_follower_is_one_trace_across_the_three_replicas() {
             assert!(!k.to_lowercase().contains("authorization") && !v.contains("Bearer") && !v.contains("PRIVATE KEY"), "{k}={v} in {}", s.name);
         }
     }
-    let metrics = follower.get("/metrics").await.text();
-    assert!(metrics.lines().any(|l| l.starts_with("apiserver_tracing_spans_total{result=\"exported\"}") && !l.ends_with(" 0")), "exported spans are counted");
+    // Counted once the receiver has answered the export (a moment after it holds the spans).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = follower.get("/metrics").await.text();
+        if metrics.lines().any(|l| l.starts_with("apiserver_tracing_spans_total{result=\"exported\"}") && !l.ends_with(" 0")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "exported spans are not counted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // An unprivileged client's traceparent does not make the server trace: at a rate of zero,
     // nothing of its trace is exported.
