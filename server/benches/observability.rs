@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::otlp_receiver::OtlpReceiver;
-use common::{cpu_time, creates, report, Server};
+use common::{cpu_time, creates, report, thread_cpu_time, Server};
 use kube::Api;
 
 const ROUNDS: usize = 7;
@@ -69,13 +69,15 @@ async fn main() {
             let spans_before = receiver.spans().len();
             let label = if observed { observe.as_str() } else { "all off" };
             let cpu = cpu_time(server.pid());
+            let writer = thread_cpu_time(server.pid(), "audit-log");
             let (lat, el) = creates(&Api::namespaced(client, "default"), &format!("r{round}"), CREATES, CLIENTS).await;
             rates[i].push(report(&format!("create, {CLIENTS} clients, {label}"), lat, el));
             // The server's own CPU per create: steadier than the rate on a machine the load
             // generator shares.
             let per_create = (cpu_time(server.pid()) - cpu).as_secs_f64() * 1e6 / CREATES as f64;
             cpus[i].push(per_create);
-            println!("{:<40} server CPU per create {per_create:.0} µs", "");
+            let writer = (thread_cpu_time(server.pid(), "audit-log") - writer).as_secs_f64() * 1e6 / CREATES as f64;
+            println!("{:<40} server CPU per create {per_create:.0} µs (the audit log's writer {writer:.0} µs)", "");
             stop.store(true, Ordering::Relaxed);
             if observed {
                 let scrapes = match scraper {
