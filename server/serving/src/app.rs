@@ -119,9 +119,8 @@ async fn chain(
 ) -> Result<Response, Response> {
     let params = Params::parse(parts.uri.query()).map_err(StatusResponse::into_response)?;
     let deadline = request_deadline(ctx, &params).map_err(StatusResponse::into_response)?;
-    // The policy sees the authenticated user, as Kubernetes audits before impersonation.
-    // The request's attributes, first with the authenticated user (whom the audit policy
-    // sees), then with the user it acts as.
+    // The request's attributes, first with the authenticated user (the audit policy sees it, as
+    // Kubernetes audits before impersonation), then with the user it acts as.
     let mut attrs = Attributes::of_request(caller, &parts.method, &path, &params);
     let record = match &ctx.filters.audit {
         Some(_) => audit::stage::begin(&ctx.filters, audit_id, &attrs, &parts).await?,

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use machinery::error::{ApiError, ApiResult, Cause};
 use machinery::registry::kinds::core::pod::qos_class;
+use machinery::registry::kinds::fields::forbidden;
 
 fn containers(v: &Value) -> &[Value] {
     v.as_array().map_or(&[], Vec::as_slice)
@@ -20,9 +21,9 @@ pub fn ephemeral_containers(old: &Value, body: &Value, name: &str) -> ApiResult<
     for was in before {
         let name_of = was["name"].as_str().unwrap_or_default();
         match after.iter().find(|c| c["name"] == was["name"]) {
-            None => causes.push(Cause::new("FieldValueForbidden", "spec.ephemeralContainers", format!("Forbidden: existing ephemeral containers {name_of:?} may not be removed\n"))),
+            None => causes.push(forbidden("spec.ephemeralContainers", &format!("existing ephemeral containers {name_of:?} may not be removed\n"))),
             Some(now) if now != was => {
-                causes.push(Cause::new("FieldValueForbidden", "spec.ephemeralContainers", format!("Forbidden: existing ephemeral containers {name_of:?} may not be changed\n")))
+                causes.push(forbidden("spec.ephemeralContainers", &format!("existing ephemeral containers {name_of:?} may not be changed\n")))
             }
             Some(_) => {}
         }
@@ -38,11 +39,6 @@ pub fn ephemeral_containers(old: &Value, body: &Value, name: &str) -> ApiResult<
         }
     }
     Ok(new)
-}
-
-/// A refusal of the resize, with Kubernetes' `Forbidden` causes.
-fn forbidden(field: &str, detail: &str) -> Cause {
-    Cause::new("FieldValueForbidden", field, format!("Forbidden: {detail}"))
 }
 
 /// The stored pod with the resources and resize policies `body` gives its containers and init
@@ -70,12 +66,12 @@ pub fn resize(old: &Value, body: &Value, name: &str) -> ApiResult<Value> {
     for list in ["containers", "initContainers"] {
         let (was, now) = (containers(&old["spec"][list]), containers(&body["spec"][list]));
         if was.len() != now.len() {
-            causes.push(forbidden(&format!("spec.{list}"), &format!("{list} may not be added or removed on resize")));
+            causes.push(forbidden(format!("spec.{list}"), &format!("{list} may not be added or removed on resize")));
             continue;
         }
         for (i, (w, n)) in was.iter().zip(now).enumerate() {
             if w["name"] != n["name"] {
-                causes.push(forbidden(&format!("spec.{list}[{i}].name"), &format!("{list} may not be renamed or reordered on resize")));
+                causes.push(forbidden(format!("spec.{list}[{i}].name"), &format!("{list} may not be renamed or reordered on resize")));
             }
         }
     }
@@ -101,7 +97,7 @@ pub fn resize(old: &Value, body: &Value, name: &str) -> ApiResult<Value> {
                 let (was, now) = (&c["resources"][part], &w["resources"][part]);
                 let kept = |k: &String| now.get(k).is_some();
                 if was.as_object().is_some_and(|m| !m.keys().all(kept)) {
-                    causes.push(forbidden(&format!("{at}.resources.{part}"), &format!("resource {part} cannot be removed")));
+                    causes.push(forbidden(format!("{at}.resources.{part}"), &format!("resource {part} cannot be removed")));
                 }
                 if !same_but_cpu_memory(was, now) {
                     let detail = if list == "containers" { "only cpu and memory resources are mutable" } else { "only cpu and memory resources for init or sidecar containers are mutable" };

@@ -15,7 +15,7 @@ use opentelemetry_sdk::Resource;
 use tokio::sync::mpsc;
 
 use super::config::TracingConfig;
-pub use crate::metrics::TRACE_SPANS as SPANS;
+use crate::metrics::TRACE_SPANS as SPANS;
 
 /// Spans waiting for export at most (the OpenTelemetry SDK's default queue).
 const QUEUE: usize = 2048;

@@ -12,5 +12,5 @@ mod export;
 mod request;
 
 pub use config::TracingConfig;
-pub use export::{Exporting, SPANS};
+pub use export::Exporting;
 pub use request::{handler_span, RequestTrace};

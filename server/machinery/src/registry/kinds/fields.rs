@@ -153,7 +153,7 @@ pub(crate) fn duplicate(field: impl Into<String>, value: &Value) -> Cause {
 }
 
 /// `Forbidden: detail`.
-pub(crate) fn forbidden(field: impl Into<String>, detail: &str) -> Cause {
+pub fn forbidden(field: impl Into<String>, detail: &str) -> Cause {
     Cause::new("FieldValueForbidden", field, format!("Forbidden: {detail}"))
 }
 

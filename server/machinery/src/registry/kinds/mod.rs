@@ -12,7 +12,7 @@ pub mod coordination;
 pub mod core;
 pub mod discovery;
 pub mod enums;
-pub(crate) mod fields;
+pub mod fields;
 pub(crate) mod go_diff;
 pub(crate) mod go_json;
 pub mod canonical;

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Cause;
-use crate::registry::kinds::fields::{dns_label, duplicate, invalid, port, required_str, set, unsupported};
+use crate::registry::kinds::fields::{dns_label, duplicate, forbidden, invalid, port, required_str, set, unsupported};
 
 fn containers_mut(spec: &mut Value) -> impl Iterator<Item = &mut Value> {
     let mut all = Vec::new();
@@ -148,16 +148,16 @@ fn ephemeral(c: &Value, at: &str, regular: &[&Value], out: &mut Vec<Cause>) {
     if let Some(target) = c["targetContainerName"].as_str().filter(|t| !t.is_empty() && !regular.iter().any(|n| n.as_str() == Some(t))) {
         out.push(Cause::new("FieldValueNotFound", format!("{at}.targetContainerName"), format!("Not found: {target:?}")));
     }
-    const FORBIDDEN: &str = "Forbidden: cannot be set for an Ephemeral Container";
+    const FORBIDDEN: &str = "cannot be set for an Ephemeral Container";
     for field in ["ports", "resources", "resizePolicy", "restartPolicy", "restartPolicyRules", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle"] {
         if is_set(&c[field]) {
-            out.push(Cause::new("FieldValueForbidden", format!("{at}.{field}"), FORBIDDEN));
+            out.push(forbidden(format!("{at}.{field}"), FORBIDDEN));
         }
     }
     for (j, m) in c["volumeMounts"].as_array().into_iter().flatten().enumerate() {
         for field in ["subPath", "subPathExpr"] {
             if is_set(&m[field]) {
-                out.push(Cause::new("FieldValueForbidden", format!("{at}.volumeMounts[{j}].{field}"), FORBIDDEN));
+                out.push(forbidden(format!("{at}.volumeMounts[{j}].{field}"), FORBIDDEN));
             }
         }
     }
