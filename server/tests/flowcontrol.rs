@@ -98,13 +98,15 @@ async fn requests_are_classified_by_flow_schemas() {
     }
 }
 
-/// Waits (up to 2 s) until the `tiny` level's row of the APF dump shows `expected` active
-/// queues, waiting and executing requests.
-async fn tiny_level_reaches(s: &TestServer, expected: (&str, &str, &str)) {
+/// Waits (up to 2 s) until `level`'s row of the APF dump shows `expected` active queues, waiting
+/// and executing requests. Polled in process: the slow lists hold their seats for 3 s only, too
+/// short for a kubectl process per poll on a loaded machine.
+async fn level_reaches(s: &TestServer, level: &str, expected: (&str, &str, &str)) {
     let deadline = Instant::now() + Duration::from_secs(2);
+    let prefix = format!("{level},");
     loop {
-        let levels = s.kubectl_ok(&["get", "--raw", "/debug/api_priority_and_fairness/dump_priority_levels"]);
-        let row: Vec<&str> = levels.lines().find(|l| l.starts_with("tiny,")).unwrap_or_default().split(',').map(str::trim).collect();
+        let levels = s.get("/debug/api_priority_and_fairness/dump_priority_levels").await.text();
+        let row: Vec<&str> = levels.lines().find(|l| l.starts_with(&prefix)).unwrap_or_default().split(',').map(str::trim).collect();
         if row.len() > 5 && (row[1], row[4], row[5]) == expected {
             return;
         }
@@ -153,13 +155,13 @@ async fn a_full_level_queues_then_refuses_with_429() {
         let flood = flood.clone();
         async move { send(&flood, slow_list()).await }
     });
-    tiny_level_reaches(&s, ("0", "0", "1")).await;
+    level_reaches(&s, "tiny", ("0", "0", "1")).await;
     let waiting = tokio::spawn({
         let flood = flood.clone();
         async move { send(&flood, slow_list()).await }
     });
-    tiny_level_reaches(&s, ("1", "1", "1")).await;
-    let requests = s.kubectl_ok(&["get", "--raw", "/debug/api_priority_and_fairness/dump_requests?includeRequestDetails=1"]);
+    level_reaches(&s, "tiny", ("1", "1", "1")).await;
+    let requests = s.get("/debug/api_priority_and_fairness/dump_requests?includeRequestDetails=1").await.text();
     assert_eq!(requests.lines().filter(|l| l.starts_with("tiny,") && l.contains("flood")).count(), 2, "{requests}");
 
     let refused = send(&flood, slow_list()).await;
@@ -201,7 +203,7 @@ async fn a_full_level_queues_then_refuses_with_429() {
         let flood = flood.clone();
         async move { send(&flood, slow_list()).await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    level_reaches(&s, "strict", ("0", "0", "1")).await;
     send(&flood, slow_list()).await.expect_status(429, "TooManyRequests");
     assert_eq!(running.await.unwrap().status, 504);
     let metrics = s.kubectl_ok(&["get", "--raw", "/metrics"]);
@@ -223,7 +225,11 @@ async fn without_apf_the_max_in_flight_limits_apply() {
         let reader = reader.clone();
         async move { send(&reader, slow_list()).await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !s.get("/metrics").await.text().contains("apiserver_current_inflight_requests{request_kind=\"readOnly\"} 1") {
+        assert!(Instant::now() < deadline, "the slow list never took its seat");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let refused = send(&reader, slow_list()).await;
     refused.expect_status(429, "TooManyRequests");
     assert!(!refused.headers.contains_key("x-kubernetes-pf-flowschema-uid"));
