@@ -11,6 +11,7 @@ mod cache;
 mod dedupe;
 mod error;
 mod forwarder;
+mod log_size;
 mod log_store;
 mod network;
 mod observer;

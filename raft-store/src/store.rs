@@ -13,6 +13,7 @@ use redb::Database;
 
 use crate::cache::{Cache, CacheOptions};
 use crate::error::StoreError;
+use crate::log_size;
 use crate::log_store::{FlushStats, Flushes, LogStore, VotedFor};
 use crate::network::Network;
 use crate::observer::Observers;
@@ -193,11 +194,13 @@ impl Store {
         let space = Arc::new(Space::new(dir));
         let log = LogStore::open(db.clone(), space.clone()).map_err(StoreError::internal)?;
         let flushes = log.flushes();
+        let log_bytes = log.bytes();
         let linger = log.linger_switch();
         let voted_for = log.voted_for();
         let cache = Arc::new(Cache::with_observers(opts.cache, opts.observers.clone()));
         let snapshots = Snapshots::open(dir, &db)?;
         let sm = StateMachine::new(cache.clone(), snapshots.clone(), space.clone());
+        let keep = (opts.snapshot_every / 10).min(1000);
         let config = Config {
             cluster_name: "apiserver".into(),
             heartbeat_interval: opts.heartbeat.as_millis() as u64,
@@ -206,7 +209,7 @@ impl Store {
             snapshot_policy: SnapshotPolicy::LogsSinceLast(opts.snapshot_every),
             // Entries kept behind a snapshot for followers that lag a little; one further
             // behind gets the snapshot.
-            max_in_snapshot_log_to_keep: (opts.snapshot_every / 10).min(1000),
+            max_in_snapshot_log_to_keep: keep,
             // A member whose data directory was lost rejoins with an empty log; the leader then
             // starts its replication over instead of treating the shorter log as a fatal error.
             allow_log_reversion: Some(true),
@@ -267,6 +270,7 @@ impl Store {
                 switch.store(m.current_leader == Some(me) && others > voters / 2, Ordering::Relaxed);
             }
         });
+        log_size::start(raft.clone(), &log_bytes, snapshots.clone(), keep);
         let round_trips = Arc::new(RoundTrips::default());
         round_trips::start(round_trips.clone(), peers.clone(), raft.clone(), opts.node_id);
         let expiry = Arc::downgrade(&cache);

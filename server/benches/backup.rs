@@ -6,7 +6,7 @@
 //! serves. Then space under churn: a single node holding 1,000 ConfigMaps takes `BENCH_UPDATES`
 //! (1,000,000) updates to them, and its database file and newest snapshot are set against the
 //! live data. Run with `cargo bench -p apiserver --bench backup` (`BENCH_OBJECTS` sets the count
-//! of the first part).
+//! of the first part; `BENCH_ONLY=churn` runs the last part alone).
 
 mod common;
 
@@ -76,6 +76,9 @@ fn p99_ms(latencies: &[Duration]) -> f64 {
 
 #[tokio::main]
 async fn main() {
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("churn") {
+        return churn().await;
+    }
     let objects: usize = std::env::var("BENCH_OBJECTS").ok().and_then(|n| n.parse().ok()).unwrap_or(100_000);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap().to_string();

@@ -9,13 +9,13 @@ use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
 use std::sync::mpsc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 
 use openraft::entry::RaftEntry;
 use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
 use openraft::OptionalSend;
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::error::io_err;
@@ -79,6 +79,8 @@ struct Shared {
     /// start, so it is written with the next batch instead of costing a flush of its own.
     committed: Mutex<Option<Vec<u8>>>,
     flushes: Arc<Flushes>,
+    /// The bytes of the entries in the log's table (keys and values), kept by the writer.
+    bytes: Arc<AtomicU64>,
     /// Set while this node leads a group in which the other voters form a quorum.
     linger: Arc<AtomicBool>,
     /// The leader of the newest vote, raised before the vote is saved (see `LogStore::voted_for`).
@@ -173,6 +175,7 @@ impl LogStore {
             Some((_, v)) => Some(decode::<Entry>(v.value())?.log_id()).max(last_purged),
             None => last_purged,
         };
+        let bytes = log.stats().map_err(io_err)?.stored_bytes();
         drop(log);
         drop(meta);
         drop(read);
@@ -185,6 +188,7 @@ impl LogStore {
             state: Mutex::new(Tail { last_purged, last_log, vote }),
             committed: Mutex::new(None),
             flushes: Default::default(),
+            bytes: Arc::new(AtomicU64::new(bytes)),
             linger: Default::default(),
             voted_for: Arc::new(VotedFor(Mutex::new(vote.map(|v| *v.leader_id())))),
         });
@@ -199,6 +203,11 @@ impl LogStore {
     /// The flush counters; they outlive the log.
     pub fn flushes(&self) -> Arc<Flushes> {
         self.shared.flushes.clone()
+    }
+
+    /// The bytes the log's entries take, as the writer keeps them.
+    pub fn bytes(&self) -> Arc<AtomicU64> {
+        self.shared.bytes.clone()
     }
 
     /// The switch that makes the writer gather appends for `LEADER_LINGER` before it flushes.

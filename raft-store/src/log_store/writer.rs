@@ -136,8 +136,9 @@ pub(super) fn run(db: Arc<Database>, rx: mpsc::Receiver<Job>, shared: std::sync:
         }
         let started = Instant::now();
         let result = commit_batch(&db, &batch, committed.as_deref(), target);
-        if let Ok(purged_all) = result {
-            purge_to = target.filter(|_| !purged_all);
+        if let Ok(done) = &result {
+            purge_to = target.filter(|_| !done.purged_all);
+            let _ = shared.bytes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| Some((b + done.added).saturating_sub(done.removed)));
         }
         let took = started.elapsed();
         tracing::debug!(jobs = batch.len(), micros = took.as_micros() as u64, "log flushed");
@@ -183,11 +184,25 @@ fn batch_bytes(batch: &[Job]) -> u64 {
         .sum()
 }
 
+/// What a committed batch did to the log.
+struct Committed {
+    /// No purged entry is left.
+    purged_all: bool,
+    /// Bytes of entries (keys and values) written and deleted.
+    added: u64,
+    removed: u64,
+}
+
+/// The bytes an entry takes in the log's table: its value and its key.
+fn entry_bytes(value: &[u8]) -> u64 {
+    value.len() as u64 + 8
+}
+
 /// Commits `batch` in one transaction, with the committed log id and a slice of the purged
-/// entries up to `purge_to`; answers whether no purged entry is left.
-fn commit_batch(db: &Database, batch: &[Job], committed: Option<&[u8]>, purge_to: Option<u64>) -> Result<bool, String> {
+/// entries up to `purge_to`.
+fn commit_batch(db: &Database, batch: &[Job], committed: Option<&[u8]>, purge_to: Option<u64>) -> Result<Committed, String> {
     let txn = db.begin_write().map_err(|e| e.to_string())?;
-    let mut purged_all = true;
+    let mut done = Committed { purged_all: true, added: 0, removed: 0 };
     {
         let mut log = txn.open_table(LOG).map_err(|e| e.to_string())?;
         let mut meta = txn.open_table(META).map_err(|e| e.to_string())?;
@@ -198,14 +213,21 @@ fn commit_batch(db: &Database, batch: &[Job], committed: Option<&[u8]>, purge_to
             match job {
                 Job::Append(entries, ..) => {
                     for (i, bytes) in entries {
-                        log.insert(*i, bytes.as_slice()).map_err(|e| e.to_string())?;
+                        done.added += entry_bytes(bytes);
+                        if let Some(old) = log.insert(*i, bytes.as_slice()).map_err(|e| e.to_string())? {
+                            done.removed += entry_bytes(old.value());
+                        }
                     }
                 }
                 Job::Meta(key, value, _) => {
                     meta.insert(*key, value.as_slice()).map_err(|e| e.to_string())?;
                 }
                 Job::TruncateFrom(index, _) => {
-                    log.retain_in(*index.., |_, _| false).map_err(|e| e.to_string())?;
+                    log.retain_in(*index.., |_, value| {
+                        done.removed += entry_bytes(value);
+                        false
+                    })
+                    .map_err(|e| e.to_string())?;
                 }
                 // Recorded before the entries go: should a crash interrupt the deletion, what
                 // is left below it is never read, and the next purge deletes it.
@@ -216,10 +238,14 @@ fn commit_batch(db: &Database, batch: &[Job], committed: Option<&[u8]>, purge_to
         }
         if let Some(to) = purge_to {
             let first = log.first().map_err(|e| e.to_string())?.map(|(k, _)| k.value());
-            purged_all = match first {
+            done.purged_all = match first {
                 Some(first) if first <= to => {
                     let end = to.min(first.saturating_add(PURGE_SLICE - 1));
-                    log.retain_in(..=end, |_, _| false).map_err(|e| e.to_string())?;
+                    log.retain_in(..=end, |_, value| {
+                        done.removed += entry_bytes(value);
+                        false
+                    })
+                    .map_err(|e| e.to_string())?;
                     end == to
                 }
                 _ => true,
@@ -229,7 +255,7 @@ fn commit_batch(db: &Database, batch: &[Job], committed: Option<&[u8]>, purge_to
     // `sleep(ms)` makes the flush slow, `return` makes it fail.
     fail::fail_point!("raft-log-fsync", |_| Err("injected fsync failure".to_string()));
     txn.commit().map_err(|e| e.to_string())?;
-    Ok(purged_all)
+    Ok(done)
 }
 
 #[cfg(test)]
