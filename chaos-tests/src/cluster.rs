@@ -268,6 +268,42 @@ impl Cluster {
         Ok(())
     }
 
+    /// Where a backup taken at `now` goes.
+    pub fn backup_path(&self, now: u64) -> PathBuf {
+        self.dir.join(format!("backup-{now}"))
+    }
+
+    /// `apiserver snapshot save` of the cluster through node `i`'s HTTPS port into `file`, as the
+    /// admin; the backup's revision, from `apiserver snapshot status`.
+    pub fn save_backup(&self, i: u32, file: &Path) -> Result<u64> {
+        let admin = std::fs::read_to_string(self.dir.join("ca/admin.kubeconfig"))?;
+        let kubeconfig = self.dir.join(format!("node-{i}.kubeconfig"));
+        std::fs::write(&kubeconfig, admin.replace(&format!("https://127.0.0.1:{}", self.lb_port), &format!("https://{}:{API_PORT}", self.net.node_ip(i))))?;
+        let save = [std::ffi::OsStr::new("snapshot"), "save".as_ref(), file.as_os_str(), "--kubeconfig".as_ref(), kubeconfig.as_os_str()];
+        self.run(&save)?;
+        let status = self.run(&["snapshot".as_ref(), "status".as_ref(), file.as_os_str()])?;
+        status.split("revision ").nth(1).and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()).and_then(|r| r.parse().ok()).with_context(|| format!("no revision in {status:?}"))
+    }
+
+    /// `apiserver snapshot restore` of `file` into node `i`'s (wiped) data directory, as a member
+    /// of a new cluster of the same members; the revision the new cluster goes on from.
+    pub fn restore_backup(&mut self, i: u32, file: &Path) -> Result<u64> {
+        let members: Vec<String> = (1..=self.size()).map(|j| format!("{j}={}", self.peer_addr(j))).collect();
+        let (dir, id, members) = (self.node(i).dir.clone(), i.to_string(), members.join(","));
+        let args = ["snapshot".as_ref(), "restore".as_ref(), file.as_os_str(), "--data-dir".as_ref(), dir.as_os_str(), "--node-id".as_ref(), id.as_ref(), "--initial-cluster".as_ref(), members.as_ref()];
+        let said = self.run(&args)?;
+        said.split("goes on from revision ").nth(1).and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()).and_then(|r| r.parse().ok()).with_context(|| format!("no revision in {said:?}"))
+    }
+
+    /// Runs the apiserver binary with `args` on the runner; its standard output.
+    fn run(&self, args: &[&std::ffi::OsStr]) -> Result<String> {
+        let out = Command::new(&self.bin).args(args).output()?;
+        if !out.status.success() {
+            bail!("apiserver {:?}: {}", args, String::from_utf8_lossy(&out.stderr).trim());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
     /// Runs `apiserver member ARGS` through node `via`.
     pub fn member(&self, via: u32, args: &[&str]) -> Result<String> {
         let out = Command::new(&self.bin)

@@ -1,14 +1,25 @@
 //! The faults: each is injected on real hosts (signals to the node's process, iptables in its
 //! network namespace, its data directory, failpoints in its storage) and healed afterwards.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{ListParams, VersionMatch};
+use kube::Api;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::Rng;
 
 use crate::cluster::Cluster;
+use crate::history::Restore;
+use crate::record::Recorder;
+use crate::workload::NAMESPACE;
+
+/// How long writes go on after a backup before the cluster is destroyed: the writes acknowledged
+/// then are the ones the restore loses.
+const AFTER_BACKUP: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
@@ -28,6 +39,7 @@ pub enum Fault {
     FailFsync,
     DiskFull,
     LoseMajority,
+    BackupRestore,
 }
 
 const NAMES: &[(&str, Fault)] = &[
@@ -47,6 +59,7 @@ const NAMES: &[(&str, Fault)] = &[
     ("fail-fsync", Fault::FailFsync),
     ("disk-full", Fault::DiskFull),
     ("lose-majority", Fault::LoseMajority),
+    ("backup-restore", Fault::BackupRestore),
 ];
 
 impl Fault {
@@ -72,10 +85,13 @@ impl Fault {
 pub struct Active {
     pub fault: Fault,
     pub nodes: Vec<u32>,
+    /// For `backup-restore`: the backup's file and what it holds (known once restored).
+    pub backup: Option<PathBuf>,
+    pub restore: Option<Restore>,
 }
 
 /// Injects `fault`; the leader is asked of the cluster, and a random node stands in when there is none.
-pub async fn inject(cluster: &mut Cluster, fault: Fault, rng: &mut StdRng) -> Result<Active> {
+pub async fn inject(cluster: &mut Cluster, rec: &Recorder, fault: Fault, rng: &mut StdRng) -> Result<Active> {
     let all: Vec<u32> = (1..=cluster.size()).collect();
     let leader = match cluster.leader().await {
         Some(l) => l,
@@ -86,6 +102,7 @@ pub async fn inject(cluster: &mut Cluster, fault: Fault, rng: &mut StdRng) -> Re
     let follower = followers[0];
     let random = all[rng.random_range(0..all.len())];
     let minority = (all.len() - 1) / 2;
+    let (mut backup, mut restore) = (None, None);
     let nodes = match fault {
         Fault::KillLeader => kill(cluster, leader)?,
         Fault::KillFollower => kill(cluster, follower)?,
@@ -154,8 +171,23 @@ pub async fn inject(cluster: &mut Cluster, fault: Fault, rng: &mut StdRng) -> Re
             cluster.force_alone(leader)?;
             lost
         }
+        Fault::BackupRestore => {
+            // Saved through a follower while the clients write, then every member lost.
+            let file = cluster.backup_path(rec.now());
+            let save_started = rec.now();
+            let revision = cluster.save_backup(follower, &file)?;
+            let saved = rec.now();
+            tokio::time::sleep(AFTER_BACKUP).await;
+            for &n in &all {
+                cluster.wipe(n)?;
+            }
+            let destroyed = rec.now();
+            backup = Some(file);
+            restore = Some(Restore { revision, save_started, saved, destroyed, held: Default::default() });
+            all.clone()
+        }
     };
-    Ok(Active { fault, nodes })
+    Ok(Active { fault, nodes, backup, restore })
 }
 
 /// Restarts node `n` (on an empty data directory) and has it added through `via` as a learner,
@@ -192,8 +224,8 @@ fn partition(cluster: &mut Cluster, groups: Vec<Vec<u32>>) -> Result<Vec<u32>> {
     Ok(groups[0].clone())
 }
 
-/// Undoes `active`: restarts, resumes, reconnects, rejoins.
-pub async fn heal(cluster: &mut Cluster, active: &Active) -> Result<()> {
+/// Undoes `active`: restarts, resumes, reconnects, rejoins, restores.
+pub async fn heal(cluster: &mut Cluster, active: &mut Active) -> Result<()> {
     match active.fault {
         Fault::KillLeader | Fault::KillFollower | Fault::KillRandom | Fault::RestartAll | Fault::WipeNode => {
             for &n in &active.nodes {
@@ -236,6 +268,35 @@ pub async fn heal(cluster: &mut Cluster, active: &Active) -> Result<()> {
                 cluster.restart(n)?;
             }
         }
+        Fault::BackupRestore => {
+            let (Some(file), Some(restore)) = (&active.backup, &mut active.restore) else { bail!("backup-restore without its backup") };
+            let mut first = 0;
+            for &n in &active.nodes {
+                first = cluster.restore_backup(n, file)?;
+                cluster.restart(n)?;
+            }
+            restore.held = held_at(cluster, first).await?;
+        }
     }
     Ok(())
+}
+
+/// What the workload's keys hold at revision `rv` (a restored cluster's first), key to value.
+async fn held_at(cluster: &Cluster, rv: u64) -> Result<std::collections::BTreeMap<String, String>> {
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(None, Some(Duration::from_secs(5))).await?, NAMESPACE);
+    let at = ListParams { resource_version: Some(rv.to_string()), version_match: Some(VersionMatch::Exact), ..Default::default() };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        match api.list(&at).await {
+            Ok(list) => {
+                return Ok(list
+                    .items
+                    .into_iter()
+                    .filter_map(|cm| Some((cm.metadata.name?, cm.data?.remove("v")?)))
+                    .collect())
+            }
+            Err(e) if tokio::time::Instant::now() > deadline => bail!("listing the restored cluster at rv {rv}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(300)).await,
+        }
+    }
 }

@@ -155,4 +155,24 @@ pub struct FaultRecord {
     pub heal: Micros,
     /// The first acknowledged write after the heal.
     pub recovered: Option<Micros>,
+    /// For a fault that restored the cluster from a backup: what the backup held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore: Option<Restore>,
+}
+
+/// A cluster destroyed and made again from a backup. The restored cluster holds the state at
+/// the backup's revision: writes acknowledged with a later one are lost by design, and nothing
+/// else may be. Operations invoked from `destroyed` on run against the restored cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Restore {
+    /// The backup's revision.
+    pub revision: u64,
+    /// When the save was asked for and when it had finished: the backup is the state at one
+    /// instant between.
+    pub save_started: Micros,
+    pub saved: Micros,
+    /// When every node had been killed.
+    pub destroyed: Micros,
+    /// What the restored cluster held at its first revision: key to value.
+    pub held: std::collections::BTreeMap<String, String>,
 }

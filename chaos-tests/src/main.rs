@@ -23,7 +23,8 @@ struct Args {
     duration: Duration,
     /// `all`, or a comma-separated list: kill-leader, kill-follower, kill-random, pause-leader,
     /// pause-random, partition-leader, partition-minority, partition-split, partition-bridge,
-    /// restart-all, wipe-node, membership, slow-fsync, fail-fsync.
+    /// restart-all, wipe-node, membership, slow-fsync, fail-fsync, disk-full, lose-majority,
+    /// backup-restore.
     #[arg(long, default_value = "all")]
     faults: String,
     /// How long each fault lasts before it is healed.

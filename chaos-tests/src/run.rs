@@ -173,7 +173,8 @@ pub async fn run(opts: Options) -> Result<bool> {
     let watches = std::mem::take(&mut *rec.watches.lock().unwrap());
     let lists = std::mem::take(&mut *rec.lists.lock().unwrap());
     progress(&rec, "checking");
-    let mut verdicts = vec![check::linearizable::check(&ops), check::linearizable::durability(&ops, &finals)];
+    let restores: Vec<_> = faults.iter().filter_map(|f| f.restore.clone()).collect();
+    let mut verdicts = vec![check::linearizable::check(&ops, &restores), check::linearizable::durability(&ops, &finals, &restores)];
     verdicts.extend(check::watch::check(&watches, &ops));
     verdicts.push(check::lists::check(&lists, &watches));
     let names: Vec<&str> = opts.faults.iter().map(|f| f.name()).collect();

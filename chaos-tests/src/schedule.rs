@@ -38,10 +38,10 @@ pub async fn run(cluster: &mut Cluster, rec: &Arc<Recorder>, plan: &Schedule, rn
         }
         tokio::time::sleep(plan.quiet).await;
         let start = rec.now();
-        let active = faults::inject(cluster, *fault, rng).await?;
+        let mut active = faults::inject(cluster, rec, *fault, rng).await?;
         progress(rec, &format!("inject {} on {:?}", fault.name(), active.nodes));
         tokio::time::sleep(plan.hold).await;
-        faults::heal(cluster, &active).await?;
+        faults::heal(cluster, &mut active).await?;
         let heal = rec.now();
         let recovered = recover(rec, &probes, &mut probe).await;
         progress(
@@ -55,7 +55,7 @@ pub async fn run(cluster: &mut Cluster, rec: &Arc<Recorder>, plan: &Schedule, rn
                 }
             ),
         );
-        records.push(FaultRecord { name: fault.name().into(), nodes: active.nodes, start, heal, recovered });
+        records.push(FaultRecord { name: fault.name().into(), nodes: active.nodes, start, heal, recovered, restore: active.restore });
         if let Err(e) = cluster.wait_ready(RECOVERY_LIMIT).await {
             progress(rec, &format!("warning: {e}"));
         }

@@ -1,4 +1,4 @@
-//! The short schedule CI runs on every change: a 3-node cluster under five kinds of fault must
+//! The short schedule CI runs on every change: a 3-node cluster under six kinds of fault must
 //! pass every checker, and the deliberately broken server (Most Recent reads served locally,
 //! without a read index) must be caught by the linearizability checker.
 //!
@@ -16,7 +16,7 @@ fn chaos(out: &Path, args: &[&str]) -> (Option<i32>, String) {
 #[test]
 fn short_schedule_passes_and_the_broken_server_is_caught() {
     let dir = tempfile::tempdir().unwrap();
-    let faults = "kill-leader,pause-random,partition-leader,slow-fsync,disk-full";
+    let faults = "kill-leader,pause-random,partition-leader,slow-fsync,disk-full,backup-restore";
     let (code, summary) = chaos(&dir.path().join("faults"), &["--nodes", "3", "--duration", "60s", "--faults", faults, "--seed", "7", "--snapshot-count", "300"]);
     assert_eq!(code, Some(0), "the short schedule found a violation or failed:\n{summary}");
     assert!(summary.contains("VERDICT: PASS"), "{summary}");

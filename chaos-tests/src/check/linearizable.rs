@@ -1,18 +1,34 @@
 //! Linearizability of the client operations, key by key, against a register; and durability:
 //! whether the final reads still agree with every acknowledged write.
+//!
+//! A cluster destroyed and restored from a backup ([`Restore`]) cuts each key's history in two
+//! lives. The backup is a consistent read of every key at one instant of its save: the key's value
+//! in it (read from the restored cluster at its first revision) must be linearizable with the
+//! operations before, so nothing acknowledged before the save was lost and nothing was made up;
+//! and the operations from the destruction on are checked from exactly that value. Writes
+//! acknowledged after the backup's revision are the loss a restore means, and nothing else.
 
 use std::collections::BTreeMap;
 
 use super::register::{self, Start};
 use super::{describe_op, shrink, Verdict};
-use crate::history::{Call, Op, Ret};
+use crate::history::{Call, Op, Restore, Ret};
+
+/// The client of the backups' reads, in counter-examples.
+const BACKUP_CLIENT: u32 = u32::MAX - 1;
 
 /// Acknowledged writes shown when a final read contradicts them.
 const LAST_WRITES: usize = 3;
 
-/// "linearizable": every key's history can be linearized. `checked` counts operations.
-pub fn check(ops: &[Op]) -> Verdict {
-    let mut failures: Vec<(usize, String)> = by_key(ops).iter().filter_map(|(key, history)| explain(key, history)).collect();
+/// "linearizable": every key's history can be linearized, in each life of the cluster.
+/// `checked` counts operations.
+pub fn check(ops: &[Op], restores: &[Restore]) -> Verdict {
+    let reads = backup_reads(ops, restores);
+    let all: Vec<&Op> = ops.iter().chain(&reads).collect();
+    let mut failures: Vec<(usize, String)> = by_key(&all)
+        .iter()
+        .flat_map(|(key, history)| lives(key, history, restores).into_iter().filter_map(|life| explain(key, &life)))
+        .collect();
     failures.sort_by_key(|(size, _)| *size);
     Verdict::from_problems("linearizable", ops.len(), failures.into_iter().map(|(_, text)| text).collect())
 }
@@ -20,30 +36,32 @@ pub fn check(ops: &[Op]) -> Verdict {
 /// "no-lost-writes": for every key whose history is linearizable, it still is with the key's
 /// final read (made after every fault healed and every other operation completed) at the end.
 /// `checked` counts final reads that answered.
-pub fn durability(ops: &[Op], finals: &[Op]) -> Verdict {
-    let keys = by_key(ops);
+pub fn durability(ops: &[Op], finals: &[Op], restores: &[Restore]) -> Verdict {
+    let all: Vec<&Op> = ops.iter().collect();
+    let keys = by_key(&all);
     let mut checked = 0;
     let mut problems = Vec::new();
     for last in finals.iter().filter(|op| matches!((&op.call, &op.ret), (Call::Read { .. }, Ret::Read { .. }))) {
         checked += 1;
         let key = last.call.key();
-        let mut history = keys.get(key).cloned().unwrap_or_default();
-        if !linearizable(&history) {
+        let history = keys.get(key).cloned().unwrap_or_default();
+        let Some(mut life) = lives(key, &history, restores).pop() else { continue };
+        if !linearizable(&life) {
             continue;
         }
-        history.push(last);
-        if !linearizable(&history) {
-            problems.push(lost(key, &history[..history.len() - 1], last));
+        life.ops.push(last);
+        if !linearizable(&life) {
+            problems.push(lost(key, &life.ops[..life.ops.len() - 1], last));
         }
     }
     Verdict::from_problems("no-lost-writes", checked, problems)
 }
 
 /// Each key's operations, by invoke time.
-fn by_key(ops: &[Op]) -> BTreeMap<&str, Vec<&Op>> {
+fn by_key<'a>(ops: &[&'a Op]) -> BTreeMap<&'a str, Vec<&'a Op>> {
     let mut keys: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
     for op in ops {
-        keys.entry(op.call.key()).or_default().push(op);
+        keys.entry(op.call.key()).or_default().push(*op);
     }
     for history in keys.values_mut() {
         history.sort_by_key(|op| (op.invoke, op.id));
@@ -51,17 +69,63 @@ fn by_key(ops: &[Op]) -> BTreeMap<&str, Vec<&Op>> {
     keys
 }
 
-fn linearizable(history: &[&Op]) -> bool {
-    history.iter().all(|op| register::possible(op)) && register::linearizable(&register::prefix(history, history.len()), &[Start::Absent])
+/// A key's operations in one life of the cluster, and what the key may have held when it began.
+struct Life<'a> {
+    ops: Vec<&'a Op>,
+    starts: Vec<Start<'a>>,
 }
 
-/// Why a key's history is not linearizable, with the number of operations shown; `None` when it
-/// is.
-fn explain(key: &str, history: &[&Op]) -> Option<(usize, String)> {
-    if let Some(op) = history.iter().find(|op| !register::possible(op)) {
+/// Each backup as reads: for every key a client touched or the backup holds, a read that ran
+/// while the save did and saw what the restored cluster held.
+fn backup_reads(ops: &[Op], restores: &[Restore]) -> Vec<Op> {
+    let mut reads = Vec::new();
+    for restore in restores {
+        let mut keys: Vec<&str> = ops.iter().map(|op| op.call.key()).chain(restore.held.keys().map(String::as_str)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for key in keys {
+            reads.push(Op {
+                id: u64::MAX - reads.len() as u64,
+                client: BACKUP_CLIENT,
+                target: format!("backup at rv {}", restore.revision),
+                call: Call::Read { key: key.to_string() },
+                ret: Ret::Read { value: restore.held.get(key).cloned() },
+                invoke: restore.save_started,
+                complete: restore.saved,
+                rv: None,
+            });
+        }
+    }
+    reads
+}
+
+/// A key's history (by invoke time) cut at each restore: an operation invoked before the
+/// cluster was destroyed belongs to the life before, and each later life starts from what the
+/// backup held.
+fn lives<'a>(key: &str, history: &[&'a Op], restores: &'a [Restore]) -> Vec<Life<'a>> {
+    let mut lives = Vec::new();
+    let (mut rest, mut starts) = (history, vec![Start::Absent]);
+    for restore in restores {
+        let (before, after) = rest.split_at(rest.partition_point(|op| op.invoke < restore.destroyed));
+        lives.push(Life { ops: before.to_vec(), starts });
+        starts = vec![restore.held.get(key).map_or(Start::Absent, |v| Start::Value(v))];
+        rest = after;
+    }
+    lives.push(Life { ops: rest.to_vec(), starts });
+    lives
+}
+
+fn linearizable(life: &Life) -> bool {
+    life.ops.iter().all(|op| register::possible(op)) && register::linearizable(&register::prefix(&life.ops, life.ops.len()), &life.starts)
+}
+
+/// Why a key's history in one life is not linearizable, with the number of operations shown;
+/// `None` when it is.
+fn explain(key: &str, life: &Life) -> Option<(usize, String)> {
+    if let Some(op) = life.ops.iter().find(|op| !register::possible(op)) {
         return Some((1, format!("key {key}: an answer this call cannot give:\n  {}", describe_op(op))));
     }
-    (!linearizable(history)).then(|| shrink::explain(key, history))
+    (!linearizable(life)).then(|| shrink::explain(key, &life.ops, &life.starts))
 }
 
 /// Why the final read `last` contradicts the key's (linearizable) history.
@@ -119,7 +183,7 @@ mod tests {
             op(10, read("k"), got(None), 160, 170),
             op(11, read("other"), got(None), 0, 5),
         ];
-        let v = check(&ops);
+        let v = check(&ops, &[]);
         assert!(v.ok, "{v:?}");
         assert_eq!(v.checked, ops.len());
     }
@@ -133,7 +197,7 @@ mod tests {
             op(4, read("j"), got(Some("x")), 35, 45),
             op(5, read("k"), got(Some("a")), 40, 50),
         ];
-        let v = check(&ops);
+        let v = check(&ops, &[]);
         let text = failure(&v);
         assert!(text.starts_with("key k: the first 3 operations (by invoke time) cannot be linearized; from invoke time 20 on"), "{text}");
         assert!(text.contains("\n  #3 ") && text.contains("\n  #5 ") && !text.contains("#1 ") && !text.contains("key j"), "{text}");
@@ -143,9 +207,9 @@ mod tests {
     #[test]
     fn an_impossible_answer_fails_by_itself() {
         let ops = [op(1, create("k", "a"), Ret::NotFound, 0, 10)];
-        assert!(failure(&check(&ops)).contains("an answer this call cannot give"));
+        assert!(failure(&check(&ops, &[])).contains("an answer this call cannot give"));
         let ops = [op(1, create("k", "a"), Ret::Conflict, 0, 10)];
-        assert!(failure(&check(&ops)).contains("#1 "));
+        assert!(failure(&check(&ops, &[])).contains("#1 "));
     }
 
     #[test]
@@ -160,7 +224,7 @@ mod tests {
             op(7, create("k", "c"), unknown(), 81, 91),
             op(8, read("k"), got(Some("b")), 100, 110),
         ];
-        assert!(check(&ops).ok);
+        assert!(check(&ops, &[]).ok);
     }
 
     #[test]
@@ -172,7 +236,7 @@ mod tests {
             op(4, cas("k", "a", "c"), Ret::Done, 40, 50),
             op(5, create("k", "d"), unknown(), 55, 56),
         ];
-        let text = failure(&check(&ops)).to_string();
+        let text = failure(&check(&ops, &[])).to_string();
         assert!(text.contains("#3 ") && text.contains("#4 ") && text.contains("optional"), "{text}");
     }
 
@@ -243,11 +307,11 @@ mod tests {
         assert!(ops.iter().any(|op| matches!(op.ret, Ret::Unknown { .. }) && op.call.is_write()));
         assert!(ops.iter().any(|op| op.ret == Ret::Conflict) && ops.iter().any(|op| op.ret == Ret::NotFound));
         let start = Instant::now();
-        let v = check(&ops);
+        let v = check(&ops, &[]);
         assert!(v.ok, "{v:?}");
         assert!(start.elapsed() < Duration::from_secs(3), "took {:?}", start.elapsed());
         for seed in 0..20 {
-            assert!(check(&random_history(seed, 4, 200)).ok, "seed {seed}");
+            assert!(check(&random_history(seed, 4, 200), &[]).ok, "seed {seed}");
         }
     }
 
@@ -256,7 +320,7 @@ mod tests {
         let mut ops = random_history(11, 10, 2000);
         let bad = ops.iter().position(|op| op.id > 1500 && matches!(op.call, Call::Read { .. })).expect("a read");
         ops[bad].ret = got(Some("never-written"));
-        let text = failure(&check(&ops)).to_string();
+        let text = failure(&check(&ops, &[])).to_string();
         assert!(text.lines().count() < 12 && text.contains(&format!("\n  #{} ", ops[bad].id)), "{text}");
     }
 
@@ -269,21 +333,70 @@ mod tests {
             op(4, create("j", "x"), Ret::Done, 0, 10),
         ];
         let final_read = |id, key, value| op(id, read(key), got(value), 1000, 1010);
-        let v = durability(&ops, &[final_read(10, "k", Some("c")), final_read(11, "j", Some("x"))]);
+        let v = durability(&ops, &[final_read(10, "k", Some("c")), final_read(11, "j", Some("x"))], &[]);
         assert!(v.ok && v.checked == 2, "{v:?}");
-        assert!(durability(&ops, &[final_read(10, "k", Some("b"))]).ok);
-        let text = failure(&durability(&ops, &[final_read(10, "k", Some("a"))])).to_string();
+        assert!(durability(&ops, &[final_read(10, "k", Some("b"))], &[]).ok);
+        let text = failure(&durability(&ops, &[final_read(10, "k", Some("a"))], &[])).to_string();
         assert!(text.contains("written by: #1 ") && text.contains("last acknowledged writes") && text.contains("#2 "), "{text}");
-        let text = failure(&durability(&ops, &[final_read(10, "j", None)])).to_string();
+        let text = failure(&durability(&ops, &[final_read(10, "j", None)], &[])).to_string();
         assert!(text.contains("key j") && text.contains("#4 "), "{text}");
-        let text = failure(&durability(&ops, &[final_read(10, "new", Some("z"))])).to_string();
+        let text = failure(&durability(&ops, &[final_read(10, "new", Some("z"))], &[])).to_string();
         assert!(text.contains("no operation ever wrote its value"), "{text}");
     }
 
     #[test]
     fn final_reads_skip_keys_that_already_fail() {
         let ops = [op(1, create("k", "a"), Ret::Done, 0, 10), op(2, read("k"), got(None), 20, 30)];
-        let v = durability(&ops, &[op(10, read("k"), got(None), 100, 110), op(11, read("k"), unknown(), 100, 110)]);
+        let v = durability(&ops, &[op(10, read("k"), got(None), 100, 110), op(11, read("k"), unknown(), 100, 110)], &[]);
         assert!(v.ok && v.checked == 1, "{v:?}");
+    }
+
+    /// A backup saved between 100 and 120 at revision 5, the cluster destroyed at 200, the
+    /// restored one holding `held`.
+    fn restore(held: &[(&str, &str)]) -> Restore {
+        Restore { revision: 5, save_started: 100, saved: 120, destroyed: 200, held: held.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
+    }
+
+    #[test]
+    fn writes_acknowledged_after_the_backup_may_be_lost_and_nothing_else() {
+        let ops = [
+            op(1, create("k", "a"), Ret::Done, 0, 10),
+            op(2, create("j", "x"), Ret::Done, 0, 10),
+            // After the save: lost with the restore.
+            op(3, cas("k", "a", "b"), Ret::Done, 150, 160),
+            op(4, read("k"), got(Some("b")), 170, 180),
+            op(5, delete("j"), Ret::Done, 150, 160),
+            // The restored cluster: back at "a", "x" there again.
+            op(6, read("k"), got(Some("a")), 300, 310),
+            op(7, cas("k", "a", "c"), Ret::Done, 320, 330),
+            op(8, read("j"), got(Some("x")), 300, 310),
+        ];
+        let restores = [restore(&[("k", "a"), ("j", "x")])];
+        let v = check(&ops, &restores);
+        assert!(v.ok, "{v:?}");
+        let finals = [op(10, read("k"), got(Some("c")), 1000, 1010), op(11, read("j"), got(Some("x")), 1000, 1010)];
+        assert!(durability(&ops, &finals, &restores).ok);
+        // Without the restore, the same history lost writes.
+        assert!(!check(&ops, &[]).ok);
+
+        // A backup without a write acknowledged before its save began.
+        let text = failure(&check(&ops, &[restore(&[("k", "a")])])).to_string();
+        assert!(text.contains("key j") && text.contains("backup at rv 5"), "{text}");
+        // A backup holding a value written only after its save.
+        assert!(failure(&check(&ops, &[restore(&[("k", "b"), ("j", "x")])])).contains("key k"));
+        // The restored cluster not holding what its backup did.
+        let stale = [op(1, create("k", "a"), Ret::Done, 0, 10), op(6, read("k"), got(None), 300, 310)];
+        assert!(failure(&check(&stale, &[restore(&[("k", "a")])])).contains("key k"));
+        // A final read that lost a write of the restored cluster.
+        let finals = [op(10, read("k"), got(Some("a")), 1000, 1010)];
+        assert!(failure(&durability(&ops, &finals, &restores)).contains("key k"));
+    }
+
+    #[test]
+    fn a_write_running_during_the_save_may_or_may_not_be_in_the_backup() {
+        let ops = [op(1, create("k", "a"), Ret::Done, 0, 10), op(2, cas("k", "a", "b"), Ret::Done, 105, 115), op(3, read("k"), got(Some("b")), 300, 310)];
+        assert!(check(&ops, &[restore(&[("k", "b")])]).ok);
+        let ops = [op(1, create("k", "a"), Ret::Done, 0, 10), op(2, cas("k", "a", "b"), Ret::Done, 105, 115), op(3, read("k"), got(Some("a")), 300, 310)];
+        assert!(check(&ops, &[restore(&[("k", "a")])]).ok);
     }
 }

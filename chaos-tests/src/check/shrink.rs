@@ -25,25 +25,25 @@ impl Evidence<'_> {
     }
 }
 
-/// Why a key's history (by invoke time, every answer possible, not linearizable) is not, as a
-/// counter-example, with the number of operations it shows.
-pub(super) fn explain(key: &str, history: &[&Op]) -> (usize, String) {
+/// Why a key's history (by invoke time, every answer possible, not linearizable from any of
+/// `starts`) is not, as a counter-example, with the number of operations it shows.
+pub(super) fn explain<'a>(key: &str, history: &[&'a Op], starts: &[Start<'a>]) -> (usize, String) {
     // Longer prefixes than a failing one fail too.
     let (mut lo, mut hi) = (0, history.len());
     while hi - lo > 1 {
         let mid = (lo + hi) / 2;
-        match register::linearizable(&register::prefix(history, mid), &[Start::Absent]) {
+        match register::linearizable(&register::prefix(history, mid), starts) {
             true => lo = mid,
             false => hi = mid,
         }
     }
-    let evidence = prune(reduce(latest_window(register::prefix(history, hi))));
+    let evidence = prune(reduce(latest_window(register::prefix(history, hi), starts)));
     (evidence.parts.len(), render(key, hi, &evidence))
 }
 
 /// The failing window of `parts` that starts last. A window that fails implies that every
-/// earlier one fails, down to the whole of `parts`.
-fn latest_window(parts: Vec<Part>) -> Evidence {
+/// earlier one fails, down to the whole of `parts` (from `starts`).
+fn latest_window<'a>(parts: Vec<Part<'a>>, starts: &[Start<'a>]) -> Evidence<'a> {
     let times: BTreeSet<u64> = parts.iter().filter(|p| !p.optional).map(|p| p.op.invoke).collect();
     let times: Vec<u64> = times.into_iter().collect();
     let (mut lo, mut hi) = (0, times.len() + 1);
@@ -55,7 +55,7 @@ fn latest_window(parts: Vec<Part>) -> Evidence {
         }
     }
     match lo {
-        0 => Evidence { parts, since: None, starts: vec![Start::Absent] },
+        0 => Evidence { parts, since: None, starts: starts.to_vec() },
         _ => window(&parts, times[lo - 1]),
     }
 }
@@ -213,7 +213,7 @@ mod tests {
 
     fn shrink(ops: &[Op]) -> (usize, String) {
         let history: Vec<&Op> = ops.iter().collect();
-        explain("k", &history)
+        explain("k", &history, &[Start::Absent])
     }
 
     #[test]

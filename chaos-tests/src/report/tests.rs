@@ -103,6 +103,7 @@ fn faults() -> Vec<FaultRecord> {
             start: 2_000_000,
             heal: 3_000_000,
             recovered: Some(3_250_000),
+            restore: None,
         },
         FaultRecord {
             name: "pause".into(),
@@ -110,6 +111,7 @@ fn faults() -> Vec<FaultRecord> {
             start: 4_000_000,
             heal: 4_500_000,
             recovered: None,
+            restore: None,
         },
     ]
 }
