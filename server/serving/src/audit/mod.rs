@@ -18,11 +18,11 @@ pub mod webhook;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, OnceLock};
 
 use admission::audit_annotations::{self, Annotations};
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use access::attributes::Attributes;
 use access::UserInfo;
@@ -115,22 +115,30 @@ impl Auditor {
             impersonated_user: None,
             source_ips: request.source_ips,
             user_agent: request.user_agent,
-            object_ref,
             request_received_timestamp: micros_now(),
         };
         let annotations = Annotations::default();
         annotations.lock().unwrap_or_else(|e| e.into_inner()).insert(REPLICA.to_string(), self.replica.clone());
-        Some(Record { auditor: self.clone(), decision, event, annotations })
+        Some(Record { auditor: self.clone(), decision, event, encoded: OnceLock::new(), object_ref, annotations })
     }
 
-    /// Encodes `line` for each backend: its JSON line for the log, its value for the webhook.
-    fn encode(&self, line: &Line) -> Encoded {
+    /// Encodes an event for each backend: its JSON line for the log, its value for the webhook.
+    /// `fixed` is the request's fixed part, encoded; `stage` what this stage adds.
+    fn encode(&self, fixed: &str, stage: &StageLine) -> Encoded {
         self.metrics.audit.event();
-        let log = self.log.as_ref().and_then(|_| serde_json::to_vec(line).ok()).map(|mut bytes| {
-            bytes.push(b'\n');
-            bytes
+        // `{` and the fixed part's members, then the stage's object with its `{` made a comma.
+        let mut line = Vec::with_capacity(fixed.len() + 512);
+        line.extend_from_slice(&fixed.as_bytes()[..fixed.len() - 1]);
+        let joint = line.len();
+        if serde_json::to_writer(&mut line, stage).is_err() {
+            return Encoded { log: None, webhook: None };
+        }
+        line[joint] = b',';
+        let webhook = self.webhook.as_ref().and_then(|_| serde_json::from_slice(&line).ok());
+        let log = self.log.as_ref().map(|_| {
+            line.push(b'\n');
+            line
         });
-        let webhook = self.webhook.as_ref().and_then(|_| serde_json::to_value(line).ok());
         Encoded { log, webhook }
     }
 
@@ -149,7 +157,8 @@ impl Auditor {
     }
 }
 
-/// What every event of a request says, fixed once the request's user and object are known.
+/// What every event of a request says, fixed once the request's user is known (and whom it
+/// impersonates): encoded once, for all its events.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Event {
@@ -168,8 +177,6 @@ struct Event {
     source_ips: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     user_agent: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    object_ref: Option<ObjectRef>,
     request_received_timestamp: String,
 }
 
@@ -209,15 +216,16 @@ struct ObjectRef {
     subresource: String,
 }
 
-/// One event as written: the request's fixed part, borrowed, and what its stage adds.
+/// What an event adds to the request's fixed part: the object (a create's name is known only
+/// once its body is read), the stage and what is known by then.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Line<'a> {
-    #[serde(flatten)]
-    fixed: &'a Event,
+struct StageLine<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    object_ref: Option<&'a ObjectRef>,
     stage: Stage,
     #[serde(skip_serializing_if = "Option::is_none")]
-    response_status: Option<Value>,
+    response_status: Option<ResponseStatus<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     request_object: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -226,6 +234,33 @@ struct Line<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     annotations: Option<&'a std::collections::BTreeMap<String, String>>,
 }
+
+/// The answer's `Status` as an event holds it: the code, and of a failure's `Status` body its
+/// status, message, reason and details.
+#[derive(serde::Serialize)]
+struct ResponseStatus<'a> {
+    metadata: Empty,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<&'a Value>,
+    code: u16,
+}
+
+impl<'a> ResponseStatus<'a> {
+    fn of(answer: &'a Answer) -> ResponseStatus<'a> {
+        let field = |key: &str| answer.status.as_ref().and_then(|s| s.as_object()).and_then(|s| s.get(key));
+        ResponseStatus { metadata: Empty {}, status: field("status"), message: field("message"), reason: field("reason"), details: field("details"), code: answer.code }
+    }
+}
+
+/// An empty JSON object.
+#[derive(serde::Serialize)]
+struct Empty {}
 
 /// An event encoded for the backends configured.
 struct Encoded {
@@ -240,11 +275,14 @@ pub struct RequestFacts {
     pub user_agent: Option<String>,
 }
 
-/// One audited request: the event's fixed part and the annotations gathered while it is served.
+/// One audited request: the event's fixed part (and its encoding, once made), the object it is
+/// about, and the annotations gathered while it is served.
 pub struct Record {
     auditor: Arc<Auditor>,
     decision: Decision,
     event: Event,
+    encoded: OnceLock<String>,
+    object_ref: Option<ObjectRef>,
     annotations: Annotations,
 }
 
@@ -259,12 +297,13 @@ impl Record {
         let as_user = AuditUser::of(as_user);
         if self.event.user != as_user {
             self.event.impersonated_user = Some(as_user);
+            self.encoded = OnceLock::new();
         }
     }
 
     /// Sets `objectRef.name` (a create's, known from its body).
     pub fn name_object(&mut self, name: &str) {
-        if let Some(object) = &mut self.event.object_ref {
+        if let Some(object) = &mut self.object_ref {
             object.name = name.to_string();
         }
     }
@@ -285,26 +324,24 @@ impl Record {
         if self.decision.omit_stages.contains(&stage) {
             return true;
         }
-        let mut line = Line { fixed: &self.event, stage, response_status: None, request_object: None, response_object: None, stage_timestamp: micros_now(), annotations: None };
+        let fixed = self.encoded.get_or_init(|| serde_json::to_string(&self.event).unwrap_or_else(|_| r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1"}"#.into()));
+        let mut line = StageLine {
+            object_ref: self.object_ref.as_ref(),
+            stage,
+            response_status: answer.map(ResponseStatus::of),
+            request_object: None,
+            response_object: None,
+            stage_timestamp: micros_now(),
+            annotations: None,
+        };
         if let Some(a) = answer {
-            let mut status = Map::new();
-            status.insert("metadata".into(), json!({}));
-            if let Some(Value::Object(s)) = &a.status {
-                for key in ["status", "message", "reason", "details"] {
-                    if let Some(v) = s.get(key) {
-                        status.insert(key.into(), v.clone());
-                    }
-                }
-            }
-            status.insert("code".into(), json!(a.code));
-            line.response_status = Some(Value::Object(status));
             line.request_object = a.request_object.as_ref().map(|body| self.trimmed(body));
             line.response_object = a.response_object.as_ref().map(|body| self.trimmed(body));
         }
         let encoded = {
             let annotations = self.annotations.lock().unwrap_or_else(|e| e.into_inner());
             line.annotations = (!annotations.is_empty()).then_some(&*annotations);
-            self.auditor.encode(&line)
+            self.auditor.encode(fixed, &line)
         };
         self.auditor.record(encoded).await
     }
