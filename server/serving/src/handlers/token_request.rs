@@ -57,10 +57,11 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, body: Value) -> ApiResult<
     let name = req.name().to_string();
     let spec = &body["spec"];
     let requested = spec["expirationSeconds"].as_i64().unwrap_or(DEFAULT_EXPIRATION);
+    // Static validation's errors name no object, as Kubernetes' do.
     let invalid = |detail: &str| ApiError::Invalid {
         group: GROUP.into(),
         kind: "TokenRequest".into(),
-        name: name.clone(),
+        name: String::new(),
         causes: vec![Cause::new("FieldValueInvalid", "spec.expirationSeconds", format!("Invalid value: {requested}: {detail}"))],
     };
     if requested < MIN_EXPIRATION {
@@ -110,7 +111,12 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, body: Value) -> ApiResult<
                 let node = get(ctx, "nodes", None, object)?.ok_or_else(|| not_found("nodes", object))?;
                 bound.node = Some(check_uid(&node, reference, "nodes")?);
             }
-            _ => return Err(ApiError::bad_request(format!("cannot bind token for serviceaccount \"{name}\" to object of kind \"{api_version}, Kind={kind}\""))),
+            _ => {
+                // Go's `GroupVersionKind` as text: `GROUP/VERSION, Kind=KIND`.
+                let given = reference["apiVersion"].as_str().unwrap_or_default();
+                let (group, version) = given.rsplit_once('/').unwrap_or(("", given));
+                return Err(ApiError::bad_request(format!("cannot bind token to object of type {group}/{version}, Kind={kind}")));
+            }
         }
     }
     if let Some(max) = tokens.max_expiration {
