@@ -28,6 +28,12 @@ pub struct Args {
     #[arg(long, default_value = "127.0.0.1")]
     pub bind_address: String,
 
+    /// The IP address the cluster reaches this server at, published as the `kubernetes` Service's
+    /// Endpoints (and, when it is neither loopback nor link-local, its EndpointSlice); the bind
+    /// address when unset.
+    #[arg(long)]
+    pub advertise_address: Option<std::net::IpAddr>,
+
     /// Serving certificate (PEM); generated under the data directory when absent.
     #[arg(long)]
     pub tls_cert_file: Option<PathBuf>,

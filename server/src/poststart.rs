@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{ConfigMap, EndpointAddress, EndpointPort, EndpointSubset, Endpoints, Namespace, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort as SlicePort, EndpointSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -81,11 +82,17 @@ fn named(name: &str) -> ObjectMeta {
 }
 
 /// The `default` namespace, and the `kubernetes` Service there with the first IP of the service
-/// range and Endpoints naming this server.
+/// range, Endpoints naming this server (its advertised address) and, for an address an
+/// EndpointSlice may hold (neither loopback nor link-local, as Kubernetes validates them), the
+/// EndpointSlice kube-apiserver's endpoints adapter makes from them.
 async fn kubernetes_service(ctx: &Context, client: &Client) -> ApiResult<()> {
     ensure_namespace(client, "default").await?;
     let url: http::Uri = ctx.settings.address.parse().map_err(ApiError::internal)?;
-    let (host, port) = (url.host().unwrap_or("127.0.0.1"), url.port_u16().unwrap_or(443));
+    let port = url.port_u16().unwrap_or(443);
+    let host = match ctx.settings.advertise_address {
+        Some(ip) => ip.to_string(),
+        None => url.host().unwrap_or("127.0.0.1").trim_matches(['[', ']']).to_string(),
+    };
     let labels = |pairs: &[(&str, &str)]| Some(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
     let service = Service {
         metadata: ObjectMeta { labels: labels(&[("component", "apiserver"), ("provider", "kubernetes")]), ..named("kubernetes") },
@@ -106,12 +113,27 @@ async fn kubernetes_service(ctx: &Context, client: &Client) -> ApiResult<()> {
     let endpoints = Endpoints {
         metadata: ObjectMeta { labels: labels(&[("endpointslice.kubernetes.io/skip-mirror", "true")]), ..named("kubernetes") },
         subsets: Some(vec![EndpointSubset {
-            addresses: Some(vec![EndpointAddress { ip: host.to_string(), ..Default::default() }]),
+            addresses: Some(vec![EndpointAddress { ip: host.clone(), ..Default::default() }]),
             ports: Some(vec![EndpointPort { name: Some("https".into()), port: port.into(), protocol: Some("TCP".into()), ..Default::default() }]),
             ..Default::default()
         }]),
     };
-    client.api::<Endpoints>(Some("default"))?.ensure(&endpoints).await
+    client.api::<Endpoints>(Some("default"))?.ensure(&endpoints).await?;
+    let ip: std::net::IpAddr = host.parse().map_err(ApiError::internal)?;
+    let link_local = match ip {
+        std::net::IpAddr::V4(v4) => v4.is_link_local(),
+        std::net::IpAddr::V6(v6) => v6.is_unicast_link_local(),
+    };
+    if ip.is_loopback() || link_local {
+        return Ok(());
+    }
+    let slice = EndpointSlice {
+        metadata: ObjectMeta { labels: labels(&[("kubernetes.io/service-name", "kubernetes")]), ..named("kubernetes") },
+        address_type: if ip.is_ipv6() { "IPv6" } else { "IPv4" }.into(),
+        endpoints: Some(vec![Endpoint { addresses: vec![host], conditions: Some(EndpointConditions { ready: Some(true), ..Default::default() }), ..Default::default() }]),
+        ports: Some(vec![SlicePort { name: Some("https".into()), port: Some(port.into()), protocol: Some("TCP".into()), ..Default::default() }]),
+    };
+    client.api::<EndpointSlice>(Some("default"))?.ensure(&slice).await
 }
 
 /// The `kubernetes` ServiceCIDR made from `--service-cluster-ip-range`, ready.

@@ -200,7 +200,7 @@ pub async fn run(args: Args, traces: Option<serving::traces::Exporting>) -> anyh
         None => None,
     };
 
-    let settings = Settings { address: address.clone(), request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), proxy_ca_pem, root_ca_pem: pki.server_ca_pem.clone(), proxy_client, kubelet, bootstrap_tokens: args.authentication.enable_bootstrap_token_auth,
+    let settings = Settings { address: address.clone(), advertise_address: args.advertise_address, request_timeout: args.request_timeout, client_ca_pem: pki.client_ca_pem.clone(), proxy_ca_pem, root_ca_pem: pki.server_ca_pem.clone(), proxy_client, kubelet, bootstrap_tokens: args.authentication.enable_bootstrap_token_auth,
         disabled_controllers: args.controllers.iter().filter_map(|c| c.trim().strip_prefix('-')).map(String::from).collect(),
         ..Default::default()
     };

@@ -105,3 +105,25 @@ async fn a_local_load_balancer_gets_a_health_check_port_and_warnings_reach_kubec
     assert!(stderr.contains("Warning: metadata.name: this is used in Pod names and hostnames"), "{stderr}");
     assert!(stderr.contains("Warning: spec.template.spec.nodeSelector[beta.kubernetes.io/os]: deprecated since v1.14; use \"kubernetes.io/os\" instead"), "{stderr}");
 }
+
+#[tokio::test]
+async fn the_kubernetes_service_publishes_the_advertised_address() {
+    // As e2e's "API Server should have Endpoints and EndpointSlices pointing to API Server"
+    // finds them: Endpoints, and the EndpointSlice by its service-name label.
+    let s = TestServer::start_with(&["--advertise-address", "10.0.0.10"]).await;
+    let port = s.port() as i64;
+    let https = json!([{"name": "https", "port": port, "protocol": "TCP"}]);
+    let endpoints = s.get("/api/v1/namespaces/default/endpoints/kubernetes").await.json();
+    assert_eq!(endpoints["subsets"], json!([{"addresses": [{"ip": "10.0.0.10"}], "ports": https}]), "{endpoints}");
+    let slices: Value = serde_json::from_str(&s.kubectl_ok(&["get", "endpointslices", "-n", "default", "-l", "kubernetes.io/service-name=kubernetes", "-o", "json"])).unwrap();
+    let slice = &slices["items"][0];
+    assert_eq!((&slice["metadata"]["name"], &slice["addressType"]), (&json!("kubernetes"), &json!("IPv4")), "{slices}");
+    assert_eq!(slice["endpoints"], json!([{"addresses": ["10.0.0.10"], "conditions": {"ready": true}}]), "{slices}");
+    assert_eq!(slice["ports"], https, "{slices}");
+
+    // A loopback address is no EndpointSlice's (Kubernetes' validation refuses it): Endpoints only.
+    let local = TestServer::start().await;
+    let endpoints = local.get("/api/v1/namespaces/default/endpoints/kubernetes").await.json();
+    assert_eq!(endpoints["subsets"][0]["addresses"], json!([{"ip": "127.0.0.1"}]), "{endpoints}");
+    assert_eq!(local.get("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes").await.status, 404);
+}

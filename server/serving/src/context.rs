@@ -61,6 +61,9 @@ pub struct Settings {
     pub max_body: usize,
     /// `https://host:port` as clients reach this server.
     pub address: String,
+    /// The IP published for the `kubernetes` Service (`--advertise-address`); the address's host
+    /// when `None`.
+    pub advertise_address: Option<std::net::IpAddr>,
     /// The post-start hooks done on this node.
     pub hooks: Arc<crate::hooks::Progress>,
     /// The CA bundle client certificates are checked against (published for extension servers).
@@ -121,6 +124,7 @@ impl Default for Settings {
             request_timeout: Duration::from_secs(60),
             max_body: machinery::yaml::MAX_REQUEST_BYTES,
             address: String::new(),
+            advertise_address: None,
             hooks: Default::default(),
             client_ca_pem: String::new(),
             proxy_ca_pem: None,
