@@ -24,6 +24,8 @@ struct Node {
     dir: PathBuf,
     process: Option<Child>,
     paused: bool,
+    /// The binary it runs: an earlier version's until a rolling upgrade reaches it.
+    bin: PathBuf,
 }
 
 pub struct Cluster {
@@ -55,8 +57,9 @@ fn signal(pid: u32, sig: &str) -> Result<()> {
 
 impl Cluster {
     /// Starts `nodes` replicas of a new cluster under `dir` and the load balancer; with
-    /// `small_disks`, each on a tmpfs of its own.
-    pub fn start(bin: &Path, dir: &Path, nodes: u32, failpoints: Option<String>, flags: Vec<String>, small_disks: bool) -> Result<Cluster> {
+    /// `small_disks`, each on a tmpfs of its own; on `first_bin` (an earlier version, for a
+    /// rolling upgrade to `bin`) when given.
+    pub fn start(bin: &Path, first_bin: Option<&Path>, dir: &Path, nodes: u32, failpoints: Option<String>, flags: Vec<String>, small_disks: bool) -> Result<Cluster> {
         let net = Net::create(nodes)?;
         let lb_port = free_port()?;
         let status = Command::new(bin)
@@ -70,7 +73,8 @@ impl Cluster {
             bail!("apiserver certs failed");
         }
         let mut cluster = Cluster { net, bin: bin.to_path_buf(), dir: dir.to_path_buf(), nodes: Vec::new(), haproxy: None, lb_port, failpoints, flags, small_disks };
-        cluster.nodes = (1..=nodes).map(|i| Node { dir: dir.join(format!("node-{i}")), process: None, paused: false }).collect();
+        let first = first_bin.unwrap_or(bin).to_path_buf();
+        cluster.nodes = (1..=nodes).map(|i| Node { dir: dir.join(format!("node-{i}")), process: None, paused: false, bin: first.clone() }).collect();
         for i in 1..=nodes {
             if small_disks {
                 cluster.mount_small_disk(i)?;
@@ -166,7 +170,8 @@ impl Cluster {
         let dir = self.node(i).dir.clone();
         // Beside the data directory, which may be a file system unmounted at the end.
         let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join(format!("node-{i}.log")))?;
-        let mut cmd = self.net.command(i, &self.bin);
+        let bin = self.node(i).bin.clone();
+        let mut cmd = self.net.command(i, &bin);
         cmd.arg("--data-dir")
             .arg(&dir)
             .args(["--bind-address", &self.net.node_ip(i), "--secure-port", &API_PORT.to_string()])
@@ -233,6 +238,16 @@ impl Cluster {
         }
         self.node(i).paused = false;
         Ok(())
+    }
+
+    /// Whether node `i` runs the binary under test.
+    pub fn upgraded(&self, i: u32) -> bool {
+        self.nodes[i as usize - 1].bin == self.bin
+    }
+
+    /// Makes node `i` run the binary under test from its next start.
+    pub fn upgrade(&mut self, i: u32) {
+        self.node(i).bin = self.bin.clone();
     }
 
     /// Restarts node `i` on its data directory.

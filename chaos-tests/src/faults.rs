@@ -40,6 +40,7 @@ pub enum Fault {
     DiskFull,
     LoseMajority,
     BackupRestore,
+    Upgrade,
 }
 
 const NAMES: &[(&str, Fault)] = &[
@@ -60,6 +61,7 @@ const NAMES: &[(&str, Fault)] = &[
     ("disk-full", Fault::DiskFull),
     ("lose-majority", Fault::LoseMajority),
     ("backup-restore", Fault::BackupRestore),
+    ("upgrade", Fault::Upgrade),
 ];
 
 impl Fault {
@@ -171,6 +173,13 @@ pub async fn inject(cluster: &mut Cluster, rec: &Recorder, fault: Fault, rng: &m
             cluster.force_alone(leader)?;
             lost
         }
+        Fault::Upgrade => {
+            // One step of a rolling upgrade: the next node still on the earlier version is
+            // stopped (SIGKILL, the harshest stop) and comes back on the binary under test; once
+            // every node is upgraded, a random one is restarted.
+            let next = all.iter().copied().find(|n| !cluster.upgraded(*n)).unwrap_or(random);
+            kill(cluster, next)?
+        }
         Fault::BackupRestore => {
             // Saved through a follower while the clients write, then every member lost.
             let file = cluster.backup_path(rec.now());
@@ -227,6 +236,12 @@ fn partition(cluster: &mut Cluster, groups: Vec<Vec<u32>>) -> Result<Vec<u32>> {
 /// Undoes `active`: restarts, resumes, reconnects, rejoins, restores.
 pub async fn heal(cluster: &mut Cluster, active: &mut Active) -> Result<()> {
     match active.fault {
+        Fault::Upgrade => {
+            for &n in &active.nodes {
+                cluster.upgrade(n);
+                cluster.restart(n)?;
+            }
+        }
         Fault::KillLeader | Fault::KillFollower | Fault::KillRandom | Fault::RestartAll | Fault::WipeNode => {
             for &n in &active.nodes {
                 cluster.restart(n)?;

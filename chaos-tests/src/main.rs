@@ -24,7 +24,8 @@ struct Args {
     /// `all`, or a comma-separated list: kill-leader, kill-follower, kill-random, pause-leader,
     /// pause-random, partition-leader, partition-minority, partition-split, partition-bridge,
     /// restart-all, wipe-node, membership, slow-fsync, fail-fsync, disk-full, lose-majority,
-    /// backup-restore.
+    /// backup-restore, upgrade (with `--upgrade-from`: one node at a time moves from that
+    /// binary to the one under test).
     #[arg(long, default_value = "all")]
     faults: String,
     /// How long each fault lasts before it is healed.
@@ -56,6 +57,10 @@ struct Args {
     /// count makes snapshots, log purges and snapshot installs part of the run.
     #[arg(long)]
     snapshot_count: Option<u64>,
+    /// A binary of an earlier version that every node starts on, for a rolling upgrade by the
+    /// `upgrade` fault to the binary under test (`--apiserver`, or the one built).
+    #[arg(long)]
+    upgrade_from: Option<PathBuf>,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -101,6 +106,7 @@ async fn main() {
         broken: args.broken,
         seed: args.seed,
         snapshot_count: args.snapshot_count,
+        upgrade_from: args.upgrade_from,
     };
     // On Ctrl-C or SIGTERM the run is dropped, which stops the nodes and removes the hosts.
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");

@@ -37,6 +37,8 @@ pub struct Options {
     pub broken: Option<String>,
     pub seed: u64,
     pub snapshot_count: Option<u64>,
+    /// An earlier version's binary the cluster starts on; the `upgrade` fault replaces it.
+    pub upgrade_from: Option<PathBuf>,
 }
 
 /// Builds the apiserver with failpoints into its own target directory and returns its path.
@@ -82,7 +84,7 @@ pub async fn run(opts: Options) -> Result<bool> {
     let failpoints = opts.broken.as_ref().map(|_| "read-index-skip=return".to_string());
     let flags = opts.snapshot_count.map(|n| vec!["--snapshot-count".to_string(), n.to_string()]).unwrap_or_default();
     let small_disks = opts.faults.contains(&Fault::DiskFull);
-    let mut cluster = Cluster::start(&bin, &out.join("cluster"), opts.nodes, failpoints, flags, small_disks)?;
+    let mut cluster = Cluster::start(&bin, opts.upgrade_from.as_deref(), &out.join("cluster"), opts.nodes, failpoints, flags, small_disks)?;
     println!("cluster of {} nodes behind https://127.0.0.1:{}; report in {}", opts.nodes, cluster.lb_port, out.display());
     cluster.wait_ready(Duration::from_secs(60)).await?;
     let rec = Arc::new(Recorder::default());
