@@ -30,7 +30,7 @@ pub(crate) fn start(raft: Raft, bytes: &Arc<AtomicU64>, snapshots: Snapshots, ke
         loop {
             tick.tick().await;
             let Some(held) = bytes.upgrade().map(|b| b.load(Ordering::Relaxed)) else { return };
-            if held <= MIN_BYTES.max(snapshots.size()) {
+            if held <= MIN_BYTES || held <= snapshots.size() {
                 continue;
             }
             let since = {

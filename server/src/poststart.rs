@@ -83,8 +83,8 @@ fn named(name: &str) -> ObjectMeta {
 
 /// The `default` namespace, and the `kubernetes` Service there with the first IP of the service
 /// range, Endpoints naming this server (its advertised address) and, for an address an
-/// EndpointSlice may hold (neither loopback nor link-local, as Kubernetes validates them), the
-/// EndpointSlice kube-apiserver's endpoints adapter makes from them.
+/// EndpointSlice may hold (a routable one, as Kubernetes validates them), the EndpointSlice
+/// kube-apiserver's endpoints adapter makes from them.
 async fn kubernetes_service(ctx: &Context, client: &Client) -> ApiResult<()> {
     ensure_namespace(client, "default").await?;
     let url: http::Uri = ctx.settings.address.parse().map_err(ApiError::internal)?;
@@ -119,12 +119,10 @@ async fn kubernetes_service(ctx: &Context, client: &Client) -> ApiResult<()> {
         }]),
     };
     client.api::<Endpoints>(Some("default"))?.ensure(&endpoints).await?;
-    let ip: std::net::IpAddr = host.parse().map_err(ApiError::internal)?;
-    let link_local = match ip {
-        std::net::IpAddr::V4(v4) => v4.is_link_local(),
-        std::net::IpAddr::V6(v6) => v6.is_unicast_link_local(),
-    };
-    if ip.is_loopback() || link_local {
+    let Ok(ip) = host.parse::<std::net::IpAddr>() else { return Ok(()) };
+    let mut unroutable = Vec::new();
+    machinery::registry::kinds::fields::routable_ip(ip, &host, "", &mut unroutable);
+    if !unroutable.is_empty() {
         return Ok(());
     }
     let slice = EndpointSlice {

@@ -58,7 +58,7 @@ pub async fn create(ctx: &Ctx, req: &ResourceRequest, obj: Value) -> ApiResult<R
                         }
                     }
                     if let Some(n) = spec.get("nonResourceAttributes").filter(|v| !v.is_null()) {
-                        causes.push(Cause::new("FieldValueInvalid", "spec.nonResourceAttributes", &format!("Invalid value: {}: disallowed on this kind of request", non_resource_value(n))));
+                        causes.push(Cause::new("FieldValueInvalid", "spec.nonResourceAttributes", format!("Invalid value: {}: disallowed on this kind of request", non_resource_value(n))));
                     }
                     user
                 }
@@ -99,7 +99,7 @@ fn attribute_causes(spec: &Value) -> Vec<Cause> {
         (Some(_), Some(n)) => vec![Cause::new(
             "FieldValueInvalid",
             "spec.nonResourceAttributes",
-            &format!("Invalid value: {}: cannot be specified in combination with resourceAttributes", non_resource_value(n)),
+            format!("Invalid value: {}: cannot be specified in combination with resourceAttributes", non_resource_value(n)),
         )],
         _ => Vec::new(),
     }
@@ -115,13 +115,14 @@ fn non_resource_value(n: &Value) -> String {
 /// An access review's metadata must be empty (a local one's but for its namespace).
 fn metadata_cause(meta: &Value, local: bool) -> Option<Cause> {
     let mut rest = meta.as_object().cloned().unwrap_or_default();
-    for k in ["managedFields", "namespace"].iter().take(if local { 2 } else { 1 }) {
-        rest.remove(*k);
+    rest.remove("managedFields");
+    if local {
+        rest.remove("namespace");
     }
     // Go's zero values count as empty, as an empty `ObjectMeta` holds them.
     rest.retain(|_, v| !v.is_null() && *v != json!("") && *v != json!({}) && *v != json!([]) && *v != json!(0));
     let message = if local { "must be empty except for namespace" } else { "must be empty" };
-    (!rest.is_empty()).then(|| Cause::new("FieldValueInvalid", "metadata", &format!("Invalid value: {meta}: {message}")))
+    (!rest.is_empty()).then(|| Cause::new("FieldValueInvalid", "metadata", format!("Invalid value: {meta}: {message}")))
 }
 
 fn strings(v: &Value) -> Vec<String> {

@@ -437,7 +437,7 @@ pub(crate) fn positive_quantity(v: &Value, field: &str, out: &mut Vec<Cause>) {
 }
 
 /// An endpoint's IP address that is not unspecified, loopback or link-local.
-pub(crate) fn routable_ip(ip: std::net::IpAddr, s: &str, field: &str, out: &mut Vec<Cause>) {
+pub fn routable_ip(ip: std::net::IpAddr, s: &str, field: &str, out: &mut Vec<Cause>) {
     let (link_local, link_local_multicast) = match ip {
         std::net::IpAddr::V4(v4) => (v4.is_link_local(), v4.octets()[..3] == [224, 0, 0]),
         std::net::IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0 == 0xfe80, v6.segments()[0] & 0xff0f == 0xff02),
