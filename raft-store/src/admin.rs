@@ -9,6 +9,8 @@ pub struct Member {
     pub id: u64,
     pub addr: String,
     pub voter: bool,
+    /// The peer protocol it speaks, as the answering replica last heard.
+    pub protocol: Option<u32>,
 }
 
 /// A change to the members; `List` changes nothing.
@@ -38,6 +40,6 @@ pub async fn membership(endpoint: &str, tls: PeerTls, change: MembershipChange) 
     if !resp.error.is_empty() {
         return Err(resp.error);
     }
-    let members = resp.members.into_iter().map(|m| Member { id: m.id, addr: m.addr, voter: m.voter }).collect();
+    let members = resp.members.into_iter().map(|m| Member { id: m.id, addr: m.addr, voter: m.voter, protocol: (m.protocol > 0).then_some(m.protocol) }).collect();
     Ok((members, resp.leader_id))
 }

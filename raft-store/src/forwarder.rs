@@ -10,13 +10,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use proto::raft::raft_client::RaftClient;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::time::Instant;
 use tokio_stream::wrappers::UnboundedReceiverStream;
-use tonic::transport::Channel;
 
-use crate::peer::{ask_leader, decode, encode, Peers, PEER_CALL};
+use crate::peer::{ask_leader, decode, encode, Client, Peers, PEER_CALL};
 use crate::pipe::{PipeError, Pipes};
 use crate::service::Forwarded;
 use crate::types::{Action, LeaderId, NodeId, Txn};
@@ -163,8 +161,8 @@ async fn piped_or_called<Q: Send + 'static, A: Send + 'static, S, C>(
     leader: NodeId,
     addr: &str,
     request: Q,
-    stream: impl FnOnce(RaftClient<Channel>, UnboundedReceiverStream<Q>) -> S,
-    call: impl FnOnce(RaftClient<Channel>, Q) -> C,
+    stream: impl FnOnce(Client, UnboundedReceiverStream<Q>) -> S,
+    call: impl FnOnce(Client, Q) -> C,
 ) -> Result<A, String>
 where
     S: Future<Output = Result<tonic::Response<tonic::Streaming<A>>, tonic::Status>>,

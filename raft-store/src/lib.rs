@@ -18,6 +18,7 @@ mod observer;
 pub mod offline;
 mod peer;
 mod pipe;
+pub mod protocol;
 mod read_index;
 mod round_trips;
 mod service;

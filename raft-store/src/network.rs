@@ -79,7 +79,7 @@ impl PeerClient {
     async fn call<Req: Serialize, Resp: for<'de> Deserialize<'de>>(
         &self,
         req: &Req,
-        send: impl AsyncFnOnce(proto::raft::raft_client::RaftClient<tonic::transport::Channel>, RaftPayload) -> Result<tonic::Response<RaftPayload>, tonic::Status>,
+        send: impl AsyncFnOnce(crate::peer::Client, RaftPayload) -> Result<tonic::Response<RaftPayload>, tonic::Status>,
     ) -> Result<Resp, RPCError<TypeConfig>> {
         let client = self.peers.client(self.target, &self.addr).map_err(|e| RPCError::Unreachable(self.unreachable(e)))?;
         let payload = encode(req).map_err(|e| RPCError::Network(NetworkError::from_string(e)))?;

@@ -10,9 +10,11 @@ use proto::raft::raft_client::RaftClient;
 use proto::raft::{ForwardRequest, ForwardResponse, RaftPayload, ReadIndexRequest, ReadIndexResponse};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 use crate::pipe::Pipes;
+use crate::protocol::{Protocols, Stamp};
 use crate::types::NodeId;
 
 /// Certificates of the peer transport, all PEM: every node presents `cert` (signed by `ca`),
@@ -60,6 +62,9 @@ impl PeerTls {
     }
 }
 
+/// A client of a peer's service; each call says which peer protocol this build speaks.
+pub(crate) type Client = RaftClient<InterceptedService<Channel, Stamp>>;
+
 /// A lazily connected channel to every peer, by node id. Clones (one per request handler's
 /// store handle) share the certificates and the channels.
 #[derive(Clone)]
@@ -71,6 +76,8 @@ pub struct Peers {
     pub(crate) appends: Pipes<RaftPayload, RaftPayload>,
     pub(crate) forwards: Pipes<ForwardRequest, ForwardResponse>,
     pub(crate) read_indexes: Pipes<ReadIndexRequest, ReadIndexResponse>,
+    /// What each peer speaks, as its probes answered.
+    pub(crate) protocols: Arc<Protocols>,
 }
 
 impl Peers {
@@ -81,6 +88,7 @@ impl Peers {
             appends: Default::default(),
             forwards: Default::default(),
             read_indexes: Default::default(),
+            protocols: Default::default(),
         }
     }
 
@@ -99,10 +107,10 @@ impl Peers {
     }
 
     /// A client to the peer `id` at `addr` (`host:port`).
-    pub fn client(&self, id: NodeId, addr: &str) -> Result<RaftClient<Channel>, String> {
+    pub(crate) fn client(&self, id: NodeId, addr: &str) -> Result<Client, String> {
         let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(ch) = channels.get(&(id, addr.to_string())) {
-            return Ok(RaftClient::new(ch.clone()).max_decoding_message_size(MAX_MESSAGE));
+            return Ok(RaftClient::with_interceptor(ch.clone(), Stamp).max_decoding_message_size(MAX_MESSAGE));
         }
         let tls = self.tls();
         let scheme = if tls.is_some() { "https" } else { "http" };
@@ -117,7 +125,7 @@ impl Peers {
         }
         let ch = endpoint.connect_lazy();
         channels.insert((id, addr.to_string()), ch.clone());
-        Ok(RaftClient::new(ch).max_decoding_message_size(MAX_MESSAGE))
+        Ok(RaftClient::with_interceptor(ch, Stamp).max_decoding_message_size(MAX_MESSAGE))
     }
 }
 

@@ -1,7 +1,8 @@
 //! Round trips to the other members, probed every five seconds on the peer channels as etcd
-//! probes its peers, for `etcd_network_peer_round_trip_time_seconds`. A probe is one small call;
-//! a peer of an earlier version that does not know it answers `Unimplemented`, which is a round
-//! trip all the same. Probes that fail or time out are not counted, as in etcd.
+//! probes its peers, for `etcd_network_peer_round_trip_time_seconds`; each answer also says the
+//! peer protocol the member speaks (`protocol`). A probe is one small call; a peer of an earlier
+//! version that does not know it answers `Unimplemented`, which is a round trip all the same.
+//! Probes that fail or time out are not counted, as in etcd.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 use proto::raft::RaftPayload;
 
 use crate::peer::Peers;
+use crate::protocol;
 use crate::timings::{TimingStats, Timings, BUCKETS};
 use crate::types::{NodeId, Raft};
 use openraft::async_runtime::WatchReceiver;
@@ -50,30 +52,40 @@ pub(crate) fn start(round_trips: Arc<RoundTrips>, peers: Peers, raft: Raft, me: 
     tokio::spawn(async move {
         let metrics = raft.metrics();
         let mut tick = tokio::time::interval(EVERY);
+        let mut cluster_protocol = None;
         while Arc::strong_count(&round_trips) > 1 {
             tick.tick().await;
             let members: Vec<(NodeId, String)> = {
                 let m = metrics.borrow_watched();
                 m.membership_config.membership().nodes().map(|(id, node)| (*id, node.addr.clone())).collect()
             };
-            round_trips.keep(&members.iter().map(|(id, _)| *id).collect::<Vec<_>>());
+            let ids: Vec<NodeId> = members.iter().map(|(id, _)| *id).collect();
+            round_trips.keep(&ids);
+            peers.protocols.keep(&ids);
             // All peers at once: a slow or unreachable one delays no other's probe.
             let probes = members.into_iter().filter(|(id, _)| *id != me).filter_map(|(id, addr)| {
                 let mut client = peers.client(id, &addr).ok()?;
                 let round_trips = round_trips.clone();
+                let protocols = peers.protocols.clone();
                 Some(async move {
                     let started = Instant::now();
-                    let answered = match tokio::time::timeout(WITHIN, client.probe(RaftPayload::default())).await {
-                        Ok(Ok(_)) => true,
-                        Ok(Err(status)) => status.code() == tonic::Code::Unimplemented,
-                        Err(_) => false,
+                    let spoken = match tokio::time::timeout(WITHIN, client.probe(RaftPayload::default())).await {
+                        Ok(Ok(answer)) => Some(protocol::answered(&answer.into_inner().payload)),
+                        Ok(Err(status)) if status.code() == tonic::Code::Unimplemented => Some(protocol::answered(&[])),
+                        _ => None,
                     };
-                    if answered {
+                    if let Some(spoken) = spoken {
                         round_trips.of(id).record(started.elapsed());
+                        protocols.record(id, spoken);
                     }
                 })
             });
             futures::future::join_all(probes).await;
+            let now = peers.protocols.cluster(me, &ids);
+            if cluster_protocol.is_some_and(|was| was != now) || (cluster_protocol.is_none() && now < protocol::PROTOCOL) {
+                tracing::info!(protocol = now, this_node = protocol::PROTOCOL, "the cluster speaks peer protocol {now}");
+            }
+            cluster_protocol = Some(now);
         }
     });
 }

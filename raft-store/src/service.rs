@@ -15,12 +15,14 @@ use proto::raft::{
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use tonic::service::interceptor::InterceptedService;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::network::{carried, SnapshotHeader, StreamAnswer};
 use crate::peer::{decode, encode, Peers, MAX_MESSAGE};
+use crate::protocol::{self, PROTOCOL};
 use crate::read_index;
 use crate::trace;
 use crate::snapshot::{Snapshot, Snapshots};
@@ -96,7 +98,7 @@ impl RaftRpc for Service {
     }
 
     async fn probe(&self, _req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        Ok(Response::new(RaftPayload::default()))
+        Ok(Response::new(RaftPayload { payload: protocol::probe_answer() }))
     }
 
     async fn vote(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
@@ -164,7 +166,14 @@ impl RaftRpc for Service {
         }
         let membership = metrics.membership_config.membership().clone();
         let voters: BTreeSet<u64> = membership.voter_ids().collect();
-        let members = membership.nodes().map(|(id, node)| Member { id: *id, addr: node.addr.clone(), voter: voters.contains(id) }).collect();
+        let me = metrics.id;
+        let members = membership
+            .nodes()
+            .map(|(id, node)| {
+                let protocol = if *id == me { Some(PROTOCOL) } else { self.peers.protocols.of(*id) };
+                Member { id: *id, addr: node.addr.clone(), voter: voters.contains(id), protocol: protocol.unwrap_or(0) }
+            })
+            .collect();
         Ok(Response::new(MembershipResponse { members, leader_id, error: String::new() }))
     }
 
@@ -187,6 +196,7 @@ pub(crate) async fn serve(
 ) -> Result<(), String> {
     let tls = peers.tls().is_some();
     let service = RaftServer::new(Service { raft, peers: peers.clone(), snapshots }).max_decoding_message_size(MAX_MESSAGE).max_encoding_message_size(MAX_MESSAGE);
+    let service = InterceptedService::new(service, protocol::admit);
     // Small RPCs (votes, heartbeats, single appends) must not wait for Nagle's algorithm.
     let connections = tokio_stream::wrappers::TcpListenerStream::new(listener).map(|conn| {
         let conn = conn?;

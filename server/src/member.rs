@@ -19,10 +19,11 @@ pub async fn run(data_dir: &Path, endpoint: &str, action: &MemberAction) -> anyh
         MemberAction::Remove { id } => MembershipChange::Remove(*id),
     };
     let (members, leader) = raft_store::membership(endpoint, tls, change).await.map_err(anyhow::Error::msg)?;
-    println!("{:<6} {:<28} {:<8} LEADER", "ID", "PEER ADDRESS", "ROLE");
+    println!("{:<6} {:<28} {:<8} {:<9} LEADER", "ID", "PEER ADDRESS", "ROLE", "PROTOCOL");
     for m in members {
         let role = if m.voter { "voter" } else { "learner" };
-        println!("{:<6} {:<28} {:<8} {}", m.id, m.addr, role, if m.id == leader { "*" } else { "" });
+        let protocol = m.protocol.map_or_else(|| "-".to_string(), |p| p.to_string());
+        println!("{:<6} {:<28} {:<8} {:<9} {}", m.id, m.addr, role, protocol, if m.id == leader { "*" } else { "" });
     }
     Ok(())
 }

@@ -747,6 +747,48 @@ async fn members_are_added_promoted_and_removed() {
 }
 
 
+/// Every member says which peer protocol it speaks (`apiserver member list`, from the probes),
+/// and a replica refuses a caller that speaks one older than it takes, over the real mutual-TLS
+/// peer port, while a caller that says nothing (a build from before versions) is served.
+#[tokio::test]
+async fn members_say_their_peer_protocol_and_a_caller_too_old_is_refused() {
+    use raft_store::protocol::PROTOCOL;
+    let nodes = cluster().await;
+    let peer = nodes[0].flag("--initial-cluster").split(',').find_map(|e| e.strip_prefix("1=")).unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let listing = member(&nodes[0], &peer, &["list"]);
+        let protocols: Vec<String> = listing.lines().skip(1).map(|l| l.split_whitespace().nth(3).unwrap_or_default().to_string()).collect();
+        if protocols.len() == 3 && protocols.iter().all(|p| *p == PROTOCOL.to_string()) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "members do not all say protocol {PROTOCOL}:\n{listing}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    let pki = nodes[0].data_dir().join("pki");
+    let read = |f: &str| std::fs::read_to_string(pki.join(f)).unwrap();
+    let tls = tonic::transport::ClientTlsConfig::new()
+        .ca_certificate(tonic::transport::Certificate::from_pem(read("ca.crt")))
+        .identity(tonic::transport::Identity::from_pem(read("peer.crt"), read("peer.key")))
+        .domain_name("127.0.0.1");
+    let channel = tonic::transport::Endpoint::from_shared(format!("https://{peer}")).unwrap().tls_config(tls).unwrap().connect().await.unwrap();
+    let mut client = proto::raft::raft_client::RaftClient::new(channel);
+    let probe = |version: Option<&str>| {
+        let mut req = tonic::Request::new(proto::raft::RaftPayload::default());
+        if let Some(v) = version {
+            req.metadata_mut().insert("apiserver-peer-protocol", v.parse().unwrap());
+        }
+        req
+    };
+    let refused = client.probe(probe(Some("0"))).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::FailedPrecondition, "{refused:?}");
+    assert!(refused.message().contains("speaks peer protocol 0"), "{}", refused.message());
+    let answer = client.probe(probe(None)).await.unwrap().into_inner().payload;
+    let spoken: u32 = ciborium::from_reader(answer.as_slice()).unwrap();
+    assert_eq!(spoken, PROTOCOL);
+}
+
 /// A RoleBinding written through one node authorizes at once on every node: each replica
 /// decides from its own index, and one that is behind decides again once it has caught up.
 #[tokio::test]
