@@ -3,8 +3,8 @@
 //! oldest version it interoperates with, saying what to do, and answers a probe with its own
 //! version, so that each node knows what every member speaks and what the cluster speaks (the
 //! lowest version among its members). A release that changes a message sends the new form only
-//! once the cluster speaks the version that introduced it, so that a rolling upgrade can stop or
-//! turn back at any node.
+//! once the cluster speaks the version that introduced it, so that a rolling upgrade can pause
+//! at any node.
 //!
 //! Builds from before the version was carried send none and answer probes with an empty payload
 //! (or, older still, `Unimplemented`): they speak version 1.

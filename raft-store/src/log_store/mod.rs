@@ -48,6 +48,10 @@ fn stamp_format(meta: &mut redb::Table<&str, &[u8]>) -> io::Result<()> {
     let recorded = meta.get(KEY_FORMAT).map_err(io_err)?.map(|v| decode::<u32>(v.value()));
     match recorded {
         None => {
+            // A vote recorded without a format: a database an earlier version wrote.
+            if meta.get(KEY_VOTE).map_err(io_err)?.is_some() {
+                tracing::info!(format = FORMAT, "raft.redb was written before data formats were recorded; it has format {FORMAT}'s layout and is stamped with it");
+            }
             meta.insert(KEY_FORMAT, encode(&FORMAT)?.as_slice()).map_err(io_err)?;
             Ok(())
         }
