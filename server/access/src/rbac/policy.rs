@@ -1,4 +1,5 @@
-//! The default policy: Kubernetes 1.36's roles and bindings (data in `bootstrap-policy.yaml`),
+//! The default policy: Kubernetes 1.36's roles and bindings (data in `bootstrap-policy.yaml`,
+//! recorded at the default gates; the gates in force add or take out parts of it, see `gated`),
 //! created on an empty cluster and reconciled at every start as Kubernetes does (the server's
 //! `rbac/bootstrap-roles` post-start hook writes what this decides): missing rules,
 //! aggregation selectors, subjects, labels and annotations are added; a binding whose role
@@ -6,24 +7,30 @@
 
 use std::sync::OnceLock;
 
+use machinery::features;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::gated;
 use super::rules::{covers, Rule};
 
-const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
+pub(super) const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
 /// The API group of the RBAC kinds.
 pub const GROUP: &str = "rbac.authorization.k8s.io";
 
-/// Every object of the default policy, in the file's order (roles before bindings).
+/// Every object of the default policy for the versions and gates in force (installed at start,
+/// before any use), in the file's order (roles before bindings).
 pub fn objects() -> &'static [Value] {
     static OBJECTS: OnceLock<Vec<Value>> = OnceLock::new();
-    OBJECTS.get_or_init(|| {
-        serde_yaml::Deserializer::from_str(include_str!("bootstrap-policy.yaml"))
-            .map(|doc| Value::deserialize(doc).expect("the default policy is valid YAML"))
-            .filter(|v| !v.is_null())
-            .collect()
-    })
+    OBJECTS.get_or_init(|| gated::apply(recorded(), features::current()))
+}
+
+/// The policy as `bootstrap-policy.yaml` records it: kube-apiserver's at its default gates.
+pub(super) fn recorded() -> Vec<Value> {
+    serde_yaml::Deserializer::from_str(include_str!("bootstrap-policy.yaml"))
+        .map(|doc| Value::deserialize(doc).expect("the default policy is valid YAML"))
+        .filter(|v| !v.is_null())
+        .collect()
 }
 
 /// The rules of one default ClusterRole (empty when the policy has no such role).
