@@ -66,6 +66,16 @@ async fn pods_end_after_their_grace_period() {
     assert!(marked["metadata"]["deletionTimestamp"].is_string());
     gone_within(&s, "short", Duration::from_secs(8)).await;
 
+    // A terminating pod's status updates (its kubelet reporting its containers stopped) keep it:
+    // it goes when its kubelet deletes it, or when its grace ends.
+    create(&s, dir.path(), &pod("stopping", Some("node-1"), Some(30)));
+    s.kubectl_ok(&["delete", "pod", "stopping", "--wait=false"]);
+    s.kubectl_ok(&["patch", "pod", "stopping", "--subresource=status", "--type=merge", "-p", r#"{"status":{"phase":"Succeeded"}}"#]);
+    let stopped = get(&s, "stopping").expect("a terminating pod stays through a status update while its grace lasts");
+    assert_eq!(stopped["status"]["phase"], "Succeeded");
+    s.kubectl_ok(&["delete", "pod", "stopping", "--wait=false", "--grace-period=0"]);
+    assert!(get(&s, "stopping").is_none());
+
     // The default 30 s, shortened by a second delete, then ended by force.
     create(&s, dir.path(), &pod("long", Some("node-1"), None));
     s.kubectl_ok(&["delete", "pod", "long", "--wait=false"]);

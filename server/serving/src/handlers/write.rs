@@ -322,8 +322,12 @@ pub async fn update(
         if let Some(m) = &opts.manager {
             fieldmanager::update(Some(&old), &mut new, m, &info.schema_definition(), &meta::now());
         }
-        // An object being deleted goes away once its last finalizer is removed.
-        let finalized = new["metadata"].get("deletionTimestamp").is_some() && finalizers_empty(&new);
+        // An object being deleted goes away with an update that leaves it no finalizer, unless
+        // its deletion still has a grace period to run (a terminating pod's status updates keep
+        // it until its kubelet deletes it), as Kubernetes' generic store decides.
+        let deleting = old["metadata"].get("deletionTimestamp").is_some();
+        let graceful = old["metadata"]["deletionGracePeriodSeconds"].as_i64().is_some_and(|g| g > 0);
+        let finalized = deleting && !graceful && finalizers_empty(&new);
         if opts.dry_run {
             warnings.extend(w);
             return Ok(Reply::value(StatusCode::OK, &new));
