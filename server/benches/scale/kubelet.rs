@@ -62,12 +62,20 @@ impl Kubelet {
         })
     }
 
-    /// Registers the Node and creates its Lease.
+    /// Registers the Node and creates its Lease, owned by the Node (so that they go together).
     pub async fn register(&self) -> Result<Lease, kube::Error> {
         let nodes: Api<Node> = Api::all(self.client.clone());
-        self.sli.time(call("POST", "nodes", Scope::Object), nodes.create(&PostParams::default(), &objects::node(&self.name, self.index))).await?;
+        let node = self.sli.time(call("POST", "nodes", Scope::Object), nodes.create(&PostParams::default(), &objects::node(&self.name, self.index))).await?;
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), "kube-node-lease");
-        self.sli.time(call("POST", "leases", Scope::Object), leases.create(&PostParams::default(), &objects::lease(&self.name, &objects::now()))).await
+        let mut lease = objects::lease(&self.name, &objects::now());
+        lease.metadata.owner_references = Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            name: self.name.clone(),
+            uid: node.metadata.uid.unwrap_or_default(),
+            ..Default::default()
+        }]);
+        self.sli.time(call("POST", "leases", Scope::Object), leases.create(&PostParams::default(), &lease)).await
     }
 
     /// Runs the node's loops until `stop` turns true.
@@ -194,7 +202,7 @@ impl Kubelet {
         let patch = Patch::Strategic(objects::stopped());
         let _ = self.sli.time(call("PATCH", "pods/status", Scope::Object), pods.patch_status(name, &PatchParams::default(), &patch)).await;
         let params = DeleteParams { grace_period_seconds: Some(0), preconditions: Some(Preconditions { uid, resource_version: None }), ..Default::default() };
-        let _ = self.sli.time(call("DELETE", "pods", Scope::Object), pods.delete(name, &params)).await;
+        let _ = self.sli.time(call("DELETE", "pods:final", Scope::Object), pods.delete(name, &params)).await;
         if self.started.lock().unwrap().remove(key) {
             self.running.fetch_sub(1, Ordering::Relaxed);
         }
