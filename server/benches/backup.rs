@@ -6,7 +6,8 @@
 //! serves. Then space under churn: a single node holding 1,000 ConfigMaps takes `BENCH_UPDATES`
 //! (1,000,000) updates to them, and its database file and newest snapshot are set against the
 //! live data. Run with `cargo bench -p apiserver --bench backup` (`BENCH_OBJECTS` sets the count
-//! of the first part; `BENCH_ONLY=churn` runs the last part alone).
+//! of the first part; `BENCH_ONLY=churn` runs the last part alone, `BENCH_ONLY=save` the first
+//! without the restore and the churn; `BENCH_ROUNDS` repeats the load alone and during a save).
 
 mod common;
 
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::ports::free_ports;
-use common::{client, concurrently, configmap, creates, local_cluster, percentile, rss_mib, LocalCluster, RssPeak, Server};
+use common::{binary, client, concurrently, configmap, creates, local_cluster, percentile, rss_mib, LocalCluster, RssPeak, Server};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::PostParams;
 use kube::Api;
@@ -65,7 +66,7 @@ impl Paced {
 }
 
 fn apiserver(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_apiserver")).args(args).output().expect("apiserver");
+    let out = Command::new(binary()).args(args).output().expect("apiserver");
     assert!(out.status.success(), "apiserver {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -104,42 +105,51 @@ async fn main() {
     let pids = std::fs::read_to_string(dir.path().join("pids")).unwrap();
     let follower_pid: u32 = pids.lines().find_map(|l| l.strip_prefix(&format!("node-{follower} "))).unwrap().trim().parse().unwrap();
 
-    // The load alone.
-    let without = paced_creates(&on_leader, "alone", Duration::from_secs(10), Arc::new(AtomicBool::new(true))).await;
-    println!("creates at {RATE}/s on the leader, alone: {}", without.describe());
-
-    // The load while a follower saves.
+    let rounds: usize = std::env::var("BENCH_ROUNDS").ok().and_then(|n| n.parse().ok()).unwrap_or(1);
     let file = dir.path().join("cluster.backup");
-    let stop = Arc::new(AtomicBool::new(false));
-    let load = tokio::spawn({
-        let (api, stop) = (on_leader.clone(), stop.clone());
-        async move { paced_creates(&api, "during", Duration::from_secs(1), stop).await }
-    });
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let rss_before = rss_mib(follower_pid);
-    let peak = RssPeak::start(follower_pid);
-    let kubeconfig = dir.path().join(format!("node-{follower}.kubeconfig"));
-    let started = Instant::now();
-    let saved = tokio::task::spawn_blocking({
-        let (file, kubeconfig) = (file.clone(), kubeconfig.clone());
-        move || apiserver(&["snapshot", "save", file.to_str().unwrap(), "--kubeconfig", kubeconfig.to_str().unwrap()])
-    })
-    .await
-    .unwrap();
-    let took = started.elapsed();
-    let rss_peak = peak.stop();
-    stop.store(true, Ordering::Relaxed);
-    let during = load.await.unwrap();
-    let bytes = std::fs::metadata(&file).unwrap().len();
-    println!("{}", saved.trim());
-    println!(
-        "save through node {follower} (follower): {:.1} MiB in {:.2} s = {:.0} MiB/s; its RSS {rss_before:.0} MiB before, {rss_peak:.0} MiB at most (+{:.0} MiB)",
-        bytes as f64 / (1 << 20) as f64,
-        took.as_secs_f64(),
-        bytes as f64 / (1 << 20) as f64 / took.as_secs_f64(),
-        rss_peak - rss_before
-    );
-    println!("creates at {RATE}/s on the leader during the save: {}, {:.2}x of alone", during.describe(), p99_ms(&during.latencies) / p99_ms(&without.latencies));
+    for round in 1..=rounds {
+        if rounds > 1 {
+            println!("round {round} of {rounds}");
+        }
+        // The load alone.
+        let without = paced_creates(&on_leader, &format!("alone-{round}"), Duration::from_secs(10), Arc::new(AtomicBool::new(true))).await;
+        println!("creates at {RATE}/s on the leader, alone: {}", without.describe());
+
+        // The load while a follower saves.
+        let stop = Arc::new(AtomicBool::new(false));
+        let load = tokio::spawn({
+            let (api, stop, name) = (on_leader.clone(), stop.clone(), format!("during-{round}"));
+            async move { paced_creates(&api, &name, Duration::from_secs(1), stop).await }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let rss_before = rss_mib(follower_pid);
+        let peak = RssPeak::start(follower_pid);
+        let kubeconfig = dir.path().join(format!("node-{follower}.kubeconfig"));
+        let started = Instant::now();
+        let saved = tokio::task::spawn_blocking({
+            let (file, kubeconfig) = (file.clone(), kubeconfig.clone());
+            move || apiserver(&["snapshot", "save", file.to_str().unwrap(), "--kubeconfig", kubeconfig.to_str().unwrap()])
+        })
+        .await
+        .unwrap();
+        let took = started.elapsed();
+        let rss_peak = peak.stop();
+        stop.store(true, Ordering::Relaxed);
+        let during = load.await.unwrap();
+        let bytes = std::fs::metadata(&file).unwrap().len();
+        println!("{}", saved.trim());
+        println!(
+            "save through node {follower} (follower): {:.1} MiB in {:.2} s = {:.0} MiB/s; its RSS {rss_before:.0} MiB before, {rss_peak:.0} MiB at most (+{:.0} MiB)",
+            bytes as f64 / (1 << 20) as f64,
+            took.as_secs_f64(),
+            bytes as f64 / (1 << 20) as f64 / took.as_secs_f64(),
+            rss_peak - rss_before
+        );
+        println!("creates at {RATE}/s on the leader during the save: {}, {:.2}x of alone", during.describe(), p99_ms(&during.latencies) / p99_ms(&without.latencies));
+    }
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("save") {
+        return;
+    }
     drop(cluster);
 
     // Restored into a new single node's data directory, which then starts and serves.
@@ -149,7 +159,7 @@ async fn main() {
     apiserver(&["snapshot", "restore", file.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
     let restore = started.elapsed();
     let port = free_ports(1);
-    let mut node = Command::new(env!("CARGO_BIN_EXE_apiserver"))
+    let mut node = Command::new(binary())
         .args(["--data-dir", data.to_str().unwrap(), "--secure-port", &port.to_string()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
