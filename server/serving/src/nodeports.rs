@@ -83,7 +83,7 @@ impl NodePorts {
             Ok(())
         };
         if wants(new) {
-            for (i, p) in new["spec"]["ports"].as_array_mut().into_iter().flatten().enumerate() {
+            for (i, p) in new.get_mut("spec").and_then(|s| s.get_mut("ports")).and_then(Value::as_array_mut).into_iter().flatten().enumerate() {
                 claim(&mut p["nodePort"], format!("spec.ports[{i}].nodePort"), &mut chosen)?;
             }
         }

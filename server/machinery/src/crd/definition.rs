@@ -70,7 +70,7 @@ pub fn set_condition(status: &mut Value, kind: &str, on: bool, reason: &str, mes
 /// webhook Service's port 443); schema flags that are false left out, as Kubernetes' JSON
 /// leaves them (a Protobuf body carries them).
 pub fn defaults(crd: &mut Value) {
-    for version in crd["spec"]["versions"].as_array_mut().into_iter().flatten() {
+    for version in crd.get_mut("spec").and_then(|s| s.get_mut("versions")).and_then(Value::as_array_mut).into_iter().flatten() {
         if let Some(schema) = version.get_mut("schema").and_then(|s| s.get_mut("openAPIV3Schema")) {
             drop_false_flags(schema);
         }

@@ -149,7 +149,7 @@ impl GarbageCollector {
                 return Err(ApiError::Conflict { group: String::new(), resource: String::new(), name: String::new(), message: "recreated".into() });
             }
             let mut new = old.clone();
-            if let Some(refs) = new["metadata"]["ownerReferences"].as_array_mut() {
+            if let Some(refs) = new.get_mut("metadata").and_then(|m| m.get_mut("ownerReferences")).and_then(Value::as_array_mut) {
                 refs.retain(|r| !owners.iter().any(|o| r["uid"] == o.as_str()));
                 if refs.is_empty() {
                     new["metadata"].as_object_mut().map(|m| m.remove("ownerReferences"));
@@ -204,7 +204,7 @@ impl GarbageCollector {
                 return Err(ApiError::Conflict { group: String::new(), resource: String::new(), name: String::new(), message: "recreated".into() });
             }
             let mut new = old.clone();
-            if let Some(list) = new["metadata"]["finalizers"].as_array_mut() {
+            if let Some(list) = new.get_mut("metadata").and_then(|m| m.get_mut("finalizers")).and_then(Value::as_array_mut) {
                 list.retain(|f| f != finalizer);
             }
             Ok(new)

@@ -86,7 +86,7 @@ fn bounds(item: &Value, kind: &str, at: &str, out: &mut Vec<Cause>) {
 /// For each `Container` item, `default` takes what `max` names and it lacks, and
 /// `defaultRequest` what `default` names and it lacks.
 pub fn defaults(obj: &mut Value) {
-    for item in obj["spec"]["limits"].as_array_mut().into_iter().flatten() {
+    for item in obj.get_mut("spec").and_then(|s| s.get_mut("limits")).and_then(Value::as_array_mut).into_iter().flatten() {
         if item["type"] != "Container" {
             continue;
         }

@@ -22,7 +22,7 @@ const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// Users and groups are of the RBAC API group when their subject names none.
 pub fn defaults(obj: &mut Value) {
-    for s in obj["subjects"].as_array_mut().into_iter().flatten() {
+    for s in obj.get_mut("subjects").and_then(Value::as_array_mut).into_iter().flatten() {
         if matches!(s["kind"].as_str(), Some("User" | "Group")) {
             set(s, "apiGroup", json!(RBAC_GROUP));
         }
@@ -127,5 +127,15 @@ mod tests {
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
         assert_eq!(fields, ["roleRef.kind", "subjects[0].namespace", "subjects[1].apiGroup", "subjects[2].kind"]);
         assert_eq!(causes[0].message, "Unsupported value: \"Role\": supported values: \"ClusterRole\"");
+    }
+
+    #[test]
+    fn a_binding_without_subjects_keeps_none() {
+        let mut b = json!({"kind": "ClusterRoleBinding", "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}});
+        defaults(&mut b);
+        assert!(b.get("subjects").is_none(), "{b}");
+        let mut b = json!({"subjects": [{"kind": "User", "name": "u"}]});
+        defaults(&mut b);
+        assert_eq!(b["subjects"][0]["apiGroup"], "rbac.authorization.k8s.io");
     }
 }
