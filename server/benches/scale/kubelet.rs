@@ -192,6 +192,9 @@ impl Kubelet {
         if self.sli.time(call("PATCH", "pods/status", Scope::Object), pods.patch_status(name, &PatchParams::default(), &patch)).await.is_ok() {
             self.sli.written(&format!("status/{ns}/{name}"));
             self.running.fetch_add(1, Ordering::Relaxed);
+        } else {
+            // Not started: the pod's next event tries again.
+            self.started.lock().unwrap().remove(&format!("{ns}/{name}"));
         }
     }
 
@@ -223,9 +226,18 @@ impl Kubelet {
         let api: Api<K> = Api::namespaced(self.client.clone(), &ns);
         let selector = format!("metadata.name={name}");
         while !*stop.borrow() {
-            let Ok(listed) = self.sli.time(call("LIST", resource, Scope::Namespace), api.list(&ListParams::default().fields(&selector))).await else {
-                tokio::time::sleep(Duration::from_secs(5)).await;
-                continue;
+            let listed = match self.sli.time(call("LIST", resource, Scope::Namespace), api.list(&ListParams::default().fields(&selector))).await {
+                Ok(listed) => listed,
+                // No pod of this node uses it any more (the Node authorizer says so): the
+                // kubelet's manager stops watching it; a later pod here starts a new watch.
+                Err(kube::Error::Api(status)) if status.code == 403 => {
+                    self.watched.lock().unwrap().remove(&ns);
+                    return;
+                }
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    continue;
+                }
             };
             let rv = listed.metadata.resource_version.unwrap_or_default();
             let params = WatchParams::default().fields(&selector).timeout(290);
