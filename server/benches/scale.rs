@@ -26,6 +26,8 @@ mod control;
 mod kubelet;
 #[path = "scale/objects.rs"]
 mod objects;
+#[path = "scale/reflector.rs"]
+mod reflector;
 #[path = "scale/sli.rs"]
 mod sli;
 

@@ -8,13 +8,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{ListParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{ListParams, PostParams};
 use kube::Api;
 use tokio::sync::{watch, Semaphore};
 
+use super::reflector::{reflect, Seen};
 use super::sli::{Call, Scope, Sli};
 
 fn call(verb: &'static str, resource: &'static str, scope: Scope) -> Call {
@@ -22,44 +22,16 @@ fn call(verb: &'static str, resource: &'static str, scope: Scope) -> Call {
 }
 
 /// Binds every unscheduled pod to the next of `nodes`, until `stop`.
-pub async fn scheduler(client: kube::Client, nodes: Arc<Vec<String>>, sli: Arc<Sli>, mut stop: watch::Receiver<bool>) {
+pub async fn scheduler(client: kube::Client, nodes: Arc<Vec<String>>, sli: Arc<Sli>, stop: watch::Receiver<bool>) {
     let pods: Api<Pod> = Api::all(client.clone());
-    let selector = "spec.nodeName=";
     let next = Arc::new(AtomicUsize::new(0));
     let binds = Arc::new(Semaphore::new(16));
-    while !*stop.borrow() {
-        let Ok(listed) = sli.time(call("LIST", "pods:pending", Scope::Cluster), pods.list(&ListParams::default().fields(selector))).await else {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            continue;
-        };
-        let mut rv = listed.metadata.resource_version.clone().unwrap_or_default();
-        for pod in listed.items {
+    reflect(pods, "spec.nodeName=", call("LIST", "pods:pending", Scope::Cluster), &sli, stop, |how, pod| {
+        if matches!(how, Seen::Listed | Seen::Added) {
             bind(&client, pod, &nodes, &next, &binds, &sli);
         }
-        loop {
-            let Ok(stream) = pods.watch(&WatchParams::default().fields(selector).timeout(290), &rv).await else { break };
-            let mut stream = stream.boxed();
-            let gone = loop {
-                let event = tokio::select! {
-                    event = stream.try_next() => event,
-                    _ = stop.changed() => return,
-                };
-                match event {
-                    Ok(Some(WatchEvent::Added(pod))) => {
-                        rv = pod.metadata.resource_version.clone().unwrap_or(rv);
-                        bind(&client, pod, &nodes, &next, &binds, &sli);
-                    }
-                    Ok(Some(WatchEvent::Modified(pod) | WatchEvent::Deleted(pod))) => rv = pod.metadata.resource_version.clone().unwrap_or(rv),
-                    Ok(Some(WatchEvent::Bookmark(b))) => rv = b.metadata.resource_version,
-                    Ok(Some(WatchEvent::Error(e))) => break e.code == 410,
-                    Ok(None) | Err(_) => break false,
-                }
-            };
-            if gone {
-                break;
-            }
-        }
-    }
+    })
+    .await;
 }
 
 fn bind(client: &kube::Client, pod: Pod, nodes: &Arc<Vec<String>>, next: &Arc<AtomicUsize>, binds: &Arc<Semaphore>, sli: &Arc<Sli>) {
@@ -84,47 +56,21 @@ fn bind(client: &kube::Client, pod: Pod, nodes: &Arc<Vec<String>>, next: &Arc<At
     });
 }
 
-/// Lists and watches every object of `K` in the cluster until `stop`; `delivered` names the
-/// writes whose events the run times (the first informer of pods times the kubelets' status
-/// reports).
-pub async fn informer<K>(client: kube::Client, resource: &'static str, sli: Arc<Sli>, times_status: bool, mut stop: watch::Receiver<bool>)
+/// Lists and watches every object of `K` in the cluster until `stop`; the first informer of
+/// pods times the kubelets' status reports (`times_status`).
+pub async fn informer<K>(client: kube::Client, resource: &'static str, sli: Arc<Sli>, times_status: bool, stop: watch::Receiver<bool>)
 where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
     K::DynamicType: Default,
 {
     let api: Api<K> = Api::all(client);
-    while !*stop.borrow() {
-        let Ok(listed) = sli.time(call("LIST", resource, Scope::Cluster), api.list(&ListParams::default())).await else {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            continue;
-        };
-        let mut rv = listed.metadata.resource_version.clone().unwrap_or_default();
-        loop {
-            let Ok(stream) = api.watch(&WatchParams::default().timeout(290), &rv).await else { break };
-            let mut stream = stream.boxed();
-            let gone = loop {
-                let event = tokio::select! {
-                    event = stream.try_next() => event,
-                    _ = stop.changed() => return,
-                };
-                match event {
-                    Ok(Some(WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o))) => {
-                        let meta = o.meta();
-                        rv = meta.resource_version.clone().unwrap_or(rv);
-                        if times_status {
-                            sli.delivered(&format!("status/{}/{}", meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default()));
-                        }
-                    }
-                    Ok(Some(WatchEvent::Bookmark(b))) => rv = b.metadata.resource_version,
-                    Ok(Some(WatchEvent::Error(e))) => break e.code == 410,
-                    Ok(None) | Err(_) => break false,
-                }
-            };
-            if gone {
-                break;
-            }
+    reflect(api, "", call("LIST", resource, Scope::Cluster), &sli, stop, |how, object| {
+        if times_status && how != Seen::Listed {
+            let meta = object.meta();
+            sli.delivered(&format!("status/{}/{}", meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default()));
         }
-    }
+    })
+    .await;
 }
 
 /// The cluster-wide informers: `count` each of pods, nodes and EndpointSlices.

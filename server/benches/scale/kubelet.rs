@@ -11,15 +11,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, WatchEvent, WatchParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, WatchParams};
 use kube::Api;
 use tokio::sync::watch;
 
 use super::objects;
+use super::reflector::{reflect, Seen};
 use super::sli::{Call, Scope, Sli};
 
 const LEASE_EVERY: Duration = Duration::from_secs(10);
@@ -115,50 +116,16 @@ impl Kubelet {
         }
     }
 
-    /// Lists and watches the pods bound to this node, from the list's revision, again after any
-    /// error (listing again after 410 Gone).
-    async fn pods(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+    /// Lists and watches the pods bound to this node.
+    async fn pods(self: Arc<Self>, stop: watch::Receiver<bool>) {
         let pods: Api<Pod> = Api::all(self.client.clone());
         let selector = format!("spec.nodeName={}", self.name);
-        while !*stop.borrow() {
-            let listed = self.sli.time(call("LIST", "pods:node", Scope::Cluster), pods.list(&ListParams::default().fields(&selector))).await;
-            let Ok(listed) = listed else {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            };
-            for pod in listed.items {
-                self.clone().seen(pod);
-            }
-            let mut rv = listed.metadata.resource_version.unwrap_or_default();
-            loop {
-                let params = WatchParams::default().fields(&selector).timeout(290);
-                let Ok(stream) = pods.watch(&params, &rv).await else { break };
-                let mut stream = stream.boxed();
-                let gone = loop {
-                    let event = tokio::select! {
-                        event = stream.try_next() => event,
-                        _ = stop.changed() => return,
-                    };
-                    match event {
-                        Ok(Some(WatchEvent::Added(pod) | WatchEvent::Modified(pod))) => {
-                            rv = pod.metadata.resource_version.clone().unwrap_or(rv);
-                            self.clone().seen(pod);
-                        }
-                        Ok(Some(WatchEvent::Deleted(pod))) => {
-                            rv = pod.metadata.resource_version.clone().unwrap_or(rv);
-                            self.gone(&pod);
-                        }
-                        Ok(Some(WatchEvent::Bookmark(b))) => rv = b.metadata.resource_version,
-                        Ok(Some(WatchEvent::Error(e))) => break e.code == 410,
-                        Ok(None) => break false,
-                        Err(_) => break false,
-                    }
-                };
-                if gone {
-                    break;
-                }
-            }
-        }
+        let me = self.clone();
+        reflect(pods, &selector, call("LIST", "pods:node", Scope::Cluster), &self.sli, stop, |how, pod| match how {
+            Seen::Deleted => me.gone(&pod),
+            _ => me.clone().seen(pod),
+        })
+        .await;
     }
 
     /// A pod bound to this node: started once, taken down once deleted.
