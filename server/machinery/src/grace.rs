@@ -2,8 +2,9 @@
 //! delete's `gracePeriodSeconds`, else the pod's `terminationGracePeriodSeconds` (30 by
 //! default); a pod never scheduled to a node, or already finished, goes at once; a negative
 //! period counts as 1 s. A pod deleted with a period gets `deletionTimestamp` set that far ahead
-//! and stays until then (there is no kubelet to confirm it stopped), or until a delete with a
-//! shorter period. Other kinds have no grace period.
+//! and stays until then (the leader ends it, for want of a kubelet to confirm it stopped), or
+//! until a delete with a shorter period, such as a kubelet's final one. Other kinds have no grace
+//! period.
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
