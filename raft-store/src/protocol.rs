@@ -33,11 +33,11 @@ pub const OLDEST_PEER: u32 = 1;
 const UNSAID: u32 = 1;
 
 /// The metadata key of the caller's version.
-pub(crate) const HEADER: &str = "apiserver-peer-protocol";
+const HEADER: &str = "apiserver-peer-protocol";
 
 /// Stamps this build's version on every outgoing call.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Stamp;
+pub(crate) struct Stamp;
 
 impl tonic::service::Interceptor for Stamp {
     fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
@@ -85,13 +85,13 @@ pub(crate) fn answered(payload: &[u8]) -> u32 {
 
 /// What each peer speaks, as its latest probe answered.
 #[derive(Debug, Default)]
-pub struct Protocols {
+pub(crate) struct Protocols {
     by_peer: Mutex<BTreeMap<NodeId, u32>>,
 }
 
 impl Protocols {
     /// What `peer` speaks, once a probe has answered.
-    pub fn of(&self, peer: NodeId) -> Option<u32> {
+    pub(crate) fn of(&self, peer: NodeId) -> Option<u32> {
         self.by_peer.lock().unwrap_or_else(|e| e.into_inner()).get(&peer).copied()
     }
 
@@ -106,7 +106,7 @@ impl Protocols {
 
     /// What the cluster of `members` speaks, seen from `me`: the lowest version among them, a
     /// member not heard from yet counting as the oldest this build takes.
-    pub fn cluster(&self, me: NodeId, members: &[NodeId]) -> u32 {
+    pub(crate) fn cluster(&self, me: NodeId, members: &[NodeId]) -> u32 {
         members.iter().map(|id| if *id == me { PROTOCOL } else { self.of(*id).unwrap_or(OLDEST_PEER) }).min().unwrap_or(PROTOCOL)
     }
 }

@@ -52,7 +52,8 @@ pub(crate) fn start(round_trips: Arc<RoundTrips>, peers: Peers, raft: Raft, me: 
     tokio::spawn(async move {
         let metrics = raft.metrics();
         let mut tick = tokio::time::interval(EVERY);
-        let mut cluster_protocol = None;
+        // What the cluster was last seen to speak; this build's until a member says otherwise.
+        let mut cluster_protocol = protocol::PROTOCOL;
         while Arc::strong_count(&round_trips) > 1 {
             tick.tick().await;
             let members: Vec<(NodeId, String)> = {
@@ -82,10 +83,10 @@ pub(crate) fn start(round_trips: Arc<RoundTrips>, peers: Peers, raft: Raft, me: 
             });
             futures::future::join_all(probes).await;
             let now = peers.protocols.cluster(me, &ids);
-            if cluster_protocol.is_some_and(|was| was != now) || (cluster_protocol.is_none() && now < protocol::PROTOCOL) {
+            if now != cluster_protocol {
                 tracing::info!(protocol = now, this_node = protocol::PROTOCOL, "the cluster speaks peer protocol {now}");
+                cluster_protocol = now;
             }
-            cluster_protocol = Some(now);
         }
     });
 }
