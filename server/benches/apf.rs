@@ -31,7 +31,7 @@ const FLOOD_CLIENTS: usize = 256;
 /// Lets `user` do anything through a ClusterRoleBinding (which does not make it exempt).
 async fn bind_cluster_admin(admin: &kube::Client, user: &str) {
     let mut b = ClusterRoleBinding {
-        role_ref: RoleRef { api_group: "rbac.authorization.k8s.io".into(), kind: "ClusterRole".into(), name: "cluster-admin".into() },
+        role_ref: RoleRef { api_group: Some("rbac.authorization.k8s.io".into()), kind: "ClusterRole".into(), name: "cluster-admin".into() },
         subjects: Some(vec![Subject { api_group: Some("rbac.authorization.k8s.io".into()), kind: "User".into(), name: user.into(), ..Default::default() }]),
         ..Default::default()
     };

@@ -26,7 +26,7 @@ fn rule(verbs: &[&str], resource: &str) -> PolicyRule {
 
 fn binding(name: &str, role: &str, user: &str) -> RoleBinding {
     let mut b = RoleBinding {
-        role_ref: RoleRef { api_group: "rbac.authorization.k8s.io".into(), kind: "ClusterRole".into(), name: role.into() },
+        role_ref: RoleRef { api_group: Some("rbac.authorization.k8s.io".into()), kind: "ClusterRole".into(), name: role.into() },
         subjects: Some(vec![Subject { api_group: Some("rbac.authorization.k8s.io".into()), kind: "User".into(), name: user.into(), ..Default::default() }]),
         ..Default::default()
     };

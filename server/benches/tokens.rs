@@ -34,7 +34,7 @@ async fn main() {
         Subject { kind: "ServiceAccount".into(), name: "bench-robot".into(), namespace: Some("default".into()), ..Default::default() },
         Subject { api_group: Some("rbac.authorization.k8s.io".into()), kind: "User".into(), name: "oidc-user".into(), ..Default::default() },
     ];
-    let mut binding = RoleBinding { role_ref: RoleRef { api_group: "rbac.authorization.k8s.io".into(), kind: "Role".into(), name: "reader".into() }, subjects: Some(subjects), ..Default::default() };
+    let mut binding = RoleBinding { role_ref: RoleRef { api_group: Some("rbac.authorization.k8s.io".into()), kind: "Role".into(), name: "reader".into() }, subjects: Some(subjects), ..Default::default() };
     binding.metadata.name = Some("readers".into());
     Api::<RoleBinding>::namespaced(admin.clone(), "default").create(&pp, &binding).await.expect("binding");
     let mut sa = ServiceAccount::default();
@@ -42,7 +42,7 @@ async fn main() {
     let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), "default");
     accounts.create(&pp, &sa).await.expect("service account");
     let request = k8s_openapi::api::authentication::v1::TokenRequest::default();
-    let token = accounts.create_token_request("bench-robot", &pp, &request).await.expect("token").status.expect("status").token;
+    let token = accounts.create_token_request("bench-robot", &pp, &request).await.expect("token").status.expect("status").token.expect("a token");
 
     let configmaps: Api<ConfigMap> = Api::namespaced(admin.clone(), "default");
     creates(&configmaps, "bench", 200, 8).await;
