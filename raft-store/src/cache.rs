@@ -11,11 +11,12 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::dedupe::{Outcome, Outcomes};
 use crate::error::{CorruptObject, StoreError, MAX_CORRUPT};
+use crate::fanout::{dir, FieldIndex, Hub, Registration, Selects, Watcher};
 use crate::observer::Observers;
 use crate::stamp::{stamp, undecodable};
 use crate::types::{Action, Cond, Object, Txn, TxnResult};
@@ -43,8 +44,8 @@ pub struct Event {
     at: Instant,
 }
 
-/// Limits of the event window.
-#[derive(Debug, Clone, Copy)]
+/// Limits of the event window, and the fields watchers may be indexed by.
+#[derive(Debug, Clone)]
 pub struct CacheOptions {
     /// How long events (and so past revisions and continue tokens) are kept.
     pub retention: Duration,
@@ -52,11 +53,14 @@ pub struct CacheOptions {
     pub max_events: usize,
     /// A watcher further behind than this many events is closed.
     pub watch_buffer: usize,
+    /// Fields an event is offered by to the watchers selecting their value (a pod's
+    /// `spec.nodeName`), instead of to every watcher of the keys.
+    pub indexes: Vec<FieldIndex>,
 }
 
 impl Default for CacheOptions {
     fn default() -> Self {
-        CacheOptions { retention: Duration::from_secs(300), max_events: 100_000, watch_buffer: 10_000 }
+        CacheOptions { retention: Duration::from_secs(300), max_events: 100_000, watch_buffer: 10_000, indexes: Vec::new() }
     }
 }
 
@@ -81,10 +85,6 @@ pub(crate) struct State {
 }
 
 /// The directory of `key`: up to and with its last `/`.
-fn dir(key: &str) -> &str {
-    key.rfind('/').map_or("", |i| &key[..=i])
-}
-
 /// What one stored object counts toward the state's size.
 fn size(key: &str, object: &Object) -> u64 {
     (key.len() + object.data.len()) as u64
@@ -134,9 +134,9 @@ pub struct ListResult {
 
 pub struct Cache {
     state: RwLock<State>,
-    /// Replaced with the state (snapshot install): the watchers of the old state then end,
-    /// since no event connects it to the new one.
-    events: Mutex<broadcast::Sender<Arc<Event>>>,
+    /// The watchers. Emptied when the state is replaced (snapshot install): the watchers of the
+    /// old state then end, since no event connects it to the new one.
+    hub: Mutex<Hub>,
     applied: watch::Sender<u64>,
     opts: CacheOptions,
     observers: Observers,
@@ -152,9 +152,13 @@ impl Cache {
 
     /// A cache whose apply path also feeds `observers`.
     pub fn with_observers(opts: CacheOptions, observers: Observers) -> Self {
-        let (events, _) = broadcast::channel(opts.watch_buffer.max(16));
+        let hub = Mutex::new(Hub::new(opts.indexes.clone(), opts.watch_buffer));
         let (applied, _) = watch::channel(0);
-        Cache { state: RwLock::new(State::default()), events: Mutex::new(events), applied, opts, observers, bytes: Default::default() }
+        Cache { state: RwLock::new(State::default()), hub, applied, opts, observers, bytes: Default::default() }
+    }
+
+    fn hub(&self) -> std::sync::MutexGuard<'_, Hub> {
+        self.hub.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn read(&self) -> RwLockReadGuard<'_, State> {
@@ -268,21 +272,35 @@ impl Cache {
 
     /// Starts a watch on keys under `prefix` for events after revision `after`.
     pub fn watch(self: &Arc<Self>, prefix: &str, after: u64) -> Result<Watcher, StoreError> {
+        self.watch_selecting(prefix, after, Selects::Everything)
+    }
+
+    /// Starts a watch on keys under `prefix` for events after revision `after`, offered only
+    /// the events that `selects` may concern.
+    pub fn watch_selecting(self: &Arc<Self>, prefix: &str, after: u64, selects: Selects) -> Result<Watcher, StoreError> {
         let st = self.read();
         if after < st.compacted {
             return Err(StoreError::Compacted { requested: after, compacted: st.compacted });
         }
         // Subscribing under the read lock: the backlog and the live stream neither overlap
-        // nor leave a gap, since apply sends while holding the write lock.
-        let rx = self.events.lock().unwrap_or_else(|e| e.into_inner()).subscribe();
+        // nor leave a gap, since apply offers while holding the write lock.
+        let (registration, rx, lagged) = self.hub().subscribe(prefix, selects);
+        let name = match &registration.selects {
+            Selects::Name(n) => Some(n.as_str()),
+            _ => None,
+        };
+        let newer = st.history.partition_point(|e| e.rev <= after);
         let backlog: VecDeque<Arc<Event>> = st
             .history
-            .iter()
-            .skip_while(|e| e.rev <= after)
-            .filter(|e| e.key.starts_with(prefix))
+            .range(newer..)
+            .filter(|e| e.key.starts_with(prefix) && name.is_none_or(|n| &e.key[dir(&e.key).len()..] == n))
             .cloned()
             .collect();
-        Ok(Watcher { cache: self.clone(), prefix: prefix.to_string(), backlog, rx, seen: after })
+        Ok(Watcher { cache: self.clone(), registration, backlog, rx, lagged, seen: after })
+    }
+
+    pub(crate) fn unsubscribe(&self, registration: &Registration) {
+        self.hub().unsubscribe(registration);
     }
 
     /// Replaces the whole state (snapshot install or restore).
@@ -290,7 +308,7 @@ impl Cache {
         let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
         // Watchers of the old state get its events sent so far, then the end of their stream;
         // resuming, they find its revisions compacted (410) and list again.
-        *self.events.lock().unwrap_or_else(|e| e.into_inner()) = broadcast::channel(self.opts.watch_buffer.max(16)).0;
+        self.hub().close_all();
         self.observers.reset(&objects);
         let undecodable = objects.iter().filter_map(|(k, o)| Some((k.clone(), (o.rev, undecodable(&o.data)?)))).collect();
         self.bytes.store(objects.iter().map(|(k, o)| size(k, o)).sum(), Relaxed);
@@ -511,10 +529,10 @@ impl Applier<'_> {
     /// Drops events beyond the window; revisions before the newest dropped one become
     /// unreadable.
     fn trim(&mut self, now: Instant) {
-        let opts = self.cache.opts;
+        let (max_events, retention) = (self.cache.opts.max_events, self.cache.opts.retention);
         while let Some(front) = self.state.history.front() {
-            let too_many = self.state.history.len() > opts.max_events;
-            let too_old = now.duration_since(front.at) > opts.retention;
+            let too_many = self.state.history.len() > max_events;
+            let too_old = now.duration_since(front.at) > retention;
             if !(too_many || too_old) {
                 break;
             }
@@ -531,7 +549,7 @@ impl Applier<'_> {
 
 impl Drop for Applier<'_> {
     fn drop(&mut self) {
-        let events = self.cache.events.lock().unwrap_or_else(|e| e.into_inner());
+        let mut hub = self.cache.hub();
         let mut traced = self.traced.drain(..).peekable();
         let mut fanout: Option<(tracing::Span, usize)> = None;
         for (i, ev) in self.pending.drain(..).enumerate() {
@@ -540,14 +558,13 @@ impl Drop for Applier<'_> {
             }
             if let Some((parent, _, end)) = traced.next_if(|(_, start, _)| *start == i) {
                 let span = crate::trace::continued(&parent, "watch.fanout");
-                span.set_attribute("watch.receivers", events.receiver_count() as i64);
+                span.set_attribute("watch.receivers", hub.watchers() as i64);
                 fanout = Some((span, end));
             }
-            // No receivers is fine: nobody watches.
-            let _ = events.send(ev);
+            hub.send(&ev);
         }
         drop(fanout);
-        drop(events);
+        drop(hub);
         let applied = self.state.applied;
         self.cache.applied.send_if_modified(|a| {
             let changed = *a != applied;
@@ -566,57 +583,6 @@ pub enum WatchError {
     /// The store closed, or a snapshot replaced its state (resuming from before it gets 410).
     #[error("store closed or its state replaced")]
     Closed,
-}
-
-/// A stream of events under one prefix, after a starting revision.
-pub struct Watcher {
-    cache: Arc<Cache>,
-    prefix: String,
-    backlog: VecDeque<Arc<Event>>,
-    rx: broadcast::Receiver<Arc<Event>>,
-    /// Highest revision this watcher has passed, filtered or not.
-    seen: u64,
-}
-
-impl Watcher {
-    /// The next event under the prefix.
-    pub async fn next(&mut self) -> Result<Arc<Event>, WatchError> {
-        if let Some(ev) = self.backlog.pop_front() {
-            self.seen = self.seen.max(ev.rev);
-            return Ok(ev);
-        }
-        loop {
-            match self.rx.recv().await {
-                Ok(ev) => {
-                    if ev.rev <= self.seen {
-                        continue;
-                    }
-                    self.seen = ev.rev;
-                    if ev.key.starts_with(&self.prefix) {
-                        return Ok(ev);
-                    }
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => return Err(WatchError::Lagged),
-                Err(broadcast::error::RecvError::Closed) => return Err(WatchError::Closed),
-            }
-        }
-    }
-
-    /// A revision a bookmark may carry now: every event up to it has been delivered.
-    /// `None` while delivered events are still queued.
-    pub fn progress(&mut self) -> Option<u64> {
-        if !self.backlog.is_empty() {
-            return None;
-        }
-        let applied = self.cache.applied();
-        // Closed: a snapshot replaced the state (before it published `applied`), and no
-        // revision of the new state is this watcher's to vouch for.
-        if !self.rx.is_empty() || self.rx.is_closed() {
-            return None;
-        }
-        self.seen = self.seen.max(applied);
-        Some(self.seen)
-    }
 }
 
 #[cfg(test)]
@@ -684,5 +650,67 @@ mod tests {
         assert!(matches!(cache.watch("/", 1), Err(StoreError::Compacted { requested: 1, compacted: 10 })));
         let mut resumed = cache.watch("/", 10).unwrap();
         assert_eq!(resumed.next().await.unwrap().rev, 11);
+    }
+
+    fn put(key: &str, id: u64, json: &'static str) -> Txn {
+        Txn { ops: vec![Op { key: key.into(), cond: Cond::Any, action: Action::Put(Bytes::from_static(json.as_bytes())) }], id, trace: None }
+    }
+
+    /// The revisions a watcher has been offered so far.
+    fn offered(w: &mut Watcher) -> Vec<u64> {
+        let mut revs: Vec<u64> = w.backlog.drain(..).map(|e| e.rev).collect();
+        while let Ok(ev) = w.rx.try_recv() {
+            revs.push(ev.rev);
+        }
+        revs
+    }
+
+    #[test]
+    fn events_are_offered_only_to_the_watchers_their_name_or_indexed_field_concerns() {
+        let indexes = vec![FieldIndex { prefix: "/registry/pods/".into(), field: "spec.nodeName".into() }];
+        let cache = Arc::new(Cache::new(CacheOptions { indexes, ..Default::default() }));
+        let node = |n: &str| Selects::Field { field: "spec.nodeName".into(), value: n.into() };
+        let mut on_a = cache.watch_selecting("/registry/pods/", 0, node("a")).unwrap();
+        let mut unscheduled = cache.watch_selecting("/registry/pods/", 0, node("")).unwrap();
+        let mut by_name = cache.watch_selecting("/registry/pods/ns/", 0, Selects::Name("p2".into())).unwrap();
+        let mut all = cache.watch("/registry/pods/", 0).unwrap();
+        // A field no index covers (not under the prefix indexed) selects everything there.
+        let mut unindexed = cache.watch_selecting("/registry/nodes/", 0, node("a")).unwrap();
+        assert_eq!(cache.hub().watchers(), 5);
+
+        cache.write().apply(1, &put("/registry/pods/ns/p1", 1, r#"{"spec":{}}"#));
+        cache.write().apply(2, &put("/registry/pods/ns/p1", 2, r#"{"spec":{"nodeName":"a"}}"#));
+        cache.write().apply(3, &put("/registry/pods/ns/p2", 3, r#"{"spec":{"nodeName":"b"}}"#));
+        // Moved from a to b: a's watcher is offered it (a DELETED event for it).
+        cache.write().apply(4, &put("/registry/pods/ns/p1", 4, r#"{"spec":{"nodeName":"b"}}"#));
+        cache.write().apply(5, &put("/registry/nodes/a", 5, r#"{}"#));
+        cache.write().apply(6, &put("/registry/pods/ns/p3", 6, "not json"));
+
+        assert_eq!(offered(&mut on_a), [2, 4, 6], "undecodable objects go to every watcher of the field");
+        assert_eq!(offered(&mut unscheduled), [1, 2, 6]);
+        assert_eq!(offered(&mut by_name), [3]);
+        assert_eq!(offered(&mut all), [1, 2, 3, 4, 6]);
+        assert_eq!(offered(&mut unindexed), [5]);
+        // A watch started later gets the same selection from the event window.
+        assert_eq!(offered(&mut cache.watch_selecting("/registry/pods/ns/", 1, Selects::Name("p1".into())).unwrap()), [2, 4]);
+        drop((on_a, unscheduled, by_name, all));
+        assert_eq!(cache.hub().watchers(), 1, "dropped watchers leave the fan-out");
+    }
+
+    #[tokio::test]
+    async fn a_watcher_that_falls_a_buffer_behind_is_closed_as_lagging_and_others_go_on() {
+        let cache = Arc::new(Cache::new(CacheOptions { watch_buffer: 16, ..Default::default() }));
+        let mut slow = cache.watch("/a/", 0).unwrap();
+        let mut other = cache.watch("/b/", 0).unwrap();
+        for i in 1..=17 {
+            cache.write().apply(i, &create(&format!("/a/{i}"), i));
+        }
+        cache.write().apply(18, &create("/b/x", 18));
+        for rev in 1..=16 {
+            assert_eq!(slow.next().await.unwrap().rev, rev);
+        }
+        assert_eq!(slow.next().await.unwrap_err(), WatchError::Lagged);
+        assert_eq!(other.next().await.unwrap().rev, 18, "a lagging watcher of other keys is no one else's concern");
+        assert_eq!(cache.hub().watchers(), 1);
     }
 }

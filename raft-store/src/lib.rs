@@ -10,6 +10,7 @@ pub mod backup;
 mod cache;
 mod dedupe;
 mod error;
+mod fanout;
 mod forwarder;
 mod log_size;
 mod log_store;
@@ -32,7 +33,8 @@ pub mod trace;
 mod types;
 
 pub use admin::{membership, Member, MembershipChange};
-pub use cache::{Cache, CacheOptions, Event, EventType, ListResult, WatchError, Watcher};
+pub use cache::{Cache, CacheOptions, Event, EventType, ListResult, WatchError};
+pub use fanout::{FieldIndex, Selects, Watcher};
 pub use error::{CorruptObject, StoreError, MAX_CORRUPT};
 pub use observer::{ApplyObserver, Observers};
 pub use peer::PeerTls;

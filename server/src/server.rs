@@ -161,7 +161,7 @@ pub async fn run(args: Args, traces: Option<serving::traces::Exporting>) -> anyh
             heartbeat: Duration::from_millis(args.heartbeat_interval),
             election_timeout: Duration::from_millis(args.election_timeout),
             peer_tls,
-            cache: CacheOptions { retention: args.history_retention, ..Default::default() },
+            cache: CacheOptions { retention: args.history_retention, indexes: watch_indexes(), ..Default::default() },
             quota_bytes: args.quota_backend_bytes,
             observers: Observers([vec![rbac.clone() as Arc<dyn raft_store::ApplyObserver>, nodes.clone(), flowcontrol.clone(), namespaces.clone(), configuration.clone(), limit_ranges.clone(), quotas.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())], classes.observers()].concat()),
         },
@@ -320,4 +320,14 @@ fn audit_backends(args: &Args) -> anyhow::Result<serving::audit::Backends> {
         None => None,
     };
     Ok(serving::audit::Backends { log, webhook })
+}
+
+/// The fields the built-in kinds index their watchers by (a pod's `spec.nodeName`), for the
+/// store's fan-out.
+fn watch_indexes() -> Vec<raft_store::FieldIndex> {
+    let mut indexes: Vec<raft_store::FieldIndex> = machinery::registry::built_in()
+        .filter_map(|info| Some(raft_store::FieldIndex { prefix: info.key_prefix(), field: info.ops.strategy.watch_index?.to_string() }))
+        .collect();
+    indexes.dedup();
+    indexes
 }

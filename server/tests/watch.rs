@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::{configmap, rv, TestServer};
 use futures::{Stream, StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -16,7 +16,7 @@ use serde_json::json;
 /// A watch event reduced to what the tests compare: type, object name, resourceVersion.
 type Seen = (&'static str, String, u64);
 
-fn seen(event: WatchEvent<ConfigMap>) -> Seen {
+fn seen<K: kube::Resource>(event: WatchEvent<K>) -> Seen {
     match event {
         WatchEvent::Added(o) => ("ADDED", o.name_any(), rv(&o)),
         WatchEvent::Modified(o) => ("MODIFIED", o.name_any(), rv(&o)),
@@ -27,9 +27,9 @@ fn seen(event: WatchEvent<ConfigMap>) -> Seen {
 }
 
 /// The next event, bookmarks included; fails after 10 s or when the stream ends.
-async fn next_event<S>(stream: &mut S) -> WatchEvent<ConfigMap>
+async fn next_event<K, S>(stream: &mut S) -> WatchEvent<K>
 where
-    S: Stream<Item = kube::Result<WatchEvent<ConfigMap>>> + Unpin,
+    S: Stream<Item = kube::Result<WatchEvent<K>>> + Unpin,
 {
     match tokio::time::timeout(Duration::from_secs(10), stream.try_next()).await {
         Ok(Ok(Some(event))) => event,
@@ -40,9 +40,9 @@ where
 }
 
 /// The next `n` events that are not bookmarks.
-async fn next_changes<S>(stream: &mut S, n: usize) -> Vec<Seen>
+async fn next_changes<K: kube::Resource, S>(stream: &mut S, n: usize) -> Vec<Seen>
 where
-    S: Stream<Item = kube::Result<WatchEvent<ConfigMap>>> + Unpin,
+    S: Stream<Item = kube::Result<WatchEvent<K>>> + Unpin,
 {
     let mut out = Vec::new();
     while out.len() < n {
@@ -55,9 +55,9 @@ where
 }
 
 /// Everything up to the server closing the stream (bookmarks left out).
-async fn until_closed<S>(stream: &mut S) -> Vec<Seen>
+async fn until_closed<K: kube::Resource, S>(stream: &mut S) -> Vec<Seen>
 where
-    S: Stream<Item = kube::Result<WatchEvent<ConfigMap>>> + Unpin,
+    S: Stream<Item = kube::Result<WatchEvent<K>>> + Unpin,
 {
     let all: Vec<_> = tokio::time::timeout(Duration::from_secs(15), stream.try_collect::<Vec<_>>())
         .await
@@ -170,6 +170,37 @@ async fn selectors_filter_watch_events() {
         next_changes(&mut by_name, 2).await,
         [("ADDED", "other".to_string(), rv(&other)), ("MODIFIED", "other".to_string(), rv(&joined))]
     );
+}
+
+#[tokio::test]
+async fn a_nodes_pod_watch_sees_the_pods_bound_to_it_and_no_others() {
+    let s = TestServer::start().await;
+    let pods: Api<Pod> = Api::namespaced(s.client(), "default");
+    let start = pods.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    // A kubelet's watch, the scheduler's (pods not yet bound), and a node's with no pods; the
+    // old `spec.host` names the same field.
+    let watch = |fields: &str| WatchParams::default().fields(fields).timeout(4);
+    let mut on_a = pods.watch(&watch("spec.nodeName=node-a"), &start).await.unwrap().boxed();
+    let mut unbound = pods.watch(&watch("spec.nodeName="), &start).await.unwrap().boxed();
+    let mut on_c = pods.watch(&watch("spec.host=node-c"), &start).await.unwrap().boxed();
+
+    let pod = |name: &str, node: Option<&str>| -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]}})).unwrap()
+    };
+    let p1 = pods.create(&PostParams::default(), &pod("p1", None)).await.unwrap();
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p1"}, "target": {"kind": "Node", "name": "node-a"}});
+    let _: serde_json::Value = pods.create_subresource("binding", "p1", &PostParams::default(), &binding).await.unwrap();
+    let bound = pods.get("p1").await.unwrap();
+    pods.create(&PostParams::default(), &pod("p2", Some("node-b"))).await.unwrap();
+    pods.delete("p1", &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.unwrap();
+    pods.delete("p2", &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.unwrap();
+
+    let name = "p1".to_string();
+    let a = until_closed(&mut on_a).await;
+    assert_eq!(a[..1], [("ADDED", name.clone(), rv(&bound))]);
+    assert!(matches!(&a[1..], [("DELETED", n, deleted)] if *n == name && *deleted > rv(&bound)), "{a:?}");
+    assert_eq!(until_closed(&mut unbound).await, [("ADDED", name.clone(), rv(&p1)), ("DELETED", name, rv(&bound))]);
+    assert_eq!(until_closed(&mut on_c).await, []);
 }
 
 #[tokio::test]

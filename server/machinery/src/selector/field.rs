@@ -237,6 +237,15 @@ impl FieldSelector {
         self.terms.is_empty()
     }
 
+    /// The value a term of the selector requires at the dotted `path` (`metadata.name`,
+    /// `spec.nodeName`, under whichever name the term gave it), when one does.
+    pub fn required(&self, path: &str) -> Option<&str> {
+        self.terms
+            .iter()
+            .find(|t| !t.negated && matches!(&t.field, Selected::Known(f) if f.paths.len() == 1 && f.paths[0].join(".") == path))
+            .map(|t| t.value.as_str())
+    }
+
     /// Whether `obj` is selected. Values compare as strings; booleans and numbers as Go
     /// formats them, missing fields as the field's zero value.
     pub fn matches(&self, obj: &Value) -> bool {
@@ -305,6 +314,17 @@ mod tests {
             assert!(!matches("pods", s, &p), "{s}");
         }
         assert!(FieldSelector::parse("", "pods", &[], "").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_required_value_is_found_under_either_name_of_its_field() {
+        let parse = |s: &str| FieldSelector::parse("", "pods", &[], s).unwrap();
+        assert_eq!(parse("spec.nodeName=n1,status.phase!=Failed").required("spec.nodeName"), Some("n1"));
+        assert_eq!(parse("spec.host=n2").required("spec.nodeName"), Some("n2"));
+        assert_eq!(parse("spec.nodeName=").required("spec.nodeName"), Some(""));
+        assert_eq!(parse("spec.nodeName!=n1").required("spec.nodeName"), None);
+        assert_eq!(parse("metadata.name=p").required("metadata.name"), Some("p"));
+        assert_eq!(parse("status.phase=Running").required("spec.nodeName"), None);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use raft_store::{EventType, StoreError, WatchError, Watcher};
+use raft_store::{EventType, Selects, StoreError, WatchError, Watcher};
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -94,7 +94,7 @@ pub async fn watch(ctx: &Ctx, req: &ResourceRequest, params: &Params, encode: En
         from = state.rev;
         initial = state.items;
     }
-    let watcher = match cache.watch(&prefix, from) {
+    let watcher = match cache.watch_selecting(&prefix, from, selects(info, &filter)) {
         Ok(w) => w,
         Err(StoreError::Compacted { requested, compacted }) => {
             let status = ApiError::Gone(format!("too old resource version: {requested} ({})", compacted + 1)).status();
@@ -120,6 +120,18 @@ pub async fn watch(ctx: &Ctx, req: &ResourceRequest, params: &Params, encode: En
         let _ = tokio::time::timeout(timeout, stream.follow(watcher, last_call)).await;
     });
     Ok(rx)
+}
+
+/// What the watch selects, as the store's fan-out indexes it: one name, one value of the kind's
+/// indexed field, or everything.
+fn selects(info: &ResourceInfo, filter: &Filter) -> Selects {
+    if let Some(name) = filter.field.required("metadata.name") {
+        return Selects::Name(name.to_string());
+    }
+    match info.ops.strategy.watch_index.and_then(|field| Some((field, filter.field.required(field)?))) {
+        Some((field, value)) => Selects::Field { field: field.to_string(), value: value.to_string() },
+        None => Selects::Everything,
+    }
 }
 
 /// The ERROR event's Status for an event whose object cannot be decoded.

@@ -167,12 +167,16 @@ pub struct Strategy {
     /// The warnings a valid new object (and, on update, the stored one) earns, as Kubernetes'
     /// `WarningsOnCreate` and `WarningsOnUpdate`: deprecated fields, labels and forms.
     pub warnings: Option<fn(&Value, Option<&Value>) -> Vec<String>>,
+    /// The field the kind's watchers are indexed by (Kubernetes' trigger: a pod's
+    /// `spec.nodeName`): a watch selecting one value of it is offered only the events of objects
+    /// holding that value, before or after the change.
+    pub watch_index: Option<&'static str>,
 }
 
 impl Strategy {
     /// No defaults, no checks beyond types and metadata, every field mutable, the default table
     /// (Name, Created At).
-    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), validate_update: None, update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false, orphans_by_default: None, refused_as_group: None, prepare_create: None, generation_fixed: false, marks_deletion: None, warnings: None };
+    pub const NONE: Strategy = Strategy { default: |_| {}, validate: |_| Vec::new(), validate_update: None, update: no_update_rules, columns: &[], cells: no_cells, returns_deleted: false, initial_status: None, deprecation: None, keeps_status: false, orphans_by_default: None, refused_as_group: None, prepare_create: None, generation_fixed: false, marks_deletion: None, warnings: None, watch_index: None };
 }
 
 /// A kind whose fields may all change on update.

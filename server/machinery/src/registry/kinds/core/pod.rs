@@ -22,6 +22,8 @@ pub const STRATEGY: Strategy = Strategy {
     returns_deleted: true,
     prepare_create: Some(set_qos_class),
     warnings: Some(warnings),
+    // Each kubelet watches the pods bound to it.
+    watch_index: Some("spec.nodeName"),
     ..Strategy::NONE
 };
 
