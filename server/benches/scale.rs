@@ -10,6 +10,9 @@
 //! certificate. Without `--kubeconfig` the harness brings up its own three replicas behind
 //! HAProxy (`deploy/local-cluster`, release build) and reports their CPU and memory too.
 //!
+//! Every simulated node, and the control plane's clients, speak HTTP/2 over one connection each,
+//! as client-go does.
+//!
 //! Phases: N nodes register (`kubelet`: Node, Lease, renewals, status, watches); P pods per node
 //! are created at `--rate` in namespaces of 100, bound by the scheduler and reported Running by
 //! their nodes (density); the traffic holds for `--steady` seconds with namespaced LISTs and GETs
@@ -22,6 +25,8 @@
 mod common;
 #[path = "scale/control.rs"]
 mod control;
+#[path = "scale/h2.rs"]
+mod h2;
 #[path = "scale/kubelet.rs"]
 mod kubelet;
 #[path = "scale/objects.rs"]
@@ -38,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use common::ports::free_ports;
 use common::user_cert::write_kubeconfig;
-use common::{client, cpu_time, local_cluster, rss_mib, LocalCluster};
+use common::{cpu_time, local_cluster, rss_mib, LocalCluster};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret};
 use kube::api::{DeleteParams, PostParams};
 use kube::Api;
@@ -148,7 +153,7 @@ async fn main() {
         }
         _ => panic!("--kubeconfig and --ca-dir go together"),
     };
-    let admin = client(&kubeconfig).await;
+    let admin = h2::client(&kubeconfig).await;
     let sli = Arc::new(Sli::default());
     let (stop_tx, stop) = watch::channel(false);
     let mut totals = Totals::default();
@@ -196,7 +201,7 @@ async fn main() {
         registering.push(tokio::spawn(async move {
             let _seat = seats.acquire().await;
             write_kubeconfig(&kubeconfig, &ca_dir, &format!("system:node:{name}"), &["system:nodes"], &file);
-            let node = kubelet::Kubelet::new(name, i, client(&file).await, sli, stop);
+            let node = kubelet::Kubelet::new(name, i, h2::client(&file).await, sli, stop);
             let lease = node.register().await.unwrap_or_else(|e| panic!("node {} did not register: {e}", node.name));
             let tasks = node.run(lease);
             (node, tasks)
