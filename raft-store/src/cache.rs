@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use tokio::sync::watch;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -42,6 +43,43 @@ pub struct Event {
     /// Why `object` cannot be decoded, when it cannot.
     pub undecodable: Option<String>,
     at: Instant,
+    forms: Forms,
+}
+
+/// An event's object in the forms its watchers asked for (an encoding of a version, named and
+/// made by the layer above), each made once and shared by every watcher of the same form.
+#[derive(Default)]
+struct Forms(Mutex<Vec<(Box<str>, Bytes)>>);
+
+impl Clone for Forms {
+    fn clone(&self) -> Self {
+        Forms::default()
+    }
+}
+
+impl std::fmt::Debug for Forms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Forms")
+    }
+}
+
+impl Event {
+    /// The object in the form named `form`, if a watcher made it already.
+    pub fn form(&self, form: &str) -> Option<Bytes> {
+        let forms = self.forms.0.lock().unwrap_or_else(|e| e.into_inner());
+        forms.iter().find(|(f, _)| &**f == form).map(|(_, b)| b.clone())
+    }
+
+    /// Keeps the object in the form named `form` for the event's other watchers; the first one
+    /// kept wins when two watchers made it at once.
+    pub fn keep_form(&self, form: &str, bytes: Bytes) -> Bytes {
+        let mut forms = self.forms.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, kept)) = forms.iter().find(|(f, _)| &**f == form) {
+            return kept.clone();
+        }
+        forms.push((form.into(), bytes.clone()));
+        bytes
+    }
 }
 
 /// Limits of the event window, and the fields watchers may be indexed by.
@@ -518,7 +556,7 @@ impl Applier<'_> {
                 },
             };
             objects.push(Some(object.clone()));
-            let ev = Arc::new(Event { rev, key: op.key.clone(), kind, object, prev, undecodable, at: now });
+            let ev = Arc::new(Event { rev, key: op.key.clone(), kind, object, prev, undecodable, at: now, forms: Forms::default() });
             self.state.history.push_back(ev.clone());
             self.pending.push(ev);
         }
@@ -712,5 +750,20 @@ mod tests {
         assert_eq!(slow.next().await.unwrap_err(), WatchError::Lagged);
         assert_eq!(other.next().await.unwrap().rev, 18, "a lagging watcher of other keys is no one else's concern");
         assert_eq!(cache.hub().watchers(), 1);
+    }
+
+    #[test]
+    fn an_events_forms_are_made_once_and_shared() {
+        let cache = Arc::new(Cache::new(CacheOptions::default()));
+        let mut first = cache.watch("/", 0).unwrap();
+        let mut second = cache.watch("/", 0).unwrap();
+        cache.write().apply(1, &create("/k", 1));
+        let (a, b) = (first.rx.try_recv().unwrap(), second.rx.try_recv().unwrap());
+        assert_eq!(a.form("protobuf v1"), None);
+        assert_eq!(a.keep_form("protobuf v1", Bytes::from_static(b"made first")), Bytes::from_static(b"made first"));
+        // The other watcher's copy of the event holds it; one made meanwhile loses to it.
+        assert_eq!(b.form("protobuf v1"), Some(Bytes::from_static(b"made first")));
+        assert_eq!(b.keep_form("protobuf v1", Bytes::from_static(b"made again")), Bytes::from_static(b"made first"));
+        assert_eq!(b.form("json metadata v1"), None, "forms are told apart by name");
     }
 }

@@ -134,6 +134,13 @@ async fn watch_streams_in_protobuf() {
         .collect();
     let want = [("ADDED", "a"), ("ADDED", "b"), ("DELETED", "a")].map(|(t, n)| (t.to_string(), n.to_string()));
     assert_eq!(seen, want);
+    // Each event's object is encoded once and shared by the watchers of its form: a second
+    // watcher gets the same bytes, and one of another form (metadata only) its own.
+    let again = get_with_accept(&s, &path, &format!("{PROTOBUF};stream=watch")).await;
+    assert_eq!(again.body, reply.body);
+    let metadata = get_with_accept(&s, &path, &format!("{PROTOBUF};stream=watch;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")).await;
+    let kinds: Vec<(String, String)> = watch_events(&metadata.body).into_iter().map(|(t, kind, _)| (t, kind)).collect();
+    assert_eq!(kinds, want.map(|(t, _)| (t, "PartialObjectMetadata".to_string())));
 
     // kubectl's own fallback list (`Accept: protobuf, json`) streams Protobuf too, and an error
     // inside the stream is a Protobuf `Status`.

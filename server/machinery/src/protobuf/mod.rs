@@ -159,17 +159,18 @@ impl ListStream {
     }
 }
 
-/// One frame of a Protobuf watch stream for an event of type `kind` (`ADDED`, `ERROR`, ...).
-pub fn watch_frame(kind: &str, obj: &Value) -> ApiResult<Vec<u8>> {
-    let mut raw_extension = Vec::new();
-    encode::bytes_field(&mut raw_extension, 1, &encode_object(obj)?);
-    let mut event = Vec::new();
+/// One frame of a Protobuf watch stream for an event of type `kind` (`ADDED`, `ERROR`, ...)
+/// whose object is encoded already ([`encode_object`]).
+pub fn watch_frame(kind: &str, object: &[u8]) -> Vec<u8> {
+    let mut raw_extension = Vec::with_capacity(object.len() + 6);
+    encode::bytes_field(&mut raw_extension, 1, object);
+    let mut event = Vec::with_capacity(raw_extension.len() + kind.len() + 12);
     encode::bytes_field(&mut event, 1, kind.as_bytes());
     encode::bytes_field(&mut event, 2, &raw_extension);
-    let len = u32::try_from(event.len()).map_err(|_| ApiError::internal("watch event larger than 4 GiB"))?;
-    let mut out = len.to_be_bytes().to_vec();
+    // An object is at most the request body limit, far below 4 GiB.
+    let mut out = (event.len() as u32).to_be_bytes().to_vec();
     out.extend_from_slice(&event);
-    Ok(out)
+    out
 }
 
 /// The message of a kind: a served resource's definition, or one of the body kinds.

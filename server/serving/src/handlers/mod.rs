@@ -297,22 +297,40 @@ async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, outpu
         }),
         Form::Object => Arc::new(|_: &str, data: &[u8]| Cow::Borrowed(data)),
     };
-    let encoder: watch::Encoder = match output.encoding {
-        Encoding::Protobuf => Arc::new(move |kind: &str, data: &[u8]| {
-            let obj: Value = serde_json::from_slice(&form(kind, data)).unwrap_or(Value::Null);
-            match machinery::protobuf::watch_frame(kind, &obj) {
-                Ok(frame) => Bytes::from(frame),
-                Err(e) => {
-                    tracing::error!(kind, "a watch event cannot be encoded as Protobuf: {e}");
-                    Bytes::from(machinery::protobuf::watch_frame("ERROR", &e.status()).unwrap_or_default())
-                }
-            }
-        }),
-        Encoding::Cbor => Arc::new(move |kind: &str, data: &[u8]| {
-            let obj: Value = serde_json::from_slice(&form(kind, data)).unwrap_or(Value::Null);
-            Bytes::from(machinery::cbor::watch_frame(kind, &obj).unwrap_or_default())
-        }),
-        _ => Arc::new(move |kind: &str, data: &[u8]| frame(kind, &form(kind, data))),
+    // What watchers of one event share: its object in this encoding, form and version, except
+    // a table's rows (the first carries the columns) and JSON objects, which go out as stored.
+    let shared = match (output.form, output.encoding) {
+        (Form::Table, _) | (Form::Object, Encoding::Json) => None,
+        (form, encoding) => Some(format!("{encoding:?} {form:?} {}", info.api_version())),
+    };
+    let encoder = match output.encoding {
+        Encoding::Protobuf => watch::Encoder {
+            object: Box::new(move |kind: &str, data: Bytes| {
+                let obj: Value = serde_json::from_slice(&form(kind, &data)).map_err(ApiError::internal)?;
+                Ok(Bytes::from(machinery::protobuf::encode_object(&obj)?))
+            }),
+            frame: |kind, object| Bytes::from(machinery::protobuf::watch_frame(kind, &object)),
+            shared,
+        },
+        Encoding::Cbor => watch::Encoder {
+            // The whole frame, the object inside it: nothing of it is shared.
+            object: Box::new(move |kind: &str, data: Bytes| {
+                let obj: Value = serde_json::from_slice(&form(kind, &data)).map_err(ApiError::internal)?;
+                Ok(Bytes::from(machinery::cbor::watch_frame(kind, &obj)?))
+            }),
+            frame: |_, frame| frame,
+            shared: None,
+        },
+        _ => watch::Encoder {
+            object: Box::new(move |kind: &str, data: Bytes| {
+                Ok(match form(kind, &data) {
+                    Cow::Borrowed(_) => data.clone(),
+                    Cow::Owned(changed) => Bytes::from(changed),
+                })
+            }),
+            frame: |kind, object| frame(kind, &object),
+            shared,
+        },
     };
     let rx = watch::watch(ctx, req, params, encoder).await?;
     let stream = tokio_stream::wrappers::ReceiverStream::new(rx);

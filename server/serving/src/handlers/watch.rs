@@ -1,7 +1,6 @@
 //! The watch verb: optional initial state, then every change after the start revision, as a
 //! stream of events; bookmarks when asked for; closed when the client falls too far behind.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,8 +15,20 @@ use machinery::registry::{self, ResourceInfo};
 use access::request::ResourceRequest;
 use machinery::selector::Filter;
 
-/// Turns one event (type and object JSON) into one frame of the response body.
-pub type Encoder = Arc<dyn Fn(&str, &[u8]) -> Bytes + Send + Sync>;
+/// How a watch writes its events: an event's object in the response's form and encoding, then
+/// the frame around it. Each store event's object is encoded once per form and shared by every
+/// watcher of that form (Kubernetes' caching object), when the form can be shared.
+pub struct Encoder {
+    /// An event's object (JSON, in the watched version) in the response's form and encoding,
+    /// given the event's type (a table's rows need it).
+    pub object: Box<dyn Fn(&str, Bytes) -> ApiResult<Bytes> + Send + Sync>,
+    /// One frame of the response from an event's type and its encoded object.
+    pub frame: fn(&str, Bytes) -> Bytes,
+    /// The name watchers share an event's encoded object under (its encoding, form and
+    /// version); `None` when there is nothing to share (JSON objects go out as stored) or each
+    /// watcher's differs (a table's first row carries the columns).
+    pub shared: Option<String>,
+}
 
 /// Frames buffered towards a client before the event stream stops being drained.
 const SEND_BUFFER: usize = 256;
@@ -98,7 +109,9 @@ pub async fn watch(ctx: &Ctx, req: &ResourceRequest, params: &Params, encode: En
         Ok(w) => w,
         Err(StoreError::Compacted { requested, compacted }) => {
             let status = ApiError::Gone(format!("too old resource version: {requested} ({})", compacted + 1)).status();
-            let _ = tx.try_send(encode("ERROR", &serde_json::to_vec(&status).unwrap_or_default()));
+            if let Ok(object) = (encode.object)("ERROR", Bytes::from(serde_json::to_vec(&status).unwrap_or_default())) {
+                let _ = tx.try_send((encode.frame)("ERROR", object));
+            }
             return Ok(rx);
         }
         Err(e) => return Err(e.into()),
@@ -167,22 +180,54 @@ impl Stream {
         self.filter.matches_stored(data)
     }
 
-    /// Sends one event; false once the client is gone.
-    async fn send(&self, kind: &str, data: &[u8]) -> bool {
-        let frame = (self.encode)(kind, data);
+    /// Sends one event of an encoded object; false once the client is gone.
+    async fn send_encoded(&self, kind: &str, object: Bytes) -> bool {
+        let frame = (self.encode.frame)(kind, object);
         self.counted.sent(frame.len());
         self.tx.send(frame).await.is_ok()
     }
 
-    /// Sends one event of a stored object, in the version watched; an object that cannot be
-    /// converted ends the watch with an ERROR event. False once the watch is over.
+    /// Sends one event (an object's JSON); false once the client is gone or the object could
+    /// not be encoded (the watch ends with an ERROR event, as Kubernetes' does).
+    async fn send(&self, kind: &str, data: Bytes) -> bool {
+        match (self.encode.object)(kind, data) {
+            Ok(object) => self.send_encoded(kind, object).await,
+            Err(e) => self.fail(e).await,
+        }
+    }
+
+    /// Ends the watch with an ERROR event saying why; always false.
+    async fn fail(&self, e: ApiError) -> bool {
+        tracing::error!(resource = self.info.resource, "a watch event cannot be sent: {e}");
+        let status = Bytes::from(serde_json::to_vec(&e.status()).unwrap_or_default());
+        if let Ok(object) = (self.encode.object)("ERROR", status) {
+            let _ = self.send_encoded("ERROR", object).await;
+        }
+        false
+    }
+
+    /// Sends one stored object, in the version watched; an object that cannot be converted or
+    /// encoded ends the watch with an ERROR event. False once the watch is over.
     async fn send_object(&self, kind: &str, data: Bytes) -> bool {
         match registry::convert::read_form(&self.store, self.info, data).await {
-            Ok(data) => self.send(kind, &data).await,
-            Err(e) => {
-                let _ = self.send("ERROR", &serde_json::to_vec(&e.status()).unwrap_or_default()).await;
-                false
-            }
+            Ok(data) => self.send(kind, data).await,
+            Err(e) => self.fail(e).await,
+        }
+    }
+
+    /// Sends one store event's object, encoded once for every watcher of the same form.
+    async fn send_event(&self, kind: &str, ev: &raft_store::Event) -> bool {
+        let Some(shared) = self.encode.shared.as_deref() else { return self.send_object(kind, ev.object.data.clone()).await };
+        if let Some(object) = ev.form(shared) {
+            return self.send_encoded(kind, object).await;
+        }
+        let encoded = match registry::convert::read_form(&self.store, self.info, ev.object.data.clone()).await {
+            Ok(data) => (self.encode.object)(kind, data),
+            Err(e) => Err(e),
+        };
+        match encoded {
+            Ok(object) => self.send_encoded(kind, ev.keep_form(shared, object)).await,
+            Err(e) => self.fail(e).await,
         }
     }
 
@@ -192,7 +237,7 @@ impl Stream {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let obj = json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": meta});
-        self.send("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default()).await
+        self.send("BOOKMARK", Bytes::from(serde_json::to_vec(&obj).unwrap_or_default())).await
     }
 
     /// A bookmark at the revision the watcher has caught up to, when it has (an event still
@@ -221,7 +266,7 @@ impl Stream {
                     if let Some(why) = &ev.undecodable {
                         // The event cannot be decoded: the watch ends with an error, as
                         // Kubernetes' does, and the client lists again.
-                        let _ = self.send("ERROR", &undecodable_event(&ev, why)).await;
+                        let _ = self.send("ERROR", Bytes::from(undecodable_event(&ev, why))).await;
                         return;
                     }
                     // A change moving an object into or out of the selection is an ADDED or
@@ -236,7 +281,7 @@ impl Stream {
                         (true, false, _) => "DELETED",
                         (false, false, _) => continue,
                     };
-                    if !self.send_object(kind, ev.object.data.clone()).await {
+                    if !self.send_event(kind, &ev).await {
                         return;
                     }
                 }
