@@ -3,12 +3,15 @@
 //!
 //! ```sh
 //! cargo bench -p apiserver --bench scale -- [--kubeconfig ADMIN_KUBECONFIG --ca-dir DIR] \
-//!     [--nodes N] [--pods-per-node P] [--rate PODS_PER_S] [--steady SECONDS] [--informers K]
+//!     [--nodes N] [--pods-per-node P] [--rate PODS_PER_S] [--steady SECONDS] [--informers K] \
+//!     [--replicas R] [--idle-watches W]
 //! ```
 //!
 //! `DIR` holds the cluster CA's `ca.crt` and `ca.key`, which mint each simulated node's client
-//! certificate. Without `--kubeconfig` the harness brings up its own three replicas behind
-//! HAProxy (`deploy/local-cluster`, release build) and reports their CPU and memory too.
+//! certificate. Without `--kubeconfig` the harness brings up its own `R` replicas (three by
+//! default) behind HAProxy (`deploy/local-cluster`, release build) and reports their CPU and
+//! memory too; with `--idle-watches W` it first opens W watches that see no event and reports the
+//! replicas' memory per watch.
 //!
 //! Every simulated node, and the control plane's clients, speak HTTP/2 over one connection each,
 //! as client-go does.
@@ -61,10 +64,12 @@ struct Args {
     rate: u64,
     steady: Duration,
     informers: usize,
+    replicas: usize,
+    idle_watches: usize,
 }
 
 fn args() -> Args {
-    let mut a = Args { kubeconfig: None, ca_dir: None, nodes: 100, pods_per_node: 30, rate: 100, steady: Duration::from_secs(60), informers: 3 };
+    let mut a = Args { kubeconfig: None, ca_dir: None, nodes: 100, pods_per_node: 30, rate: 100, steady: Duration::from_secs(60), informers: 3, replicas: 3, idle_watches: 0 };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
@@ -76,6 +81,8 @@ fn args() -> Args {
             "--rate" => a.rate = value().parse().expect("--rate PODS_PER_S"),
             "--steady" => a.steady = Duration::from_secs(value().parse().expect("--steady SECONDS")),
             "--informers" => a.informers = value().parse().expect("--informers K"),
+            "--replicas" => a.replicas = value().parse().expect("--replicas R"),
+            "--idle-watches" => a.idle_watches = value().parse().expect("--idle-watches W"),
             "--bench" => {}
             other => panic!("unknown argument {other}"),
         }
@@ -95,6 +102,11 @@ struct Servers {
 impl Servers {
     fn cpu(&self) -> Vec<Duration> {
         self.pids.iter().map(|p| cpu_time(*p)).collect()
+    }
+
+    /// The replicas' resident memory, all told, in MiB.
+    fn rss(&self) -> f64 {
+        self.pids.iter().map(|p| rss_mib(*p)).sum()
     }
 
     fn print(&self, before: &[Duration], took: Duration) {
@@ -146,7 +158,7 @@ async fn main() {
         (None, None) => {
             let d = own.path().to_str().unwrap().to_string();
             let lb = free_ports(7);
-            local_cluster(&["up", "--nodes", "3", "--dir", &d, "--lb-port", &lb.to_string(), "--base-port", &(lb + 1).to_string(), "--peer-base-port", &(lb + 4).to_string()]);
+            local_cluster(&["up", "--nodes", &a.replicas.to_string(), "--dir", &d, "--lb-port", &lb.to_string(), "--base-port", &(lb + 1).to_string(), "--peer-base-port", &(lb + 4).to_string()]);
             let pids = std::fs::read_to_string(own.path().join("pids")).unwrap();
             let pids = pids.lines().filter(|l| l.starts_with("node-")).filter_map(|l| l.split_whitespace().nth(1)?.parse().ok()).collect();
             (Some(LocalCluster(own.path().to_path_buf())), own.path().join("admin.kubeconfig"), own.path().join("ca").join("pki"), Some(Servers { pids }))
@@ -154,6 +166,9 @@ async fn main() {
         _ => panic!("--kubeconfig and --ca-dir go together"),
     };
     let admin = h2::client(&kubeconfig).await;
+    if let (Some(servers), true) = (&servers, a.idle_watches > 0) {
+        idle_watches(&kubeconfig, a.idle_watches, servers).await;
+    }
     let sli = Arc::new(Sli::default());
     let (stop_tx, stop) = watch::channel(false);
     let mut totals = Totals::default();
@@ -270,6 +285,25 @@ async fn main() {
     for ns in namespaces.iter() {
         let _ = Api::<Namespace>::all(admin.clone()).delete(ns, &DeleteParams::default()).await;
     }
+}
+
+/// Memory per idle watch: `count` watches of names no object has (streams of connections of
+/// 90, under the server's default of 100), the replicas' resident memory before and after.
+async fn idle_watches(kubeconfig: &std::path::Path, count: usize, servers: &Servers) {
+    use futures::StreamExt;
+    const PER_CONNECTION: usize = 90;
+    let before = servers.rss();
+    let mut streams = Vec::new();
+    for c in 0..count.div_ceil(PER_CONNECTION) {
+        let configmaps: Api<ConfigMap> = Api::namespaced(h2::client(kubeconfig).await, "default");
+        for i in 0..PER_CONNECTION.min(count - c * PER_CONNECTION) {
+            let params = kube::api::WatchParams::default().fields(&format!("metadata.name=idle-{c}-{i}")).timeout(3600);
+            streams.push(configmaps.watch(&params, "0").await.expect("an idle watch").boxed());
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let after = servers.rss();
+    println!("{count} idle watches: the replicas' RSS {before:.0} MiB -> {after:.0} MiB, {:.2} KiB per watch", (after - before) * 1024.0 / count as f64);
 }
 
 /// Creates the pods numbered `which` (spread over the namespaces) at `rate` a second, as a
