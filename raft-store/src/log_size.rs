@@ -4,12 +4,6 @@
 //! bytes than the newest snapshot (at least `MIN_BYTES`): the log, and with it `raft.redb`, then
 //! stays within a small factor of the live data while a snapshot costs no more than the writes
 //! that came since the one before.
-//!
-//! The replicas of a cluster hold the same state and the same log, so with one threshold they
-//! would all write a snapshot and purge their logs at the same moment, and all be slow together:
-//! at 2,000 simulated nodes that stalled every replica at once for seconds (heartbeats timed out,
-//! an election, writes answered 503). Each node's threshold is the snapshot's size times its own
-//! factor (1, 1.2, 1.4, ... by node id), so at most one replica of a quorum is busy with it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,24 +20,17 @@ pub const MIN_BYTES: u64 = 8 << 20;
 /// How often the size is looked at.
 const EVERY: Duration = Duration::from_millis(100);
 
-/// This node's share of the snapshot's size the log may grow past it, in fifths: node ids 1 to 5
-/// get 5/5 to 9/5, and the pattern repeats.
-fn stagger(node_id: u64) -> u64 {
-    5 + node_id.saturating_sub(1) % 5
-}
-
-/// Asks `raft` for a snapshot whenever the log's `bytes` outgrow the newest snapshot (times this
-/// node's [`stagger`]), once at least `keep` entries (those a snapshot leaves in the log) have
-/// been applied since the last. Ends with the log.
-pub(crate) fn start(raft: Raft, node_id: u64, bytes: &Arc<AtomicU64>, snapshots: Snapshots, keep: u64) {
-    let fifths = stagger(node_id);
+/// Asks `raft` for a snapshot whenever the log's `bytes` outgrow the newest snapshot, once at
+/// least `keep` entries (those a snapshot leaves in the log) have been applied since the last.
+/// Ends with the log.
+pub(crate) fn start(raft: Raft, bytes: &Arc<AtomicU64>, snapshots: Snapshots, keep: u64) {
     let bytes = Arc::downgrade(bytes);
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EVERY);
         loop {
             tick.tick().await;
             let Some(held) = bytes.upgrade().map(|b| b.load(Ordering::Relaxed)) else { return };
-            if held <= MIN_BYTES || held <= snapshots.size().saturating_mul(fifths) / 5 {
+            if held <= MIN_BYTES || held <= snapshots.size() {
                 continue;
             }
             let since = {
@@ -61,13 +48,4 @@ pub(crate) fn start(raft: Raft, node_id: u64, bytes: &Arc<AtomicU64>, snapshots:
             }
         }
     });
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_first_five_nodes_each_snapshot_at_their_own_size() {
-        let factors: Vec<u64> = (1..=6).map(super::stagger).collect();
-        assert_eq!(factors, [5, 6, 7, 8, 9, 5]);
-    }
 }

@@ -270,7 +270,7 @@ impl Store {
                 switch.store(m.current_leader == Some(me) && others > voters / 2, Ordering::Relaxed);
             }
         });
-        log_size::start(raft.clone(), opts.node_id, &log_bytes, snapshots.clone(), keep);
+        log_size::start(raft.clone(), &log_bytes, snapshots.clone(), keep);
         let round_trips = Arc::new(RoundTrips::default());
         round_trips::start(round_trips.clone(), peers.clone(), raft.clone(), opts.node_id);
         let expiry = Arc::downgrade(&cache);
