@@ -589,19 +589,23 @@ impl Drop for Applier<'_> {
     fn drop(&mut self) {
         let mut hub = self.cache.hub();
         let mut traced = self.traced.drain(..).peekable();
-        let mut fanout: Option<(tracing::Span, usize)> = None;
+        // A traced transaction's events: their span, where they end, and to how many watchers
+        // they were offered.
+        let mut fanout: Option<(tracing::Span, usize, usize)> = None;
+        let end_span = |(span, _, offered): (tracing::Span, usize, usize)| span.set_attribute("watch.receivers", offered as i64);
         for (i, ev) in self.pending.drain(..).enumerate() {
-            if fanout.as_ref().is_some_and(|(_, end)| *end == i) {
-                fanout = None;
+            if fanout.as_ref().is_some_and(|(_, end, _)| *end == i) {
+                fanout.take().map(end_span);
             }
             if let Some((parent, _, end)) = traced.next_if(|(_, start, _)| *start == i) {
-                let span = crate::trace::continued(&parent, "watch.fanout");
-                span.set_attribute("watch.receivers", hub.watchers() as i64);
-                fanout = Some((span, end));
+                fanout = Some((crate::trace::continued(&parent, "watch.fanout"), end, 0));
             }
-            hub.send(&ev);
+            let offered = hub.send(&ev);
+            if let Some((_, _, n)) = fanout.as_mut() {
+                *n += offered;
+            }
         }
-        drop(fanout);
+        fanout.map(end_span);
         drop(hub);
         let applied = self.state.applied;
         self.cache.applied.send_if_modified(|a| {

@@ -44,18 +44,19 @@ struct Sink {
 }
 
 impl Sink {
-    /// Offers `ev`; false when the watcher is gone or, its queue full, now closed as lagging.
-    fn offer(&self, ev: &Arc<Event>) -> bool {
+    /// Offers `ev`: whether it was queued (not when outside the watcher's prefix), or `Err`
+    /// when the watcher is gone or, its queue full, now closed as lagging.
+    fn offer(&self, ev: &Arc<Event>) -> Result<bool, ()> {
         if self.prefix.as_ref().is_some_and(|p| !ev.key.starts_with(p.as_str())) {
-            return true;
+            return Ok(false);
         }
         match self.tx.try_send(ev.clone()) {
-            Ok(()) => true,
+            Ok(()) => Ok(true),
             Err(mpsc::error::TrySendError::Full(_)) => {
                 self.lagged.store(true, Relaxed);
-                false
+                Err(())
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(()),
         }
     }
 }
@@ -84,28 +85,30 @@ impl Group {
         }
     }
 
-    /// Takes watcher `id` out; false when it was not there.
-    fn remove(&mut self, selects: &Selects, id: u64) -> bool {
+    /// Takes watcher `id` out, and the maps left empty by it.
+    fn remove(&mut self, selects: &Selects, id: u64) {
         match selects {
-            Selects::Everything => self.everything.remove(&id).is_some(),
+            Selects::Everything => {
+                self.everything.remove(&id);
+            }
             Selects::Name(name) => {
-                let Some(sinks) = self.names.get_mut(name) else { return false };
-                let removed = sinks.remove(&id).is_some();
+                let Some(sinks) = self.names.get_mut(name) else { return };
+                sinks.remove(&id);
                 if sinks.is_empty() {
                     self.names.remove(name);
                 }
-                removed
             }
             Selects::Field { field, value } => {
-                let Some(values) = self.fields.get_mut(field) else { return false };
-                let removed = values.get_mut(value).is_some_and(|sinks| sinks.remove(&id).is_some());
-                if values.get(value).is_some_and(HashMap::is_empty) {
-                    values.remove(value);
+                let Some(values) = self.fields.get_mut(field) else { return };
+                if let Some(sinks) = values.get_mut(value) {
+                    sinks.remove(&id);
+                    if sinks.is_empty() {
+                        values.remove(value);
+                    }
                 }
                 if values.is_empty() {
                     self.fields.remove(field);
                 }
-                removed
             }
         }
     }
@@ -117,7 +120,6 @@ pub(crate) struct Hub {
     buffer: usize,
     next: u64,
     groups: HashMap<String, Group>,
-    watchers: usize,
 }
 
 /// Where a watcher is registered, to take it out again.
@@ -149,24 +151,28 @@ fn field_value(data: &[u8], path: &str) -> Option<String> {
     Some(serde_json::from_str::<String>(raw.get()).unwrap_or_default())
 }
 
-/// Offers `ev` to every sink of `sinks`, collecting those to drop.
+/// Offers `ev` to every sink of `sinks`, collecting those to drop; returns to how many it went.
 fn offer_all(sinks: &Sinks, ev: &Arc<Event>, dir: &str, selects: impl Fn() -> Selects, gone: &mut Vec<(String, Selects, u64)>) -> usize {
+    let mut queued = 0;
     for (id, sink) in sinks {
-        if !sink.offer(ev) {
-            gone.push((dir.to_string(), selects(), *id));
+        match sink.offer(ev) {
+            Ok(sent) => queued += usize::from(sent),
+            Err(()) => gone.push((dir.to_string(), selects(), *id)),
         }
     }
-    sinks.len()
+    queued
 }
 
 impl Hub {
     pub(crate) fn new(indexes: Vec<FieldIndex>, buffer: usize) -> Hub {
-        Hub { indexes, buffer: buffer.max(16), next: 0, groups: HashMap::new(), watchers: 0 }
+        Hub { indexes, buffer: buffer.max(16), next: 0, groups: HashMap::new() }
     }
 
     /// How many watchers are registered.
+    #[cfg(test)]
     pub(crate) fn watchers(&self) -> usize {
-        self.watchers
+        let in_group = |g: &Group| g.everything.len() + g.names.values().map(HashMap::len).sum::<usize>() + g.fields.values().flat_map(HashMap::values).map(HashMap::len).sum::<usize>();
+        self.groups.values().map(in_group).sum()
     }
 
     /// Registers a watcher of keys under `prefix` selecting `selects` (a field that is not
@@ -183,7 +189,6 @@ impl Hub {
         self.next += 1;
         let id = self.next;
         self.groups.entry(d.to_string()).or_default().sinks(&selects).insert(id, sink);
-        self.watchers += 1;
         (Registration { dir: d.to_string(), selects, id }, rx, lagged)
     }
 
@@ -193,9 +198,7 @@ impl Hub {
 
     fn remove(&mut self, dir: &str, selects: &Selects, id: u64) {
         if let Some(group) = self.groups.get_mut(dir) {
-            if group.remove(selects, id) {
-                self.watchers -= 1;
-            }
+            group.remove(selects, id);
             if group.is_empty() {
                 self.groups.remove(dir);
             }
@@ -205,7 +208,6 @@ impl Hub {
     /// Ends every watcher: each gets what was sent to it, then the end of its stream.
     pub(crate) fn close_all(&mut self) {
         self.groups.clear();
-        self.watchers = 0;
     }
 
     /// Offers `ev` to the watchers it may concern; returns to how many.
