@@ -20,10 +20,10 @@
 //! are created at `--rate` in namespaces of 100, bound by the scheduler and reported Running by
 //! their nodes (density); the traffic holds for `--steady` seconds with namespaced LISTs and GETs
 //! (`control::load`) and cluster-wide informers; a tenth of the pods are deleted and created again
-//! (churn); every pod is deleted (teardown). Each phase prints its SLIs; the last line sums the
-//! run against Kubernetes' SLOs (mutating and single-object or namespaced reads p99 ≤ 1 s,
-//! cluster-wide LIST p99 ≤ 30 s) and this project's targets (100 ms, 100 ms, 5 s, watch
-//! delivery p99 ≤ 1 s).
+//! (churn); every pod is deleted (teardown). Deletes go at `--rate` too. Each phase prints its
+//! SLIs; the last line sums the run against Kubernetes' SLOs (mutating and single-object or
+//! namespaced reads p99 ≤ 1 s, cluster-wide LIST p99 ≤ 30 s) and this project's targets (100 ms,
+//! 100 ms, 5 s, watch delivery p99 ≤ 1 s).
 
 mod common;
 #[path = "scale/control.rs"]
@@ -259,7 +259,7 @@ async fn main() {
     let cpu = servers.as_ref().map(Servers::cpu);
     let started = Instant::now();
     let churned: Vec<usize> = (0..total_pods).step_by(10).collect();
-    delete_pods(&admin, &namespaces, &churned, &sli).await;
+    delete_pods(&admin, &namespaces, &churned, a.rate, &sli).await;
     let gone = wait_for(Duration::from_secs(120), || running() <= (total_pods - churned.len()) as u64).await;
     create_pods(&admin, &namespaces, churned, a.rate, &sli).await;
     let back = wait_for(Duration::from_secs(120), || running() >= total_pods as u64).await;
@@ -269,7 +269,7 @@ async fn main() {
     // Teardown: every pod deleted, the nodes finishing them.
     let cpu = servers.as_ref().map(Servers::cpu);
     let started = Instant::now();
-    delete_pods(&admin, &namespaces, &(0..total_pods).collect::<Vec<_>>(), &sli).await;
+    delete_pods(&admin, &namespaces, &(0..total_pods).collect::<Vec<_>>(), a.rate, &sli).await;
     let down = wait_for(Duration::from_secs(120), || running() == 0).await;
     println!("teardown: {} pods still running{}", running(), if down { "" } else { " (gave up waiting)" });
     phase("teardown", started, &cpu, &mut totals);
@@ -325,16 +325,17 @@ async fn create_pods(admin: &kube::Client, namespaces: &Arc<Vec<String>>, which:
     while running.join_next().await.is_some() {}
 }
 
-/// Deletes the pods numbered `which` gracefully, as a controller does: their nodes finish them.
-async fn delete_pods(admin: &kube::Client, namespaces: &Arc<Vec<String>>, which: &[usize], sli: &Arc<Sli>) {
-    let seats = Arc::new(Semaphore::new(32));
+/// Deletes the pods numbered `which` gracefully at `rate` a second, as a controller scaling
+/// down does: their nodes finish them.
+async fn delete_pods(admin: &kube::Client, namespaces: &Arc<Vec<String>>, which: &[usize], rate: u64, sli: &Arc<Sli>) {
+    let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate.max(1)));
     let mut running = tokio::task::JoinSet::new();
     for &i in which {
+        tick.tick().await;
         let ns = namespaces[i % namespaces.len()].clone();
         let name = pod_name(&ns, i / namespaces.len());
-        let (admin, sli, seats) = (admin.clone(), sli.clone(), seats.clone());
+        let (admin, sli) = (admin.clone(), sli.clone());
         running.spawn(async move {
-            let _seat = seats.acquire().await;
             let pods: Api<Pod> = Api::namespaced(admin, &ns);
             let call = sli::Call { verb: "DELETE", resource: "pods", scope: Scope::Object };
             let _ = sli.time(call, pods.delete(&name, &DeleteParams::default())).await;
