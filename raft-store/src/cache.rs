@@ -17,7 +17,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::dedupe::{Outcome, Outcomes};
 use crate::error::{CorruptObject, StoreError, MAX_CORRUPT};
-use crate::fanout::{dir, FieldIndex, Hub, Registration, Selects, Watcher};
+use crate::fanout::{concerns, dir, field_value, FieldIndex, Hub, Registration, Selects, Watcher};
 use crate::observer::Observers;
 use crate::stamp::{stamp, undecodable};
 use crate::types::{Action, Cond, Object, Txn, TxnResult};
@@ -44,6 +44,17 @@ pub struct Event {
     pub undecodable: Option<String>,
     at: Instant,
     forms: Forms,
+    /// The indexed fields of the key's kind: each one's value after and before the change
+    /// (`None` when the object cannot be decoded), read once at apply.
+    pub(crate) indexed: Vec<Indexed>,
+}
+
+/// One indexed field of an event's object, after and before its change.
+#[derive(Debug, Clone)]
+pub(crate) struct Indexed {
+    pub(crate) field: String,
+    pub(crate) now: Option<String>,
+    pub(crate) before: Option<String>,
 }
 
 /// An event's object in the forms its watchers asked for (an encoding of a version, named and
@@ -323,17 +334,9 @@ impl Cache {
         // Subscribing under the read lock: the backlog and the live stream neither overlap
         // nor leave a gap, since apply offers while holding the write lock.
         let (registration, rx, lagged) = self.hub().subscribe(prefix, selects);
-        let name = match &registration.selects {
-            Selects::Name(n) => Some(n.as_str()),
-            _ => None,
-        };
         let newer = st.history.partition_point(|e| e.rev <= after);
-        let backlog: VecDeque<Arc<Event>> = st
-            .history
-            .range(newer..)
-            .filter(|e| e.key.starts_with(prefix) && name.is_none_or(|n| &e.key[dir(&e.key).len()..] == n))
-            .cloned()
-            .collect();
+        let backlog: VecDeque<Arc<Event>> =
+            st.history.range(newer..).filter(|e| e.key.starts_with(prefix) && concerns(e, &registration.selects)).cloned().collect();
         Ok(Watcher { cache: self.clone(), registration, backlog, rx, lagged, seen: after })
     }
 
@@ -556,7 +559,19 @@ impl Applier<'_> {
                 },
             };
             objects.push(Some(object.clone()));
-            let ev = Arc::new(Event { rev, key: op.key.clone(), kind, object, prev, undecodable, at: now, forms: Forms::default() });
+            let indexed = self
+                .cache
+                .opts
+                .indexes
+                .iter()
+                .filter(|i| op.key.starts_with(&i.prefix))
+                .map(|i| Indexed {
+                    field: i.field.clone(),
+                    now: if undecodable.is_some() { None } else { field_value(&object.data, &i.field) },
+                    before: prev.as_ref().and_then(|p| field_value(&p.data, &i.field)),
+                })
+                .collect();
+            let ev = Arc::new(Event { rev, key: op.key.clone(), kind, object, prev, undecodable, at: now, forms: Forms::default(), indexed });
             self.state.history.push_back(ev.clone());
             self.pending.push(ev);
         }
@@ -733,8 +748,11 @@ mod tests {
         assert_eq!(offered(&mut by_name), [3]);
         assert_eq!(offered(&mut all), [1, 2, 3, 4, 6]);
         assert_eq!(offered(&mut unindexed), [5]);
-        // A watch started later gets the same selection from the event window.
+        // A watch started later gets the same selection from the event window, without reading
+        // the objects again: a restarted kubelet's watch is not handed every node's pods.
         assert_eq!(offered(&mut cache.watch_selecting("/registry/pods/ns/", 1, Selects::Name("p1".into())).unwrap()), [2, 4]);
+        assert_eq!(offered(&mut cache.watch_selecting("/registry/pods/", 1, node("a")).unwrap()), [2, 4, 6]);
+        assert_eq!(offered(&mut cache.watch_selecting("/registry/pods/", 2, node("b")).unwrap()), [3, 4, 6]);
         drop((on_a, unscheduled, by_name, all));
         assert_eq!(cache.hub().watchers(), 1, "dropped watchers leave the fan-out");
     }

@@ -136,7 +136,7 @@ pub(crate) fn dir(key: &str) -> &str {
 
 /// The string at the dotted `path` of an object's JSON; "" when missing or not a string, `None`
 /// when the bytes are not a JSON object at all.
-fn field_value(data: &[u8], path: &str) -> Option<String> {
+pub(crate) fn field_value(data: &[u8], path: &str) -> Option<String> {
     let mut raw: &RawValue = serde_json::from_slice(data).ok()?;
     if !raw.get().starts_with('{') {
         return None;
@@ -149,6 +149,24 @@ fn field_value(data: &[u8], path: &str) -> Option<String> {
         }
     }
     Some(serde_json::from_str::<String>(raw.get()).unwrap_or_default())
+}
+
+/// The values of `field` an event carries (after and before its change, once), or `None` when
+/// its object cannot be decoded: every watcher of the field is then offered it (and ends on it).
+fn values<'a>(ev: &'a Event, field: &str) -> Option<Vec<&'a str>> {
+    let indexed = ev.indexed.iter().find(|i| i.field == field)?;
+    let now = indexed.now.as_deref()?;
+    let before = indexed.before.as_deref().filter(|b| *b != now);
+    Some([Some(now), before].into_iter().flatten().collect())
+}
+
+/// Whether `selects` may concern `ev` (its key already under the watcher's prefix).
+pub(crate) fn concerns(ev: &Event, selects: &Selects) -> bool {
+    match selects {
+        Selects::Everything => true,
+        Selects::Name(name) => ev.key[dir(&ev.key).len()..] == **name,
+        Selects::Field { field, value } => values(ev, field).is_none_or(|v| v.contains(&value.as_str())),
+    }
 }
 
 /// Offers `ev` to every sink of `sinks`, collecting those to drop; returns to how many it went.
@@ -215,8 +233,6 @@ impl Hub {
         let mut gone = Vec::new();
         let mut offered = 0;
         let name = &ev.key[dir(&ev.key).len()..];
-        // Each indexed field's values, read once per event whatever the directories watching.
-        let mut values: Vec<(String, Option<String>, Option<String>)> = Vec::new();
         for (i, _) in ev.key.match_indices('/') {
             let d = &ev.key[..=i];
             let Some(group) = self.groups.get(d) else { continue };
@@ -225,25 +241,19 @@ impl Hub {
                 offered += offer_all(sinks, ev, d, || Selects::Name(name.to_string()), &mut gone);
             }
             for (field, by_value) in &group.fields {
-                let (now, before) = match values.iter().find(|(f, ..)| f == field) {
-                    Some((_, now, before)) => (now.clone(), before.clone()),
+                let of = |value: &String| Selects::Field { field: field.clone(), value: value.clone() };
+                match values(ev, field) {
+                    Some(values) => {
+                        for value in values {
+                            if let Some((value, sinks)) = by_value.get_key_value(value) {
+                                offered += offer_all(sinks, ev, d, || of(value), &mut gone);
+                            }
+                        }
+                    }
                     None => {
-                        let now = if ev.undecodable.is_some() { None } else { field_value(&ev.object.data, field) };
-                        let before = ev.prev.as_ref().and_then(|p| field_value(&p.data, field));
-                        values.push((field.clone(), now.clone(), before.clone()));
-                        (now, before)
-                    }
-                };
-                if now.is_none() {
-                    // Undecodable: every watcher of the field is offered it (and ends on it).
-                    for (value, sinks) in by_value {
-                        offered += offer_all(sinks, ev, d, || Selects::Field { field: field.clone(), value: value.clone() }, &mut gone);
-                    }
-                    continue;
-                }
-                for value in [now.as_ref(), before.as_ref().filter(|b| Some(*b) != now.as_ref())].into_iter().flatten() {
-                    if let Some(sinks) = by_value.get(value) {
-                        offered += offer_all(sinks, ev, d, || Selects::Field { field: field.clone(), value: value.clone() }, &mut gone);
+                        for (value, sinks) in by_value {
+                            offered += offer_all(sinks, ev, d, || of(value), &mut gone);
+                        }
                     }
                 }
             }
