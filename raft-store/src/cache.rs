@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -45,8 +45,9 @@ pub struct Event {
     at: Instant,
     forms: Forms,
     /// The indexed fields of the key's kind: each one's value after and before the change
-    /// (`None` when the object cannot be decoded), read once at apply.
-    pub(crate) indexed: Vec<Indexed>,
+    /// (`None` when the object cannot be decoded), read once, when a watcher first selects by
+    /// one of them ([`Event::indexed`]).
+    indexed: OnceLock<Vec<Indexed>>,
 }
 
 /// One indexed field of an event's object, after and before its change.
@@ -75,6 +76,21 @@ impl std::fmt::Debug for Forms {
 }
 
 impl Event {
+    /// The values of the `indexes` that cover the event's key, read on the first call.
+    pub(crate) fn indexed(&self, indexes: &[FieldIndex]) -> &[Indexed] {
+        self.indexed.get_or_init(|| {
+            indexes
+                .iter()
+                .filter(|i| self.key.starts_with(&i.prefix))
+                .map(|i| Indexed {
+                    field: i.field.clone(),
+                    now: if self.undecodable.is_some() { None } else { field_value(&self.object.data, &i.field) },
+                    before: self.prev.as_ref().and_then(|p| field_value(&p.data, &i.field)),
+                })
+                .collect()
+        })
+    }
+
     /// The object in the form named `form`, if a watcher made it already.
     pub fn form(&self, form: &str) -> Option<Bytes> {
         let forms = self.forms.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -336,7 +352,7 @@ impl Cache {
         let (registration, rx, lagged) = self.hub().subscribe(prefix, selects);
         let newer = st.history.partition_point(|e| e.rev <= after);
         let backlog: VecDeque<Arc<Event>> =
-            st.history.range(newer..).filter(|e| e.key.starts_with(prefix) && concerns(e, &registration.selects)).cloned().collect();
+            st.history.range(newer..).filter(|e| e.key.starts_with(prefix) && concerns(e, &registration.selects, &self.opts.indexes)).cloned().collect();
         Ok(Watcher { cache: self.clone(), registration, backlog, rx, lagged, seen: after })
     }
 
@@ -559,19 +575,7 @@ impl Applier<'_> {
                 },
             };
             objects.push(Some(object.clone()));
-            let indexed = self
-                .cache
-                .opts
-                .indexes
-                .iter()
-                .filter(|i| op.key.starts_with(&i.prefix))
-                .map(|i| Indexed {
-                    field: i.field.clone(),
-                    now: if undecodable.is_some() { None } else { field_value(&object.data, &i.field) },
-                    before: prev.as_ref().and_then(|p| field_value(&p.data, &i.field)),
-                })
-                .collect();
-            let ev = Arc::new(Event { rev, key: op.key.clone(), kind, object, prev, undecodable, at: now, forms: Forms::default(), indexed });
+            let ev = Arc::new(Event { rev, key: op.key.clone(), kind, object, prev, undecodable, at: now, forms: Forms::default(), indexed: OnceLock::new() });
             self.state.history.push_back(ev.clone());
             self.pending.push(ev);
         }

@@ -153,19 +153,19 @@ pub(crate) fn field_value(data: &[u8], path: &str) -> Option<String> {
 
 /// The values of `field` an event carries (after and before its change, once), or `None` when
 /// its object cannot be decoded: every watcher of the field is then offered it (and ends on it).
-fn values<'a>(ev: &'a Event, field: &str) -> Option<Vec<&'a str>> {
-    let indexed = ev.indexed.iter().find(|i| i.field == field)?;
+fn values<'a>(ev: &'a Event, indexes: &[FieldIndex], field: &str) -> Option<Vec<&'a str>> {
+    let indexed = ev.indexed(indexes).iter().find(|i| i.field == field)?;
     let now = indexed.now.as_deref()?;
     let before = indexed.before.as_deref().filter(|b| *b != now);
     Some([Some(now), before].into_iter().flatten().collect())
 }
 
 /// Whether `selects` may concern `ev` (its key already under the watcher's prefix).
-pub(crate) fn concerns(ev: &Event, selects: &Selects) -> bool {
+pub(crate) fn concerns(ev: &Event, selects: &Selects, indexes: &[FieldIndex]) -> bool {
     match selects {
         Selects::Everything => true,
         Selects::Name(name) => ev.key[dir(&ev.key).len()..] == **name,
-        Selects::Field { field, value } => values(ev, field).is_none_or(|v| v.contains(&value.as_str())),
+        Selects::Field { field, value } => values(ev, indexes, field).is_none_or(|v| v.contains(&value.as_str())),
     }
 }
 
@@ -242,7 +242,7 @@ impl Hub {
             }
             for (field, by_value) in &group.fields {
                 let of = |value: &String| Selects::Field { field: field.clone(), value: value.clone() };
-                match values(ev, field) {
+                match values(ev, &self.indexes, field) {
                     Some(values) => {
                         for value in values {
                             if let Some((value, sinks)) = by_value.get_key_value(value) {

@@ -297,12 +297,9 @@ async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, outpu
         }),
         Form::Object => Arc::new(|_: &str, data: &[u8]| Cow::Borrowed(data)),
     };
-    // What watchers of one event share: its object in this encoding, form and version, except
-    // a table's rows (the first carries the columns) and JSON objects, which go out as stored.
-    let shared = match (output.form, output.encoding) {
-        (Form::Table, _) | (Form::Object, Encoding::Json) => None,
-        (form, encoding) => Some(format!("{encoding:?} {form:?} {}", info.api_version())),
-    };
+    // The name watchers of one event share its encoded object under (encoding, form, version),
+    // when they can: a table's rows differ (the first carries the columns).
+    let shared = (output.form != Form::Table).then(|| format!("{:?} {:?} {}", output.encoding, output.form, info.api_version()));
     let encoder = match output.encoding {
         Encoding::Protobuf => watch::Encoder {
             object: Box::new(move |kind: &str, data: Bytes| {
@@ -321,6 +318,7 @@ async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, outpu
             frame: |_, frame| frame,
             shared: None,
         },
+        // JSON objects go out as stored: only the metadata-only form is made, and shared.
         _ => watch::Encoder {
             object: Box::new(move |kind: &str, data: Bytes| {
                 Ok(match form(kind, &data) {
@@ -329,7 +327,7 @@ async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, outpu
                 })
             }),
             frame: |kind, object| frame(kind, &object),
-            shared,
+            shared: shared.filter(|_| output.form == Form::Metadata),
         },
     };
     let rx = watch::watch(ctx, req, params, encoder).await?;
