@@ -76,6 +76,12 @@ impl std::fmt::Debug for Forms {
 }
 
 impl Event {
+    /// What the event counts toward the window's bytes: its key and new object. The object
+    /// before the change is the previous event's, or the state's from before the window.
+    fn weight(&self) -> u64 {
+        (self.key.len() + self.object.data.len()) as u64
+    }
+
     /// The values of the `indexes` that cover the event's key, read on the first call.
     pub(crate) fn indexed(&self, indexes: &[FieldIndex]) -> &[Indexed] {
         self.indexed.get_or_init(|| {
@@ -116,6 +122,9 @@ pub struct CacheOptions {
     pub retention: Duration,
     /// At most this many events are kept, whatever their age.
     pub max_events: usize,
+    /// At most this many bytes of objects are kept in events ([`Event::weight`]), whatever
+    /// their age.
+    pub max_event_bytes: u64,
     /// A watcher further behind than this many events is closed.
     pub watch_buffer: usize,
     /// Fields an event is offered by to the watchers selecting their value (a pod's
@@ -125,7 +134,7 @@ pub struct CacheOptions {
 
 impl Default for CacheOptions {
     fn default() -> Self {
-        CacheOptions { retention: Duration::from_secs(300), max_events: 100_000, watch_buffer: 10_000, indexes: Vec::new() }
+        CacheOptions { retention: Duration::from_secs(300), max_events: 100_000, max_event_bytes: 256 << 20, watch_buffer: 10_000, indexes: Vec::new() }
     }
 }
 
@@ -138,6 +147,8 @@ pub(crate) struct State {
     pub(crate) applied: u64,
     pub(crate) objects: BTreeMap<String, Object>,
     history: VecDeque<Arc<Event>>,
+    /// The events' weights, all told.
+    history_bytes: u64,
     /// Revisions below this can no longer be read.
     compacted: u64,
     /// Outcomes of recent proposals, so that a retried one applies once.
@@ -377,6 +388,7 @@ impl Cache {
             applied,
             objects,
             history: VecDeque::new(),
+            history_bytes: 0,
             compacted: applied,
             txns: Outcomes::from_entries(txns),
             undecodable,
@@ -576,6 +588,7 @@ impl Applier<'_> {
             };
             objects.push(Some(object.clone()));
             let ev = Arc::new(Event { rev, key: op.key.clone(), kind, object, prev, undecodable, at: now, forms: Forms::default(), indexed: OnceLock::new() });
+            self.state.history_bytes += ev.weight();
             self.state.history.push_back(ev.clone());
             self.pending.push(ev);
         }
@@ -586,14 +599,15 @@ impl Applier<'_> {
     /// Drops events beyond the window; revisions before the newest dropped one become
     /// unreadable.
     fn trim(&mut self, now: Instant) {
-        let (max_events, retention) = (self.cache.opts.max_events, self.cache.opts.retention);
+        let opts = &self.cache.opts;
         while let Some(front) = self.state.history.front() {
-            let too_many = self.state.history.len() > max_events;
-            let too_old = now.duration_since(front.at) > retention;
+            let too_many = self.state.history.len() > opts.max_events || self.state.history_bytes > opts.max_event_bytes;
+            let too_old = now.duration_since(front.at) > opts.retention;
             if !(too_many || too_old) {
                 break;
             }
             let dropped = self.state.history.pop_front().expect("front exists");
+            self.state.history_bytes -= dropped.weight();
             self.state.compacted = self.state.compacted.max(dropped.rev);
         }
     }
@@ -671,6 +685,24 @@ mod tests {
         // Another proposal with the same effect is applied (and fails) on its own.
         let other = cache.write().apply(3, &create("/k", 8));
         assert!(matches!(other, TxnResult::Failed { op: 0, current: Some(_) }), "{other:?}");
+    }
+
+    #[test]
+    fn the_event_window_keeps_at_most_its_bytes_and_compacts_the_revisions_before() {
+        let cache = Arc::new(Cache::new(CacheOptions::default()));
+        cache.write().apply(1, &create("/k00", 1));
+        let weight = cache.watch("/", 0).unwrap().backlog[0].weight();
+        // Room for three events of that size, and a little more.
+        let cache = Arc::new(Cache::new(CacheOptions { max_event_bytes: 3 * weight + weight / 2, ..Default::default() }));
+        for i in 1..=10 {
+            cache.write().apply(i, &create(&format!("/k{i:02}"), i));
+        }
+        // Revisions 8, 9 and 10 are kept: a watch can resume from 7, not from 6.
+        let kept: Vec<u64> = cache.watch("/", 7).unwrap().backlog.iter().map(|e| e.rev).collect();
+        assert_eq!(kept, [8, 9, 10]);
+        assert!(matches!(cache.watch("/", 6), Err(StoreError::Compacted { requested: 6, compacted: 7 })));
+        // The objects themselves stay.
+        assert_eq!(cache.object_count(), 10);
     }
 
     #[test]

@@ -142,6 +142,12 @@ pub struct Args {
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub history_retention: Duration,
 
+    /// Bytes of objects (each change's key and new object) the window of past revisions keeps
+    /// at most, whatever their age: under a burst of large writes, history is compacted sooner
+    /// than `--history-retention`.
+    #[arg(long, default_value_t = 256 << 20)]
+    pub history_max_bytes: u64,
+
     /// This node's Raft id.
     #[arg(long, default_value_t = 1)]
     pub node_id: u64,

@@ -161,7 +161,7 @@ pub async fn run(args: Args, traces: Option<serving::traces::Exporting>) -> anyh
             heartbeat: Duration::from_millis(args.heartbeat_interval),
             election_timeout: Duration::from_millis(args.election_timeout),
             peer_tls,
-            cache: CacheOptions { retention: args.history_retention, indexes: watch_indexes(), ..Default::default() },
+            cache: CacheOptions { retention: args.history_retention, max_event_bytes: args.history_max_bytes, indexes: watch_indexes(), ..Default::default() },
             quota_bytes: args.quota_backend_bytes,
             observers: Observers([vec![rbac.clone() as Arc<dyn raft_store::ApplyObserver>, nodes.clone(), flowcontrol.clone(), namespaces.clone(), configuration.clone(), limit_ranges.clone(), quotas.clone(), Arc::new(machinery::crd::served::ServedDefinitions::default())], classes.observers()].concat()),
         },

@@ -402,6 +402,31 @@ async fn compacted_history_gives_410() {
 }
 
 #[tokio::test]
+async fn history_past_its_bytes_gives_410_however_recent() {
+    // A window of 64 KiB of objects, and five minutes' retention: 40 writes of 4 KiB overflow
+    // it in a moment.
+    let s = TestServer::start_with(&["--history-max-bytes", "65536", common::WITHOUT_ROOT_CA[0]]).await;
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let old = create_all(&api, &["first"]).await;
+    let big = "x".repeat(4096);
+    let mut last = old;
+    for i in 0..40 {
+        let mut cm = configmap(&format!("big-{i}"), &[]);
+        cm.data = Some([("key".to_string(), big.clone())].into());
+        last = rv(&api.create(&PostParams::default(), &cm).await.unwrap());
+    }
+    s.get(&format!("{CMS}?resourceVersionMatch=Exact&resourceVersion={old}")).await.expect_status(410, "Expired");
+    let mut watch = api.watch(&WatchParams::default().disable_bookmarks(), &old.to_string()).await.unwrap().boxed();
+    match tokio::time::timeout(Duration::from_secs(10), watch.try_next()).await.expect("no event within 10 s") {
+        Ok(Some(WatchEvent::Error(status))) => assert_eq!((status.code, status.reason.as_str()), (410, "Expired"), "{status:?}"),
+        other => panic!("expected an ERROR 410 event, got {other:?}"),
+    }
+    // The newest changes stay in the window.
+    let exact = list_ok(&s, &format!("resourceVersionMatch=Exact&resourceVersion={}", last - 1)).await;
+    assert_eq!(list_rv(&exact), last - 1);
+}
+
+#[tokio::test]
 async fn list_items_carry_no_type_meta() {
     // As in kube-apiserver: client-go's typed clients compare listed items with the objects
     // their creates returned, which they decode without kind and apiVersion.
