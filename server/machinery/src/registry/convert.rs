@@ -40,7 +40,9 @@ pub async fn read_forms(store: &Store, info: &ResourceInfo, data: Vec<Bytes>) ->
     let Ok(objects) = objects else { return Ok(data) };
     let objects = match (info.stored_as, custom) {
         (Some(stored), _) => objects.into_iter().map(stored.from_storage).collect(),
-        (None, Some(v)) => from_storage(store, info, &v, objects).await?,
+        // Boxed: a conversion webhook's call is a large future, which every caller (each watch
+        // among them, for as long as it lives) would otherwise hold room for.
+        (None, Some(v)) => Box::pin(from_storage(store, info, &v, objects)).await?,
         (None, None) => objects,
     };
     objects.iter().map(|o| serde_json::to_vec(o).map(Bytes::from).map_err(ApiError::internal)).collect()
@@ -58,7 +60,7 @@ pub async fn in_version(store: &Store, info: &ResourceInfo, obj: Value) -> ApiRe
         return Ok((stored.from_storage)(obj));
     }
     let Some(v) = custom::version(info) else { return Ok(obj) };
-    let mut one = from_storage(store, info, &v, vec![obj]).await?;
+    let mut one = Box::pin(from_storage(store, info, &v, vec![obj])).await?;
     one.pop().ok_or_else(|| ApiError::internal("no object converted"))
 }
 

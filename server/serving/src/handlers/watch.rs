@@ -118,6 +118,8 @@ pub async fn watch(ctx: &Ctx, req: &ResourceRequest, params: &Params, encode: En
     };
     let counted = ctx.filters.metrics.watch.of(info.group, info.version, info.resource);
     let stream = Stream { info, store: ctx.store.clone(), filter, encode, tx, bookmarks, interval: ctx.settings.bookmark_interval, counted };
+    // This task is most of what an idle watch costs: its future holds room for its deepest
+    // await, so a conversion webhook's call (the deepest) is boxed where it is made.
     tokio::spawn(async move {
         for obj in initial {
             if stream.matches(&obj.data) && !stream.send_object("ADDED", obj.data).await {
