@@ -5,6 +5,12 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
+/// mimalloc rather than the C library's allocator: with a large heap of small objects (a big
+/// cluster's objects, and every request's parsed JSON) glibc's allocator took about 40% of a
+/// busy node's CPU, and writes waited for it (docs/benchmarks.md, "Scale").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = apiserver::cli::Args::parse();
