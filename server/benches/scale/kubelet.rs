@@ -15,7 +15,7 @@ use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, WatchParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, WatchEvent, WatchParams};
 use kube::Api;
 use tokio::sync::watch;
 
@@ -184,7 +184,10 @@ impl Kubelet {
         self.stopping.lock().unwrap().remove(&key);
     }
 
-    /// Watches one object its pods use, by name, as long as the node runs.
+    /// Watches one object its pods use, by name, as long as the node runs, as client-go's
+    /// reflector does: list, then watch from the list's revision, and when the watch times out,
+    /// watch again from the last revision seen (bookmarks move it on); list again only after
+    /// 410 Gone or a failed call.
     async fn watch_one<K>(self: Arc<Self>, ns: String, name: &'static str, resource: &'static str, mut stop: watch::Receiver<bool>)
     where
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
@@ -192,31 +195,44 @@ impl Kubelet {
     {
         let api: Api<K> = Api::namespaced(self.client.clone(), &ns);
         let selector = format!("metadata.name={name}");
+        let mut resume: Option<String> = None;
         while !*stop.borrow() {
-            let listed = match self.sli.time(call("LIST", resource, Scope::Namespace), api.list(&ListParams::default().fields(&selector))).await {
-                Ok(listed) => listed,
-                // No pod of this node uses it any more (the Node authorizer says so): the
-                // kubelet's manager stops watching it; a later pod here starts a new watch.
-                Err(kube::Error::Api(status)) if status.code == 403 => {
-                    self.watched.lock().unwrap().remove(&ns);
-                    return;
-                }
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_secs(5)).await;
-                    continue;
+            let rv = match resume.take() {
+                Some(rv) => rv,
+                None => match self.sli.time(call("LIST", resource, Scope::Namespace), api.list(&ListParams::default().fields(&selector))).await {
+                    Ok(listed) => listed.metadata.resource_version.unwrap_or_default(),
+                    // No pod of this node uses it any more (the Node authorizer says so): the
+                    // kubelet's manager stops watching it; a later pod here starts a new watch.
+                    Err(kube::Error::Api(status)) if status.code == 403 => {
+                        self.watched.lock().unwrap().remove(&ns);
+                        return;
+                    }
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_secs(5)).await;
+                        continue;
+                    }
+                },
+            };
+            let params = WatchParams::default().fields(&selector).timeout(290);
+            let Ok(stream) = api.watch(&params, &rv).await else { continue };
+            let mut stream = stream.boxed();
+            let mut last = rv;
+            resume = loop {
+                let event = tokio::select! {
+                    event = stream.next() => event,
+                    _ = stop.changed() => return,
+                };
+                match event {
+                    Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o))) => {
+                        last = o.meta().resource_version.clone().unwrap_or(last);
+                    }
+                    Some(Ok(WatchEvent::Bookmark(b))) => last = b.metadata.resource_version,
+                    // Timed out: watch again from where it got to.
+                    None => break Some(last),
+                    // 410 Gone, or the stream broke: list again.
+                    Some(Ok(WatchEvent::Error(_)) | Err(_)) => break None,
                 }
             };
-            let rv = listed.metadata.resource_version.unwrap_or_default();
-            let params = WatchParams::default().fields(&selector).timeout(290);
-            if let Ok(stream) = api.watch(&params, &rv).await {
-                let mut stream = stream.boxed();
-                loop {
-                    tokio::select! {
-                        event = stream.next() => if !matches!(event, Some(Ok(_))) { break },
-                        _ = stop.changed() => return,
-                    }
-                }
-            }
         }
     }
 }
