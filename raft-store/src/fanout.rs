@@ -153,11 +153,11 @@ pub(crate) fn field_value(data: &[u8], path: &str) -> Option<String> {
 
 /// The values of `field` an event carries (after and before its change, once), or `None` when
 /// its object cannot be decoded: every watcher of the field is then offered it (and ends on it).
-fn values<'a>(ev: &'a Event, indexes: &[FieldIndex], field: &str) -> Option<Vec<&'a str>> {
+fn values<'a>(ev: &'a Event, indexes: &[FieldIndex], field: &str) -> Option<impl Iterator<Item = &'a str>> {
     let indexed = ev.indexed(indexes).iter().find(|i| i.field == field)?;
     let now = indexed.now.as_deref()?;
     let before = indexed.before.as_deref().filter(|b| *b != now);
-    Some([Some(now), before].into_iter().flatten().collect())
+    Some([Some(now), before].into_iter().flatten())
 }
 
 /// Whether `selects` may concern `ev` (its key already under the watcher's prefix).
@@ -165,7 +165,7 @@ pub(crate) fn concerns(ev: &Event, selects: &Selects, indexes: &[FieldIndex]) ->
     match selects {
         Selects::Everything => true,
         Selects::Name(name) => ev.key[dir(&ev.key).len()..] == **name,
-        Selects::Field { field, value } => values(ev, indexes, field).is_none_or(|v| v.contains(&value.as_str())),
+        Selects::Field { field, value } => values(ev, indexes, field).is_none_or(|mut v| v.any(|v| v == value)),
     }
 }
 

@@ -298,8 +298,12 @@ async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, outpu
         Form::Object => Arc::new(|_: &str, data: &[u8]| Cow::Borrowed(data)),
     };
     // The name watchers of one event share its encoded object under (encoding, form, version),
-    // when they can: a table's rows differ (the first carries the columns).
-    let shared = (output.form != Form::Table).then(|| format!("{:?} {:?} {}", output.encoding, output.form, info.api_version()));
+    // when there is one to share: a table's rows differ (the first carries the columns), a CBOR
+    // frame is made whole, and JSON (or YAML) objects go out as stored.
+    let shared = match (output.encoding, output.form) {
+        (_, Form::Table) | (Encoding::Cbor, _) | (Encoding::Json | Encoding::Yaml, Form::Object) => None,
+        (encoding, form) => Some(format!("{encoding:?} {form:?} {}", info.api_version())),
+    };
     let encoder = match output.encoding {
         Encoding::Protobuf => watch::Encoder {
             object: Box::new(move |kind: &str, data: Bytes| {
@@ -316,9 +320,8 @@ async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, outpu
                 Ok(Bytes::from(machinery::cbor::watch_frame(kind, &obj)?))
             }),
             frame: |_, frame| frame,
-            shared: None,
+            shared,
         },
-        // JSON objects go out as stored: only the metadata-only form is made, and shared.
         _ => watch::Encoder {
             object: Box::new(move |kind: &str, data: Bytes| {
                 Ok(match form(kind, &data) {
@@ -327,7 +330,7 @@ async fn watch_response(ctx: &Ctx, req: &ResourceRequest, params: &Params, outpu
                 })
             }),
             frame: |kind, object| frame(kind, &object),
-            shared: shared.filter(|_| output.form == Form::Metadata),
+            shared,
         },
     };
     let rx = watch::watch(ctx, req, params, encoder).await?;
