@@ -157,40 +157,34 @@ fn pieces(
 }
 
 /// Writes the stored object `item` without its top-level `apiVersion` and `kind`. Stored
-/// objects are compact JSON the server wrote, so the members are found by one pass over the
-/// bytes ([`members`]) and copied as they are; anything else is parsed.
+/// objects are compact JSON the server wrote with their members sorted by key, so both come
+/// before the first member that sorts after `kind`: the members up to it are found by a scan of
+/// the bytes ([`stripped_head`]) and the rest is copied whole. Anything else is parsed.
 fn without_type_meta(item: &[u8], out: &mut Vec<u8>) {
-    match members(item) {
-        Some(spans) => {
-            out.push(b'{');
-            let mut first = true;
-            for (key, member) in spans {
-                if key == b"apiVersion" || key == b"kind" {
-                    continue;
-                }
-                if !first {
-                    out.push(b',');
-                }
-                first = false;
-                out.extend_from_slice(member);
-            }
-            out.push(b'}');
-        }
-        None => parsed_without_type_meta(item, out),
+    let before = out.len();
+    if stripped_head(item, out).is_none() {
+        out.truncate(before);
+        parsed_without_type_meta(item, out);
     }
 }
 
-/// The top-level members of compact JSON object `item`, each as its key's bytes (still
-/// escaped) and the whole `"key":value` span; `None` when `item` is not a compact object.
-fn members(item: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
+/// [`without_type_meta`]'s scan; `None` (with part of the object written) when `item` is not a
+/// compact object.
+fn stripped_head(item: &[u8], out: &mut Vec<u8>) -> Option<()> {
     if item.first() != Some(&b'{') || item.last() != Some(&b'}') {
         return None;
     }
-    let mut spans = Vec::new();
-    let mut pos = 1;
+    out.push(b'{');
+    let mut first = true;
+    let mut member = |out: &mut Vec<u8>, span: &[u8]| {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+        out.extend_from_slice(span);
+    };
     let end = item.len() - 1;
+    let mut pos = 1;
     while pos < end {
-        let start = pos;
         if item[pos] != b'"' {
             return None;
         }
@@ -198,26 +192,34 @@ fn members(item: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
         if item.get(key_end) != Some(&b':') {
             return None;
         }
-        pos = value_end(item, key_end + 1)?;
-        spans.push((&item[start + 1..key_end - 1], &item[start..pos]));
-        match item.get(pos) {
-            Some(b',') if pos + 1 < end => pos += 1,
-            _ if pos == end => break,
-            _ => return None,
+        let key = &item[pos + 1..key_end - 1];
+        if key > &b"kind"[..] {
+            member(out, &item[pos..end]);
+            break;
         }
+        let value_end = value_end(item, key_end + 1)?;
+        if key != b"apiVersion" && key != b"kind" {
+            member(out, &item[pos..value_end]);
+        }
+        pos = match item.get(value_end) {
+            Some(b',') if value_end + 1 < end => value_end + 1,
+            _ if value_end == end => end,
+            _ => return None,
+        };
     }
-    Some(spans)
+    out.push(b'}');
+    Some(())
 }
 
 /// The index just past the string that opens at `pos`.
-fn string_end(item: &[u8], mut pos: usize) -> Option<usize> {
-    pos += 1;
+fn string_end(item: &[u8], pos: usize) -> Option<usize> {
+    let mut pos = pos + 1;
     loop {
-        match *item.get(pos)? {
-            b'"' => return Some(pos + 1),
-            b'\\' => pos += 2,
-            _ => pos += 1,
+        let at = pos + memchr::memchr2(b'"', b'\\', item.get(pos..)?)?;
+        if item[at] == b'"' {
+            return Some(at + 1);
         }
+        pos = at + 2;
     }
 }
 
@@ -281,10 +283,13 @@ mod tests {
             json!({"kind": "OnlyKind"}),
             json!({}),
             json!({"metadata": {"name": "é\\\"x"}, "apiVersion": "v1"}),
+            json!({"Zeta": 1, "apiVersion": "v1", "binaryData": {"kind": "\\\\", "apiVersion": "x"}, "data": {"k": "\\\"kind\\\":"}, "kind": "K", "metadata": {"kind": 1}, "spec": {"apiVersion": "y", "kind": "z"}}),
+            json!({"apiVersion": "v1", "kinda": {"kind": 2}}),
         ];
         for obj in objects {
             let bytes = serde_json::to_vec(&obj).unwrap();
-            assert!(members(&bytes).is_some(), "the scan refused the server's own JSON: {obj}");
+            let mut scanned = Vec::new();
+            assert!(stripped_head(&bytes, &mut scanned).is_some(), "the scan refused the server's own JSON: {obj}");
             let mut parsed = Vec::new();
             parsed_without_type_meta(&bytes, &mut parsed);
             let fast = stripped(&bytes);
@@ -321,7 +326,7 @@ mod tests {
     #[test]
     fn bytes_the_scan_does_not_take_are_parsed() {
         let spaced = br#"{ "apiVersion": "v1", "kind": "ConfigMap", "data": {} }"#;
-        assert!(members(spaced).is_none());
+        assert!(stripped_head(spaced, &mut Vec::new()).is_none());
         assert_eq!(stripped(spaced), br#"{"data":{}}"#);
         assert_eq!(stripped(b"[1]"), b"[1]");
         assert_eq!(stripped(br#"{"a":"#), br#"{"a":"#);
