@@ -64,7 +64,7 @@ fn api_reference(pod: &Value) -> Option<&'static str> {
     if spec["serviceAccountName"].as_str().is_some_and(|s| !s.is_empty()) {
         return Some("serviceaccounts");
     }
-    let uses = pod_uses(pod);
+    let uses = pod_uses(pod["metadata"]["name"].as_str().unwrap_or_default(), spec);
     let has = |v: Vertex| uses.iter().any(|(u, _)| *u == v);
     if has(Vertex::Secret) {
         return Some("secrets");

@@ -122,6 +122,11 @@ impl Informer {
         self.store().range(prefix.to_string()..).take_while(|(k, _)| k.starts_with(prefix)).map(|(_, v)| v.clone()).collect()
     }
 
+    /// Whether the feed holds any object under `prefix`.
+    pub fn holds_under(&self, prefix: &str) -> bool {
+        self.store().range(prefix.to_string()..).next().is_some_and(|(k, _)| k.starts_with(prefix))
+    }
+
     /// The object stored under `key`, as the feed last saw it.
     pub fn get(&self, key: &str) -> Option<Object> {
         self.store().get(key).cloned()

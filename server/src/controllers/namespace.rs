@@ -42,8 +42,8 @@ pub async fn run(ctx: Context, client: Client) {
 async fn finalize_namespaces(ctx: &Context, client: &Client) -> ApiResult<()> {
     let info = namespaces();
     let all = ctx.informers.informer(&info.key_prefix()).await.list();
-    for obj in all {
-        let ns: Value = machinery::stored::parse(&obj)?;
+    for obj in all.iter().filter(|o| machinery::stored::mentions(o, machinery::stored::DELETION_TIMESTAMP)) {
+        let ns: Value = machinery::stored::parse(obj)?;
         if ns["metadata"].get("deletionTimestamp").is_none() {
             continue;
         }

@@ -106,6 +106,10 @@ impl crate::controllers::leading::LeaderController for PodGc {
             self.pending().remove(&event.key);
             return Ok(false);
         }
+        // Only a terminating pod is tracked: the others are not parsed.
+        if !machinery::stored::mentions(&event.object, machinery::stored::DELETION_TIMESTAMP) {
+            return Ok(false);
+        }
         let Ok(pod) = machinery::stored::parse(&event.object) else { return Ok(false) };
         if pod["metadata"].get("deletionTimestamp").is_some() {
             self.pending().insert(event.key.clone(), pod["metadata"]["uid"].as_str().unwrap_or_default().to_string());

@@ -77,12 +77,16 @@ impl QuotaController {
 
     /// Marks the namespace for counting when it has quotas; returns whether it did.
     fn touch(&self, informer: &Informer, namespace: &str) -> bool {
-        if informer.list_under(&quotas().list_prefix(Some(namespace))).is_empty() {
+        if !has_quotas(informer, namespace) {
             return false;
         }
         self.dirty().insert(namespace.to_string());
         true
     }
+}
+
+fn has_quotas(informer: &Informer, namespace: &str) -> bool {
+    informer.holds_under(&quotas().list_prefix(Some(namespace)))
 }
 
 /// The quota's new status, when it differs from the one it has: `hard` as the spec's, `used`
@@ -168,7 +172,10 @@ impl crate::controllers::leading::LeaderController for QuotaController {
             EventType::Modified => ["pods", "services", "persistentvolumeclaims"].iter().any(|r| event.key.starts_with(&format!("{ROOT}{r}/"))),
             _ => false,
         };
-        if !interesting {
+        // Quotas count namespaced objects, whose keys end in `namespace/name`: in a namespace
+        // without quotas nothing is parsed.
+        let namespace = event.key.rsplit('/').nth(1).unwrap_or_default();
+        if !interesting || !has_quotas(&informer, namespace) {
             return Ok(false);
         }
         let Some(object) = parse(&event.object) else { return Ok(false) };

@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::RwLock;
 
 use raft_store::{ApplyObserver, Object};
+use serde::Deserialize;
 use serde_json::Value;
 
 const PODS: &str = "/registry/pods/";
@@ -101,14 +102,14 @@ impl Inner {
         }
     }
 
-    fn put_pod(&mut self, pod: &Value) {
-        let id = id_of(pod);
+    fn put_pod(&mut self, pod: PodLinks) {
+        let id = (pod.metadata.namespace, pod.metadata.name);
         self.remove_pod(&id);
-        let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+        let node = pod.spec["nodeName"].as_str().unwrap_or_default();
         if node.is_empty() {
             return;
         }
-        let uses = pod_uses(pod);
+        let uses = pod_uses(&id.1, &pod.spec);
         for (vertex, name) in &uses {
             *self.used_by.entry((*vertex, (id.0.clone(), name.clone()))).or_default().entry(node.to_string()).or_default() += 1;
         }
@@ -141,17 +142,21 @@ impl Inner {
     }
 
     fn put(&mut self, key: &str, object: Option<&Object>) {
-        let value = object.and_then(|o| serde_json::from_slice::<Value>(&o.data).ok());
         let rest = |prefix: &str| key[prefix.len()..].to_string();
         if key.starts_with(PODS) {
-            match value {
-                Some(pod) => self.put_pod(&pod),
+            // Every replica applies every pod write (status reports most of them): only the
+            // pod's names and spec are read, its status and managed fields skipped unparsed.
+            match object.and_then(|o| serde_json::from_slice::<PodLinks>(&o.data).ok()) {
+                Some(pod) => self.put_pod(pod),
                 None => {
                     let (ns, name) = rest(PODS).split_once('/').map(|(a, b)| (a.to_string(), b.to_string())).unwrap_or_default();
                     self.remove_pod(&(ns, name));
                 }
             }
-        } else if key.starts_with(PVS) {
+            return;
+        }
+        let value = object.and_then(|o| serde_json::from_slice::<Value>(&o.data).ok());
+        if key.starts_with(PVS) {
             match value {
                 Some(pv) => self.put_pv(&pv),
                 None => self.remove_pv(&rest(PVS)),
@@ -164,6 +169,23 @@ impl Inner {
             };
         }
     }
+}
+
+/// The parts of a pod the graph reads.
+#[derive(Deserialize)]
+struct PodLinks {
+    #[serde(default)]
+    metadata: Names,
+    #[serde(default)]
+    spec: Value,
+}
+
+#[derive(Deserialize, Default)]
+struct Names {
+    #[serde(default)]
+    namespace: String,
+    #[serde(default)]
+    name: String,
 }
 
 fn id_of(obj: &Value) -> Id {
@@ -192,12 +214,11 @@ const VOLUME_SECRETS: &[&str] = &[
     "/csi/nodePublishSecretRef/name",
 ];
 
-/// Every secret, config map, claim and service account a pod uses, as Kubernetes counts them:
-/// image pull secrets, environment references of every container, volumes (projected ones
-/// included), the claims of generic ephemeral volumes (`<pod>-<volume>`), and its service
-/// account.
-pub fn pod_uses(pod: &Value) -> Vec<(Vertex, String)> {
-    let spec = &pod["spec"];
+/// Every secret, config map, claim and service account the pod `pod_name` uses by its `spec`, as
+/// Kubernetes counts them: image pull secrets, environment references of every container,
+/// volumes (projected ones included), the claims of generic ephemeral volumes
+/// (`<pod>-<volume>`), and its service account.
+pub fn pod_uses(pod_name: &str, spec: &Value) -> Vec<(Vertex, String)> {
     let mut out = Vec::new();
     let mut add = |v: Vertex, name: Option<String>| {
         if let Some(n) = name {
@@ -222,7 +243,6 @@ pub fn pod_uses(pod: &Value) -> Vec<(Vertex, String)> {
             }
         }
     }
-    let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
     for vol in items(&spec["volumes"]) {
         add(Vertex::Secret, name_at(vol, "/secret/secretName"));
         for p in VOLUME_SECRETS {

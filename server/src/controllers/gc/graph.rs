@@ -39,7 +39,7 @@ impl OwnerRef {
 }
 
 /// An object that has owners.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dependent {
     pub uid: String,
     pub owners: Vec<OwnerRef>,
@@ -54,19 +54,23 @@ pub struct Graph {
 }
 
 impl Graph {
-    /// Records `obj` (stored at `key`) as it is now.
-    pub fn put(&mut self, key: &str, obj: &Value) {
-        self.remove(key);
+    /// Records `obj` (stored at `key`) as it is now; whether that changed what the graph knows
+    /// of it (its owners, uid, or whether it is being deleted).
+    pub fn put(&mut self, key: &str, obj: &Value) -> bool {
+        let old = self.remove(key);
         let owners = OwnerRef::of(obj);
         if owners.is_empty() {
-            return;
+            return old.is_some();
         }
         for o in &owners {
             self.by_owner.entry(o.uid.clone()).or_default().insert(key.to_string());
         }
         let uid = obj["metadata"]["uid"].as_str().unwrap_or_default().to_string();
         let deleting = obj["metadata"].get("deletionTimestamp").is_some();
-        self.dependents.insert(key.to_string(), Dependent { uid, owners, deleting });
+        let new = Dependent { uid, owners, deleting };
+        let changed = old.as_ref() != Some(&new);
+        self.dependents.insert(key.to_string(), new);
+        changed
     }
 
     /// Forgets the object at `key`; returns what it was.
@@ -126,13 +130,17 @@ mod tests {
     #[test]
     fn owners_find_their_dependents_and_forget_them() {
         let mut g = Graph::default();
-        g.put("/a", &obj("a", &["o1", "o2"]));
-        g.put("/b", &obj("b", &["o1"]));
-        g.put("/c", &obj("c", &[]));
+        assert!(g.put("/a", &obj("a", &["o1", "o2"])), "a new dependent is a change");
+        assert!(g.put("/b", &obj("b", &["o1"])));
+        assert!(!g.put("/c", &obj("c", &[])), "an object without owners changes nothing");
         assert_eq!(g.dependents_of("o1"), ["/a", "/b"]);
         assert_eq!(g.dependents_of("o2"), ["/a"]);
         assert!(g.get("/c").is_none(), "objects without owners are not kept");
-        g.put("/a", &obj("a", &["o2"]));
+        assert!(!g.put("/b", &obj("b", &["o1"])), "the same owners again are no change");
+        let mut deleting = obj("b", &["o1"]);
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert!(g.put("/b", &deleting), "a dependent being deleted is a change");
+        assert!(g.put("/a", &obj("a", &["o2"])), "losing an owner is a change");
         assert_eq!(g.dependents_of("o1"), ["/b"]);
         g.remove("/b");
         assert!(!g.has_dependents("o1"));

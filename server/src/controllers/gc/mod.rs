@@ -22,11 +22,13 @@ use machinery::delete_options::{DeleteOptions, Propagation, FOREGROUND_FINALIZER
 use crate::loopback::Client;
 use machinery::prepare::FieldValidation;
 use machinery::registry;
+use machinery::stored::{mentions, DELETION_TIMESTAMP};
 use access::request::Verb;
 use graph::{Graph, OwnerRef};
 
 /// Every stored object lives under this prefix.
 const ROOT: &str = "/registry/";
+const OWNER_REFERENCES: &str = "\"ownerReferences\"";
 /// Dependents decided about at once (their deletes share the log's flushes).
 const PARALLEL: usize = 32;
 
@@ -269,10 +271,9 @@ impl crate::controllers::leading::LeaderController for GarbageCollector {
         // Most writes neither name owners nor concern one: no need to parse them. A deletion
         // matters when anything has owners; a write when it names owners, is being deleted, or
         // was a dependent.
-        let data: &[u8] = &event.object.data;
         let relevant = match event.kind {
             EventType::Deleted => !self.graph().is_empty(),
-            _ => mentions(data, b"\"ownerReferences\"") || mentions(data, b"\"deletionTimestamp\"") || self.graph().get(&event.key).is_some(),
+            _ => mentions(&event.object, OWNER_REFERENCES) || mentions(&event.object, DELETION_TIMESTAMP) || self.graph().get(&event.key).is_some(),
         };
         if !relevant {
             return Ok(false);
@@ -289,9 +290,10 @@ impl crate::controllers::leading::LeaderController for GarbageCollector {
             }
             return Ok(false);
         }
-        self.graph().put(&event.key, &obj);
-        let dependent = self.graph().get(&event.key).is_some();
-        if dependent {
+        // A dependent is looked at when it appears or its owners change, as kube-controller-manager's
+        // graph builder does: a Lease renewed every ten seconds does not look its Node up each time.
+        let changed = self.graph().put(&event.key, &obj);
+        if changed && self.graph().get(&event.key).is_some() {
             self.attempt(ctx, &event.key).await?;
         }
         if deleting(&obj) && (has_finalizer(&obj, ORPHAN_FINALIZER) || has_finalizer(&obj, FOREGROUND_FINALIZER)) {
@@ -301,10 +303,6 @@ impl crate::controllers::leading::LeaderController for GarbageCollector {
     }
 }
 
-/// Whether the stored bytes contain `needle` (a JSON key with its quotes).
-fn mentions(data: &[u8], needle: &[u8]) -> bool {
-    data.windows(needle.len()).any(|w| w == needle)
-}
 
 /// The storage key of a listed object (the cache's list gives objects, not keys).
 fn item_key(obj: &Value) -> Option<String> {
