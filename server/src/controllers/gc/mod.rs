@@ -28,6 +28,7 @@ use graph::{Graph, OwnerRef};
 
 /// Every stored object lives under this prefix.
 const ROOT: &str = "/registry/";
+/// `metadata.ownerReferences`'s name as `mentions` looks for it.
 const OWNER_REFERENCES: &str = "\"ownerReferences\"";
 /// Dependents decided about at once (their deletes share the log's flushes).
 const PARALLEL: usize = 32;
@@ -302,7 +303,6 @@ impl crate::controllers::leading::LeaderController for GarbageCollector {
         Ok(false)
     }
 }
-
 
 /// The storage key of a listed object (the cache's list gives objects, not keys).
 fn item_key(obj: &Value) -> Option<String> {
