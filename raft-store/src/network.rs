@@ -190,6 +190,18 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
         self.call(&rpc, async |mut c, p| c.vote(p).await).await
     }
 
+    /// A peer of protocol 2 or earlier has no pre-vote: its answer counts as a grant, as openraft
+    /// counts a network without one, so that a cluster in a rolling upgrade still elects. A peer
+    /// not reached grants nothing.
+    async fn pre_vote(&mut self, rpc: VoteRequest<TypeConfig>, _option: RPCOption) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        let granted: Result<VoteResponse<TypeConfig>, RaftError<TypeConfig>> = Ok(VoteResponse::new(rpc.vote.clone(), None, true));
+        self.call(&rpc, async |mut c, p| match c.pre_vote(p).await {
+            Err(s) if s.code() == tonic::Code::Unimplemented => Ok(tonic::Response::new(RaftPayload { payload: encode(&granted).map_err(tonic::Status::internal)? })),
+            answer => answer,
+        })
+        .await
+    }
+
     async fn full_snapshot(
         &mut self,
         vote: Vote,
@@ -255,6 +267,9 @@ pub(crate) mod tests {
             Err(Status::unimplemented("no such method"))
         }
         async fn vote(&self, _: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+            Err(Status::unimplemented(""))
+        }
+        async fn pre_vote(&self, _: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
             Err(Status::unimplemented(""))
         }
         async fn install_snapshot(&self, _: Request<Streaming<SnapshotChunk>>) -> Result<Response<RaftPayload>, Status> {

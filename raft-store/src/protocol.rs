@@ -13,6 +13,7 @@
 //! |---|---|
 //! | 1 | every message of `proto/raft.proto` before versioning |
 //! | 2 | the version in each call's metadata and in the probe's answer; `Member.protocol` |
+//! | 3 | `PreVote`: a follower asks before it stands for election (an earlier peer's answer counts as a grant) |
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -23,7 +24,7 @@ use tonic::{Request, Status};
 use crate::types::NodeId;
 
 /// The version this build speaks.
-pub const PROTOCOL: u32 = 2;
+pub const PROTOCOL: u32 = 3;
 
 /// The oldest version this build interoperates with: a rolling upgrade may start from any
 /// release that speaks it.

@@ -105,6 +105,10 @@ impl RaftRpc for Service {
         payload(&self.raft.vote(request(req)?).await)
     }
 
+    async fn pre_vote(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+        payload(&self.raft.pre_vote(request(req)?).await)
+    }
+
     async fn install_snapshot(&self, req: Request<Streaming<SnapshotChunk>>) -> Result<Response<RaftPayload>, Status> {
         let mut chunks = req.into_inner();
         let first = chunks.next().await.ok_or_else(|| Status::invalid_argument("empty snapshot stream"))??;

@@ -220,6 +220,12 @@ impl Store {
             // have lost entries its followers hold under its own leader id, which it would then
             // write again with other contents.
             enable_leader_restore: Some(false),
+            // A follower whose timer fires first asks whether the others would vote for it, and
+            // stands (raising its term) only if a majority would. A replica that missed the
+            // leader's heartbeats for a moment (starved of CPU, cut off, restarted) then cannot
+            // depose a leader that the others still hear from: its higher term would make the
+            // leader step down at its next append (etcd's --pre-vote, on by default).
+            enable_pre_vote: Some(true),
             ..Default::default()
         };
         let config = Arc::new(config.validate().map_err(StoreError::internal)?);

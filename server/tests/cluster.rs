@@ -1016,3 +1016,36 @@ async fn a_definition_created_through_one_node_is_served_by_every_node() {
     nodes[2].kubectl_ok(&["wait", "--for", "condition=established", "crd/gadgets.example.com", "--timeout=20s"]);
     assert_eq!(nodes[0].kubectl_ok(&["get", "gadgets", "-o", "name"]), "", "the old resources went with the old definition");
 }
+
+/// A follower that misses the leader's heartbeats past its election timeout (paused here, as a
+/// replica starved of CPU or cut off for a moment would be) asks the others before it stands;
+/// they still hear from the leader and would not vote for it, so it neither raises the term nor
+/// deposes the leader, and follows again once it runs.
+#[tokio::test]
+async fn a_follower_paused_past_its_election_timeout_neither_raises_the_term_nor_deposes_the_leader() {
+    let nodes = cluster().await;
+    let leader = leader_index(&nodes).await;
+    let follower = (leader + 1) % 3;
+    let terms = async || {
+        let mut terms = Vec::new();
+        for node in &nodes {
+            terms.push(gauge(&node.get("/metrics").await.text(), "apiserver_raft_term"));
+        }
+        terms
+    };
+    let before = terms().await;
+    let signal = |sig: &str| {
+        let pid = nodes[follower].pid().to_string();
+        assert!(std::process::Command::new("kill").args([sig, &pid]).status().expect("run kill").success(), "kill {sig} {pid} failed");
+    };
+    // Each pause is several election timeouts (300-600 ms) long.
+    for _ in 0..3 {
+        signal("-STOP");
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        signal("-CONT");
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+    }
+    configmaps(&nodes[follower]).create(&PostParams::default(), &configmap("after-the-pauses", &[])).await.unwrap();
+    assert_eq!(terms().await, before, "the paused follower raised the term");
+    assert_eq!(leader_index(&nodes).await, leader, "the leader changed");
+}
