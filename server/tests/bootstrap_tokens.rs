@@ -2,7 +2,7 @@
 //! kubectl when `--enable-bootstrap-token-auth` is on (and only then), the signer keeps
 //! `cluster-info` signed for signing tokens, and the cleaner deletes expired tokens.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -70,8 +70,9 @@ async fn bootstrap_tokens_authenticate_sign_and_expire() {
     // A token without the signing usage gets no signature.
     assert!(s.kubectl_ok(&["-n", "kube-public", "get", "cm", "cluster-info", "-o", "jsonpath={.data.jws-kubeconfig-abcdef}"]).is_empty());
 
-    // An expired token stops working at once, and the cleaner deletes it.
-    let soon = (chrono::Utc::now() + chrono::Duration::seconds(2)).format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    // An expired token stops working at once, and the cleaner deletes it. The expiration leaves
+    // two kubectl calls (on a busy machine, seconds) the time to use the token before it.
+    let soon = (chrono::Utc::now() + chrono::Duration::seconds(6)).format("%Y-%m-%dT%H:%M:%SZ").to_string();
     apply(&s, files.path(), &token_secret("expire", "0123456789abcdef", &[("usage-bootstrap-authentication", "true"), ("expiration", &soon)]));
     let expiring = s.token_kubeconfig("expiring", "expire.0123456789abcdef");
     assert!(s.kubectl_as(&expiring, &["auth", "whoami"]).status.success());
