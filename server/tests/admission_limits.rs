@@ -3,7 +3,7 @@
 //! invalid or missing EventRateLimit configuration stopping the server at start, and owner
 //! references that need `delete` on the object or `update` on the owner's finalizers.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! and whitelists from namespace annotations and the configuration, on creates and updates), in
 //! Kubernetes' words; configurations kube-apiserver reads, and one it refuses at start.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

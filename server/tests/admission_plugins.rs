@@ -4,7 +4,7 @@
 //! CertificateSubjectRestriction add to objects and refuse, in Kubernetes' words; plugins turned
 //! off and on by flag, and unknown names refused at start.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -3,7 +3,7 @@
 //! binding's namespace selector and actions; failure policies; the status type check; and
 //! MutatingAdmissionPolicy in both the versions it is served in.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 use k8s_pb::apimachinery::pkg::runtime::Unknown;

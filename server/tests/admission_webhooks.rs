@@ -3,7 +3,7 @@
 //! patches land in the stored object; refusals come back as the webhook worded them; timeouts
 //! follow the failure policy.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! Endpoints that name it, and an APIService; kubectl reaches its resources through this server,
 //! which authorizes first and passes the user on in the headers the extension server trusts.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

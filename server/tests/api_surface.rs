@@ -8,9 +8,9 @@
 //!
 //! Recording (a development tool): start kube-apiserver with `--emulated-version=RELEASE` (the
 //! conformance `reference.sh` takes it in `REF_FLAGS`), then
-//! `PARITY_RECORD=KUBECONFIG PARITY_RELEASE=RELEASE cargo test --test api_surface`.
+//! `PARITY_RECORD=KUBECONFIG PARITY_RELEASE=RELEASE cargo test -p apiserver --test integration api_surface::`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! `kubectl diff --server-side` and `kubectl edit`, and
 //! map-typed lists owned item by item.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 use k8s_openapi::api::apps::v1::Deployment;

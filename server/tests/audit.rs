@@ -7,7 +7,7 @@
 //! `apiserver_requested_deprecated_apis`; the log rotates by size and keeps as many files as told;
 //! a webhook gets the events in batches, and one that hangs slows no request.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

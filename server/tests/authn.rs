@@ -2,7 +2,7 @@
 //! a token no method accepts, anonymous access on and off, TokenReview, and a malformed token
 //! file stopping the server.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

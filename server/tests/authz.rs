@@ -3,7 +3,7 @@
 //! clusterrolebinding`, `auth reconcile`, escalation prevention, immutable `roleRef`,
 //! impersonation, the review APIs, ClusterRole aggregation, and the AlwaysAllow/AlwaysDeny modes.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

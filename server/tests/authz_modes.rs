@@ -3,7 +3,7 @@
 //! policies, match conditions), an `AuthorizationConfiguration` file reloaded while the server
 //! runs, and the startup errors for bad or conflicting flags.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

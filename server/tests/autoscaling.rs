@@ -3,7 +3,7 @@
 //! shows the CPU target, keeps what only v2 has in its annotations, and an update through v1
 //! loses none of it; Kubernetes' defaults apply in each version.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 //! authentication info ConfigMap, an available APIService for every served group/version, and
 //! health checks that name each hook as kube-apiserver does.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! and watch events answered in CBOR (the self-described tag first), objects created from CBOR
 //! bodies, server-side apply in CBOR; without the gate, CBOR is 406 and 415.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! `approval` subresource, the `approve` verb on the signer, and status writes that may not
 //! change approval.
 
-mod common;
+use crate::common;
 
 use base64::Engine;
 use common::{send, TestServer};

@@ -15,7 +15,7 @@
 //! served (printer columns, short name, category, explain), scaled, applied and deleted with its
 //! resources through every node with kubectl.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! Compose; kubectl through HAProxy, a rolling restart under writes that loses none, and a
 //! killed container that the others cover for.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! a rapid-reset flood and an endless header block cut off while other clients are served, and
 //! request lines and headers as long as Go's server reads them.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

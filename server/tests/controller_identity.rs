@@ -2,7 +2,7 @@
 //! controller's own identity, authorized by RBAC's default policy, and audited like any other.
 //! Taking a permission away from a controller's role stops its work with 403s, which it logs.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

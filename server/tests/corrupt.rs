@@ -4,7 +4,7 @@
 //! (`ignoreStoreReadErrorWithClusterBreakingPotential`, behind `AllowUnsafeMalformedObjectDeletion`,
 //! for a user allowed `unsafe-delete-ignore-read-errors`) removes it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! watched, and go with the definition; bad definitions and name conflicts are refused or
 //! reported as Kubernetes does.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! misbehaving webhook is a 500 with Kubernetes' message; a definition naming no webhook is
 //! refused.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

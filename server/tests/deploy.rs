@@ -2,7 +2,7 @@
 //! load balancer keeps working while a node is down, flags after `--` reach every node, and
 //! `down` stops every process it started and no other.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

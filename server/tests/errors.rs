@@ -2,7 +2,7 @@
 //! bodies with the Kubernetes reasons, anonymous access (403 for the API, 200 for health),
 //! /version and discovery.
 
-mod common;
+use crate::common;
 
 use common::{configmap, send, TestServer};
 use k8s_openapi::api::core::v1::ConfigMap;

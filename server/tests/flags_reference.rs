@@ -1,6 +1,6 @@
 //! `docs/flags.md` is what the binary prints with `apiserver flags-reference`: a flag added,
 //! removed or reworded without regenerating the file fails here.
-//! `UPDATE_FLAGS_REFERENCE=1 cargo test -p apiserver --test flags_reference` rewrites it.
+//! `UPDATE_FLAGS_REFERENCE=1 cargo test -p apiserver --test integration flags_reference::` rewrites it.
 
 use std::path::Path;
 use std::process::Command;
@@ -17,7 +17,7 @@ fn the_committed_flags_reference_is_what_the_binary_prints() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == printed,
-        "docs/flags.md differs from `apiserver flags-reference`: run UPDATE_FLAGS_REFERENCE=1 cargo test -p apiserver --test flags_reference"
+        "docs/flags.md differs from `apiserver flags-reference`: run UPDATE_FLAGS_REFERENCE=1 cargo test -p apiserver --test integration flags_reference::"
     );
     // Every flag the binary accepts is in it, under its own name.
     let help = Command::new(env!("CARGO_BIN_EXE_apiserver")).arg("--help").output().expect("run apiserver --help");

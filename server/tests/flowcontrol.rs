@@ -2,7 +2,7 @@
 //! priority level its request was classified in; the leader keeps each schema's `Dangling`
 //! condition; the levels' nominal seats are in /metrics.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

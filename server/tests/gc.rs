@@ -4,7 +4,7 @@
 //! name, an object with two owners, a cluster-scoped owner, an owner in another namespace, and
 //! refused delete options.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

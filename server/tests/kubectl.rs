@@ -2,7 +2,7 @@
 //! annotate, scale, delete, get -w, explain, api-resources, namespaces and their deletion,
 //! server-side dry run, and a smoke test with every `kubectl.1.NN` installed beside kubectl.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

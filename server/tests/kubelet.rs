@@ -3,7 +3,7 @@
 //! WebSocket `/exec`, and kubectl's `logs` and `exec`, the node's proxy, the pod's proxy and a
 //! Service's proxy go through this server to it (or to the pod's own server).
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

@@ -3,7 +3,7 @@
 //! following them), and pods and claims outside its bounds are refused with Kubernetes'
 //! messages.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 use serde_json::{json, Value};

@@ -4,7 +4,7 @@
 //! latency and the one leader, and which loads `deploy/monitoring/alerts.yaml` and gets data for
 //! each alert's query and each panel of `deploy/monitoring/dashboard.json`.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

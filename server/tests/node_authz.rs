@@ -3,7 +3,7 @@
 //! the node use is readable, nothing else; a node sees only its own Node and lists only its own
 //! pods; it changes only its own Node, lease and pods.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 //! per request; the file reloaded when it changes (and an invalid one refused); anonymous access
 //! limited to the listed paths; the `--oidc-*` flags; the conflicts that stop the server.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -13,11 +13,11 @@
 //! the list only shrinks).
 //!
 //! Recording (a development tool; needs kube-apiserver, e.g. from the conformance
-//! `reference.sh`): `PARITY_RECORD=KUBECONFIG cargo test --test parity` writes the golden
+//! `reference.sh`): `PARITY_RECORD=KUBECONFIG cargo test -p apiserver --test integration parity::` writes the golden
 //! files from the server KUBECONFIG points at. `PARITY_CASE=stem` runs one case;
 //! `PARITY_OURS=DIR` also writes this server's answers beside the golden ones, for diffing.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

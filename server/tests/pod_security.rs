@@ -4,7 +4,7 @@
 //! the new level would refuse, a pinned version applies the checks of that version, and the
 //! configuration file's defaults and exemptions apply (with the audit annotations).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -5,7 +5,7 @@
 //! part of a pod: `kubectl debug` adds an ephemeral container, `kubectl patch --subresource
 //! resize` changes a container's resources, and neither changes anything else.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

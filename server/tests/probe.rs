@@ -7,7 +7,7 @@
 //! kube-apiserver 1.36 in `refusals.rs` and the parity cases), the code is checked too; the one
 //! 5xx allowed is kube-apiserver's own (504 for a watch from a revision not reached yet).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! (client-go's typed clients ask for Protobuf first) and with the `k8s-pb` messages, an
 //! independent implementation of Kubernetes' Protobuf encoding.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! target directory on first use) drives the real server: CRUD, a strategic merge patch, a
 //! watch, server-side apply with a conflict and force through the dynamic client, a 404.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

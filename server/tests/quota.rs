@@ -4,7 +4,7 @@
 //! checked but not charged, deletions give usage back, and `--controllers=-resourcequota`
 //! leaves quotas to an outside controller.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

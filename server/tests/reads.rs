@@ -3,7 +3,7 @@
 //! for a far-future resourceVersion, 410 once history is compacted, the metadata-only form, and a
 //! list of a gibibyte streamed without the server holding it a second time.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 //! resource asked for in Protobuf only (406), a Content-Type without a media type, and HTTP/1.1
 //! framing Go's server refuses (sent as raw bytes over TLS).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! resourceVersion, revisions keep increasing after a restart, SIGTERM exits cleanly, and a
 //! stopped node's database compacted by `apiserver defrag` shrinks and keeps every object.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

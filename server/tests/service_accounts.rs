@@ -3,7 +3,7 @@
 //! when the account or pod goes, the issuer discovery documents checked as a relying party would,
 //! and TokenRequest's refusals.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

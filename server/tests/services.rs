@@ -4,7 +4,7 @@
 //! back; a local LoadBalancer holds a health check port too. Kubernetes' strategy warnings
 //! reach kubectl.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 use serde_json::{json, Value};

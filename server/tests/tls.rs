@@ -2,7 +2,7 @@
 //! request-header CA replaced on disk under traffic and taken up without a restart;
 //! `--tls-min-version`, `--tls-cipher-suites` and `--tls-sni-cert-key`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 //! trace across the three replicas, received by a real OTLP/gRPC receiver with every parent link
 //! intact; a privileged client's `traceparent` is honoured, anyone else's only linked.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! `kubernetes_feature_enabled`), built-in APIs switched by `--runtime-config`, and the start
 //! refused with kube-apiserver's messages when a flag asks for what cannot be.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 use serde_json::Value;

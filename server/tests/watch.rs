@@ -2,7 +2,7 @@
 //! increasing resourceVersions, resuming from a revision, synthetic initial state, streaming
 //! lists ending in the initial-events-end bookmark, selector filtering and timeoutSeconds.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! errors with causes, defaulting, generation, cluster IP allocation, Secret `stringData`, and
 //! `--quota-backend-bytes` (past it only deletes, until they bring the state back under).
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::net::Ipv4Addr;

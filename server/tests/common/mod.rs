@@ -1,9 +1,6 @@
 //! Shared harness for the integration tests: runs the real `apiserver` binary over HTTPS on a
 //! free port with a temporary data directory, and reaches it with kube-rs, raw HTTP and kubectl.
 
-// Every test crate includes this module and uses a different part of it.
-#![allow(dead_code)]
-
 pub mod cluster;
 pub mod failpoints;
 pub mod oidc_issuer;
