@@ -336,4 +336,19 @@ pub(crate) mod tests {
         let one = client.stream_append(futures::stream::iter([append(3)]), RPCOption::new(std::time::Duration::from_secs(5))).await.unwrap();
         assert_eq!(one.collect::<Vec<_>>().await.len(), 1);
     }
+
+    #[tokio::test]
+    async fn a_peer_without_pre_vote_counts_as_granting_it_and_one_not_reached_does_not() {
+        let mut network = Network { peers: Peers::new(None) };
+        let ask = VoteRequest::new(Vote::new(2, 1), None);
+        let option = || RPCOption::new(std::time::Duration::from_secs(5));
+        let mut earlier = network.new_client(2, &BasicNode { addr: calls_only().await }).await;
+        let answer = earlier.pre_vote(ask.clone(), option()).await.unwrap();
+        assert!(answer.vote_granted && answer.vote == ask.vote, "{answer:?}");
+        // A port nothing listens on: no answer, so no grant (else a node cut off from every peer
+        // would count a majority and stand).
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+        let mut gone = network.new_client(3, &BasicNode { addr: closed }).await;
+        assert!(gone.pre_vote(ask, option()).await.is_err());
+    }
 }
