@@ -145,7 +145,9 @@ async fn the_leader_lingers_over_its_flushes_only_while_both_followers_answer() 
 
 /// The leader tells its followers of a commit as soon as it advances, not with its next append
 /// or heartbeat: with heartbeats 3 s apart and no other writes, a watcher on a follower sees each
-/// write within half a second of its acknowledgement.
+/// write within a second of its acknowledgement (a second, not less, for a machine busy with
+/// other tests; were commits told with heartbeats, eight writes would all fall within a second
+/// of the next one a time in 6,500).
 #[tokio::test]
 async fn a_watcher_on_a_follower_sees_a_write_without_waiting_for_more_traffic() {
     let nodes = cluster_with(&["--heartbeat-interval", "3000", "--election-timeout", "6000"]).await;
@@ -154,16 +156,16 @@ async fn a_watcher_on_a_follower_sees_a_write_without_waiting_for_more_traffic()
     let on_leader = configmaps(&nodes[leader]);
     let start = rv(&on_leader.create(&PostParams::default(), &configmap("quiet-0", &[])).await.unwrap());
     let mut events = configmaps(&nodes[follower]).watch(&WatchParams::default(), &start.to_string()).await.unwrap().boxed();
-    for i in 1..=5 {
+    for i in 1..=8 {
         // Apart by more than a heartbeat's share of chance: each write lands at another point of
         // the heartbeat cycle.
         tokio::time::sleep(Duration::from_millis(700)).await;
         let name = format!("quiet-{i}");
         on_leader.create(&PostParams::default(), &configmap(&name, &[])).await.unwrap();
-        match tokio::time::timeout(Duration::from_millis(500), events.try_next()).await {
+        match tokio::time::timeout(Duration::from_secs(1), events.try_next()).await {
             Ok(Ok(Some(WatchEvent::Added(cm)))) => assert_eq!(cm.metadata.name.as_deref(), Some(name.as_str())),
             Ok(other) => panic!("unexpected {other:?}"),
-            Err(_) => panic!("the follower's watcher did not see {name} within 500 ms (heartbeats are 3 s apart)"),
+            Err(_) => panic!("the follower's watcher did not see {name} within 1 s (heartbeats are 3 s apart)"),
         }
     }
 }
