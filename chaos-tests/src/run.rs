@@ -42,7 +42,8 @@ pub struct Options {
 }
 
 /// Builds the apiserver with failpoints into its own target directory and returns its path.
-fn build_apiserver() -> Result<PathBuf> {
+/// The integration tests that inject faults use this build too (one build serves both).
+pub fn build_apiserver() -> Result<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("workspace root")?;
     let target = root.join("target").join("chaos");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
