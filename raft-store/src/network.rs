@@ -159,6 +159,13 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
             });
         }
         Box::pin(async move {
+            // The first append is taken before the stream opens: openraft waits out its backoff
+            // while producing it, so a peer that refuses connections is retried at the backoff's
+            // pace. Opened first, a refused connection failed before the backoff was reached, and
+            // the leader retried in a busy loop (tens of thousands of attempts a second).
+            let mut input = input;
+            let Some(first) = input.next().await else { return Ok(futures::stream::empty().boxed()) };
+            let input = futures::stream::once(futures::future::ready(first)).chain(input);
             let mut client = self.peers.client(self.target, &self.addr).map_err(|e| RPCError::Unreachable(self.unreachable(e)))?;
             let target = self.target;
             // An append that cannot be encoded ends the stream; the leader starts another.
@@ -335,6 +342,25 @@ pub(crate) mod tests {
         // A single append too.
         let one = client.stream_append(futures::stream::iter([append(3)]), RPCOption::new(std::time::Duration::from_secs(5))).await.unwrap();
         assert_eq!(one.collect::<Vec<_>>().await.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_stream_to_a_peer_that_refuses_connections_fails_only_after_its_first_append_is_produced() {
+        let mut network = Network { peers: Peers::new(None) };
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+        let mut gone = network.new_client(3, &BasicNode { addr: closed }).await;
+        // openraft produces each append after its backoff's delay; here the first takes 300 ms.
+        let wait = std::time::Duration::from_millis(300);
+        let appends = futures::stream::once(async move {
+            tokio::time::sleep(wait).await;
+            append(1)
+        })
+        .chain(futures::stream::iter([append(2)]))
+        .boxed();
+        let started = std::time::Instant::now();
+        let refused = gone.stream_append(appends, RPCOption::new(std::time::Duration::from_secs(5))).await.err().expect("nothing listens");
+        assert!(matches!(refused, RPCError::Unreachable(_)), "{refused}");
+        assert!(started.elapsed() >= wait, "failed after {:?}, before the backoff's delay", started.elapsed());
     }
 
     #[tokio::test]
