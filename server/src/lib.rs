@@ -13,6 +13,7 @@ pub mod context;
 pub mod controllers;
 pub mod defrag;
 pub mod flags_reference;
+pub mod log_limit;
 pub mod loopback;
 pub mod member;
 pub mod poststart;

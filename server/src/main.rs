@@ -29,7 +29,9 @@ async fn main() -> anyhow::Result<()> {
         Ok(off) => filter.add_directive(off),
         Err(_) => filter,
     };
-    let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(filter);
+    // Openraft's repeated warnings (a peer down) are written once per window, their repeats counted.
+    let repeats = apiserver::log_limit::RepeatLimit::new(std::io::stderr);
+    let log = tracing_subscriber::fmt::layer().with_writer(repeats.clone()).with_filter(filter);
     // (Not an `Option` of the layer: an absent layer would enable every callsite, the Raft
     // library's debug spans among them.)
     let registry = tracing_subscriber::registry().with(log);
@@ -37,6 +39,7 @@ async fn main() -> anyhow::Result<()> {
         Some(traces) => registry.with(traces.layer()).init(),
         None => registry.init(),
     }
+    tokio::spawn(repeats.report());
     // Failpoints named in the FAILPOINTS environment variable (`name=action;...`).
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
