@@ -8,15 +8,17 @@
 //!
 //! `BENCH_A=OLD_BINARY cargo bench -p apiserver --bench ab` (B is this package's release build
 //! unless `BENCH_B` names another; `BENCH_ROUNDS`, default 2; `BENCH_GETS`, default 40,000, the
-//! GETs, more for a profile of them). Both run with no flags beyond
-//! their data directory and port, so any build of the server can be A.
+//! GETs, more for a profile of them; `BENCH_NODES=3` runs each build as three nodes behind
+//! HAProxy, started by `deploy/local-cluster`, instead of one). Both run with no flags beyond
+//! their data directory and ports, so any build of the server can be A.
 
 mod common;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{concurrently, creates, gets, percentile, report, Server};
+use common::ports::free_ports;
+use common::{concurrently, creates, gets, local_cluster_of, percentile, report, LocalCluster, Server};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{GetParams, ListParams, PostParams};
 use kube::Api;
@@ -45,25 +47,43 @@ async fn main() {
     let a: PathBuf = std::env::var_os("BENCH_A").expect("BENCH_A names the build to compare with").into();
     let b: PathBuf = std::env::var_os("BENCH_B").map_or_else(|| env!("CARGO_BIN_EXE_apiserver").into(), Into::into);
     let rounds: usize = std::env::var("BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(2);
+    let nodes: usize = std::env::var("BENCH_NODES").ok().and_then(|n| n.parse().ok()).unwrap_or(1);
     let mut results = Vec::new();
     for round in 1..=rounds {
-        let fa = run(&format!("round {round}, A"), &a).await;
-        let fb = run(&format!("round {round}, B"), &b).await;
+        let fa = run(&format!("round {round}, A"), &a, nodes).await;
+        let fb = run(&format!("round {round}, B"), &b, nodes).await;
         results.push((fa, fb));
     }
-    println!("\nA = {}\nB = {}", a.display(), b.display());
-    println!("{:<46} {}", "measure", (1..=rounds).map(|r| format!("{:>24}", format!("round {r}: A, B, B/A"))).collect::<String>());
+    println!("\nA = {}\nB = {}\n{nodes} node(s)", a.display(), b.display());
+    println!("{:<46} {}", "measure", (1..=rounds).map(|r| format!("  {:>26}", format!("round {r}: A, B, B/A"))).collect::<String>());
     for (name, _, get) in MEASURES {
-        let cells: String = results.iter().map(|(fa, fb)| format!("{:>24}", format!("{:.2}, {:.2}, {:.2}", get(fa), get(fb), get(fb) / get(fa)))).collect();
+        let cells: String = results.iter().map(|(fa, fb)| format!("  {:>26}", format!("{:.2}, {:.2}, {:.2}", get(fa), get(fb), get(fb) / get(fa)))).collect();
         println!("{name:<46} {cells}");
     }
 }
 
+/// A fresh server of build `binary` (`nodes` of them behind HAProxy when more than one), kept
+/// running while the first value lives, and a client of it.
+async fn start(binary: &std::path::Path, nodes: usize) -> (Box<dyn std::any::Any>, kube::Client) {
+    if nodes == 1 {
+        let server = Server::start_binary(binary, &[]);
+        let client = server.client().await;
+        return (Box::new(server), client);
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().unwrap();
+    let n = nodes as u16;
+    let lb = free_ports(1 + 2 * n);
+    local_cluster_of(binary, &["up", "--nodes", &n.to_string(), "--dir", d, "--lb-port", &lb.to_string(), "--base-port", &(lb + 1).to_string(), "--peer-base-port", &(lb + 1 + n).to_string()]);
+    let client = common::client(&dir.path().join("admin.kubeconfig")).await;
+    // Stopped first, then its directory removed.
+    (Box::new((LocalCluster(dir.path().to_path_buf()), dir)), client)
+}
+
 /// The workloads against a fresh server of build `binary`.
-async fn run(label: &str, binary: &std::path::Path) -> Figures {
+async fn run(label: &str, binary: &std::path::Path, nodes: usize) -> Figures {
     println!("\n{label}: {}", binary.display());
-    let server = Server::start_binary(binary, &[]);
-    let client = server.client().await;
+    let (_server, client) = start(binary, nodes).await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
 
     let (lat, el) = creates(&api, "single", 1_000, 1).await;

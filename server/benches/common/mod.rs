@@ -24,8 +24,13 @@ use kube::Api;
 
 /// Runs `deploy/local-cluster ARGS` with this package's release build.
 pub fn local_cluster(args: &[&str]) {
+    local_cluster_of(&binary(), args)
+}
+
+/// Runs `deploy/local-cluster ARGS` with the server build `binary`.
+pub fn local_cluster_of(binary: &Path, args: &[&str]) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local-cluster");
-    let status = Command::new(script).args(args).env("APISERVER_BIN", binary()).status().expect("deploy/local-cluster");
+    let status = Command::new(script).args(args).env("APISERVER_BIN", binary).status().expect("deploy/local-cluster");
     assert!(status.success(), "deploy/local-cluster {args:?} failed");
 }
 
