@@ -1,6 +1,6 @@
 //! Property tests of field management over arbitrary objects: the field-set codec round-trips,
-//! applies and updates never panic, an apply's result holds every applied field, and an apply
-//! repeated changes nothing.
+//! applies and updates never panic, an apply's result holds every applied field, an apply
+//! repeated changes nothing, and an update's changed fields are exactly those whose value differs.
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -55,5 +55,20 @@ proptest! {
         }
         let mut updated = second.clone();
         update(Some(&live), &mut updated, &mgr("three"), DEPLOYMENT, "t4");
+    }
+
+    #[test]
+    fn an_update_changes_exactly_the_fields_whose_value_differs(old in deployment(), new in deployment()) {
+        let set = walk::fields(&new, Some(DEPLOYMENT));
+        let mut want = FieldSet::default();
+        for p in set.paths() {
+            if walk::get(&old, &p) != walk::get(&new, &p) {
+                want.insert(&p);
+            }
+        }
+        want.prune();
+        let mut got = changed(&old, &new, &set);
+        got.prune();
+        prop_assert_eq!(got, want);
     }
 }

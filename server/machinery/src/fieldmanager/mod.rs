@@ -156,15 +156,24 @@ fn managed_fields(obj: &Value, def: &str, subresource: Option<&str>) -> FieldSet
     set
 }
 
-/// The members of `new_set` whose value in `new` differs from `old` (all of them without one).
-fn changed(old: Option<&Value>, new: &Value, new_set: &FieldSet) -> FieldSet {
+/// The members of `new_set` (the fields of `new`) whose value in `new` differs from `old`, found
+/// in one walk of both objects along `new_set`.
+fn changed(old: &Value, new: &Value, new_set: &FieldSet) -> FieldSet {
     let mut out = FieldSet::default();
-    for p in new_set.paths() {
-        if old.is_none_or(|o| walk::get(o, &p) != walk::get(new, &p)) {
-            out.insert(&p);
+    differing(Some(old), new, new_set, &mut out);
+    out
+}
+
+fn differing(old: Option<&Value>, new: &Value, set: &FieldSet, out: &mut FieldSet) {
+    out.member = set.member && old != Some(new);
+    for (element, child) in &set.children {
+        let Some(n) = walk::step(new, element) else { continue };
+        let mut sub = FieldSet::default();
+        differing(old.and_then(|o| walk::step(o, element)), n, child, &mut sub);
+        if !sub.is_empty() {
+            out.children.insert(element.clone(), sub);
         }
     }
-    out
 }
 
 /// Records a write that is not an apply: `new` (with `old`, absent on create) gets its
@@ -187,7 +196,7 @@ pub fn update(old: Option<&Value>, new: &mut Value, m: &Manager, def: &str, now:
     let (gained, lost) = match old {
         None => (new_set, FieldSet::default()),
         Some(o) => {
-            let gained = changed(Some(o), new, &new_set);
+            let gained = changed(o, new, &new_set);
             (gained, managed_fields(o, def, sub).difference(&new_set))
         }
     };
