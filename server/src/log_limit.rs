@@ -22,7 +22,7 @@ const REMEMBERED: usize = 1_000;
 
 /// The log's writer: each formatted line goes to `inner`, but the repeats of an openraft warning
 /// in a window (the same text after the timestamp) are counted instead.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct RepeatLimit<M> {
     inner: M,
     /// The warnings let through in this window, by a hash of their text.
@@ -45,13 +45,14 @@ impl<M> RepeatLimit<M> {
         let text = line.iter().position(|b| *b == b' ').map_or(line, |i| &line[i + 1..]);
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         text.hash(&mut hasher);
+        let key = hasher.finish();
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(held) = seen.get_mut(&hasher.finish()) {
+        if let Some(held) = seen.get_mut(&key) {
             held.repeats += 1;
             return false;
         }
         if seen.len() < REMEMBERED {
-            seen.insert(hasher.finish(), Held { text: plain(text), repeats: 0 });
+            seen.insert(key, Held { text: plain(text), repeats: 0 });
         }
         true
     }

@@ -164,6 +164,7 @@ fn changed(old: &Value, new: &Value, new_set: &FieldSet) -> FieldSet {
     out
 }
 
+/// Marks in `out` the members of `set` under `new` whose value differs from `old`'s at the same place.
 fn differing(old: Option<&Value>, new: &Value, set: &FieldSet, out: &mut FieldSet) {
     out.member = set.member && old != Some(new);
     for (element, child) in &set.children {
