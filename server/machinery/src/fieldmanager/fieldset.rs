@@ -119,6 +119,15 @@ impl FieldSet {
         out
     }
 
+    /// Whether a member of `self` is a member of the `fieldsV1` value `v` (read as
+    /// [`FieldSet::from_json`] reads it), without reading `v` into a set.
+    pub fn meets(&self, v: &Value) -> bool {
+        let Some(m) = v.as_object() else { return false };
+        self.children.iter().any(|(e, child)| {
+            m.get(e).is_some_and(|c| (child.member && c.as_object().is_some_and(|o| o.is_empty() || o.contains_key("."))) || child.meets(c))
+        })
+    }
+
     /// The `fieldsV1` form.
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();

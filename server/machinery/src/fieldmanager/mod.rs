@@ -5,6 +5,7 @@
 //! with other values (409, one cause per field) unless forced, shares fields set to the same
 //! value, and removes fields the applier stopped sending that nobody else owns.
 
+pub mod diff;
 pub mod fieldset;
 pub mod merge;
 pub mod walk;
@@ -74,10 +75,7 @@ fn last_applied_fields(live: &Value, def: &str) -> Option<FieldSet> {
 impl Entry {
     /// Whether this is `m`'s entry for `operation` (an apply's identity leaves out the version).
     fn is(&self, m: &Manager, operation: &str) -> bool {
-        self.manager == m.name
-            && self.operation == operation
-            && self.subresource == m.subresource.clone().unwrap_or_default()
-            && (operation == APPLY || self.api_version == m.api_version)
+        identifies(&self.manager, &self.operation, &self.api_version, &self.subresource, m, operation)
     }
 
     /// How conflicts name it: `"kubectl"`, or `"kubectl" using v1` for updates.
@@ -116,27 +114,49 @@ impl Entry {
     }
 }
 
+/// Whether an entry of these names is `m`'s entry for `operation`.
+fn identifies(manager: &str, operation: &str, api_version: &str, subresource: &str, m: &Manager, op: &str) -> bool {
+    manager == m.name && operation == op && subresource == m.subresource.as_deref().unwrap_or_default() && (op == APPLY || api_version == m.api_version)
+}
+
+/// Whether the stored entry `v` is `m`'s entry for `operation`.
+fn stored_is(v: &Value, m: &Manager, operation: &str) -> bool {
+    let s = |f: &str| v[f].as_str().unwrap_or_default();
+    identifies(s("manager"), s("operation"), s("apiVersion"), s("subresource"), m, operation)
+}
+
 fn entries(obj: &Value) -> Vec<Entry> {
     obj["metadata"]["managedFields"].as_array().map(|l| l.iter().filter_map(Entry::from_json).collect()).unwrap_or_default()
 }
 
-/// Writes `list` (without empty entries) into `obj`, applies first, then by time and manager.
-fn store(obj: &mut Value, mut list: Vec<Entry>) {
-    list.retain(|e| !e.set.is_empty());
-    list.sort_by(|a, b| (a.operation != APPLY, &a.time, &a.manager).cmp(&(b.operation != APPLY, &b.time, &b.manager)));
+/// Writes `list` (without empty entries) into `obj`.
+fn store(obj: &mut Value, list: Vec<Entry>) {
+    store_json(obj, list.iter().filter(|e| !e.set.is_empty()).map(Entry::to_json).collect());
+}
+
+/// Writes the entries `list` into `obj`, applies first, then by time and manager.
+fn store_json(obj: &mut Value, mut list: Vec<Value>) {
+    fn order(v: &Value) -> (bool, &str, &str) {
+        (v["operation"] != APPLY, v["time"].as_str().unwrap_or_default(), v["manager"].as_str().unwrap_or_default())
+    }
+    list.sort_by(|a, b| order(a).cmp(&order(b)));
     if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         if list.is_empty() {
             m.remove("managedFields");
         } else {
-            m.insert("managedFields".into(), Value::Array(list.iter().map(Entry::to_json).collect()));
+            m.insert("managedFields".into(), Value::Array(list));
         }
     }
 }
 
-/// The fields of `obj` a manager of `subresource` can own: never the type and identity
-/// metadata; the main resource does not own status, the status subresource only status.
+/// The fields of `obj` a manager of `subresource` can own.
 fn managed_fields(obj: &Value, def: &str, subresource: Option<&str>) -> FieldSet {
-    let mut set = walk::fields(obj, Some(def));
+    ownable(walk::fields(obj, Some(def)), subresource)
+}
+
+/// The fields of `set` a manager of `subresource` can own: never the type and identity
+/// metadata; the main resource does not own status, the status subresource only status.
+fn ownable(mut set: FieldSet, subresource: Option<&str>) -> FieldSet {
     for p in ["f:apiVersion", "f:kind"] {
         set.children.remove(p);
     }
@@ -156,27 +176,6 @@ fn managed_fields(obj: &Value, def: &str, subresource: Option<&str>) -> FieldSet
     set
 }
 
-/// The members of `new_set` (the fields of `new`) whose value in `new` differs from `old`, found
-/// in one walk of both objects along `new_set`.
-fn changed(old: &Value, new: &Value, new_set: &FieldSet) -> FieldSet {
-    let mut out = FieldSet::default();
-    differing(Some(old), new, new_set, &mut out);
-    out
-}
-
-/// Marks in `out` the members of `set` under `new` whose value differs from `old`'s at the same place.
-fn differing(old: Option<&Value>, new: &Value, set: &FieldSet, out: &mut FieldSet) {
-    out.member = set.member && old != Some(new);
-    for (element, child) in &set.children {
-        let Some(n) = walk::step(new, element) else { continue };
-        let mut sub = FieldSet::default();
-        differing(old.and_then(|o| walk::step(o, element)), n, child, &mut sub);
-        if !sub.is_empty() {
-            out.children.insert(element.clone(), sub);
-        }
-    }
-}
-
 /// Records a write that is not an apply: `new` (with `old`, absent on create) gets its
 /// `managedFields`, `m` owning the fields it changed. A body that sets `managedFields: [{}]`
 /// clears them; one that sets them otherwise has them as the base.
@@ -187,29 +186,46 @@ pub fn update(old: Option<&Value>, new: &mut Value, m: &Manager, def: &str, now:
         return;
     }
     let kept = old.and_then(|o| o["metadata"].get("managedFields"));
-    let mut list = match sent {
-        Some(s) if Some(s) != kept => entries(new),
-        _ => old.map(entries).unwrap_or_default(),
-    };
     let sub = m.subresource.as_deref();
-    let new_set = managed_fields(new, def, sub);
     // A create gains every field it has and loses none.
     let (gained, lost) = match old {
-        None => (new_set, FieldSet::default()),
+        None => (managed_fields(new, def, sub), FieldSet::default()),
         Some(o) => {
-            let gained = changed(o, new, &new_set);
-            (gained, managed_fields(o, def, sub).difference(&new_set))
+            let d = diff::diff(o, new, Some(def));
+            (ownable(d.gained, sub), ownable(d.lost, sub))
         }
     };
-    for e in &mut list {
-        e.set = e.set.difference(&gained).difference(&lost);
-    }
-    match list.iter_mut().find(|e| e.is(m, UPDATE)) {
-        Some(own) => {
-            own.set.union(&gained);
-            own.time = now.to_string();
+    let mut taken = gained.clone();
+    taken.union(&lost);
+    // Entries as this server stored them that the write does not touch are kept as they are;
+    // the rest (and all of a body's own entries) are read, changed and written again.
+    let (raw, stored) = match sent {
+        Some(s) if Some(s) != kept => (s.as_array().cloned().unwrap_or_default(), false),
+        _ => (kept.and_then(Value::as_array).cloned().unwrap_or_default(), true),
+    };
+    let mut list = Vec::with_capacity(raw.len() + 1);
+    let mut own: Option<Entry> = None;
+    for v in raw {
+        let mine = stored_is(&v, m, UPDATE);
+        if stored && !mine && !v.get("fieldsV1").is_some_and(|f| taken.meets(f)) {
+            list.push(v);
+            continue;
         }
-        None if !gained.is_empty() => list.push(Entry {
+        let Some(mut e) = Entry::from_json(&v) else { continue };
+        e.set = e.set.difference(&taken);
+        if mine && own.is_none() {
+            own = Some(e);
+        } else if !e.set.is_empty() {
+            list.push(e.to_json());
+        }
+    }
+    let own = match own {
+        Some(mut e) => {
+            e.set.union(&gained);
+            e.time = now.to_string();
+            Some(e)
+        }
+        None => Some(Entry {
             manager: m.name.clone(),
             operation: UPDATE.into(),
             api_version: m.api_version.clone(),
@@ -217,9 +233,9 @@ pub fn update(old: Option<&Value>, new: &mut Value, m: &Manager, def: &str, now:
             subresource: m.subresource.clone().unwrap_or_default(),
             set: gained,
         }),
-        None => {}
-    }
-    store(new, list);
+    };
+    list.extend(own.filter(|e| !e.set.is_empty()).map(|e| e.to_json()));
+    store_json(new, list);
 }
 
 /// The 409 of an apply that would change fields other managers own.

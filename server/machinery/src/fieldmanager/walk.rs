@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::fieldset::FieldSet;
 use crate::openapi::facts::{schemas, Field, ListType};
 
-fn field_of(def: Option<&str>, key: &str) -> Field {
+pub(super) fn field_of(def: Option<&str>, key: &str) -> Field {
     def.map(|d| schemas().field(d, key)).unwrap_or_default()
 }
 
@@ -28,14 +28,14 @@ pub fn fields(obj: &Value, def: Option<&str>) -> FieldSet {
     out
 }
 
-fn walk_map(m: &Map<String, Value>, def: Option<&str>, out: &mut FieldSet) {
+pub(super) fn walk_map(m: &Map<String, Value>, def: Option<&str>, out: &mut FieldSet) {
     for (k, v) in m {
         let field = field_of(def, k);
         walk_value(v, &field, out.children.entry(format!("f:{k}")).or_default());
     }
 }
 
-fn walk_value(v: &Value, field: &Field, node: &mut FieldSet) {
+pub(super) fn walk_value(v: &Value, field: &Field, node: &mut FieldSet) {
     match v {
         Value::Object(m) if !field.atomic && !m.is_empty() => walk_map(m, field.def.as_deref(), node),
         Value::Array(items) if !items.is_empty() => match &field.list {

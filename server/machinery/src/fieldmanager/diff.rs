@@ -1,0 +1,162 @@
+//! What an update did to an object's fields, found by walking the old and new objects together
+//! and only where they differ: the fields it set to a new value (`gained`: members of the new
+//! object's field set whose value differs from the old object's at the same place) and the
+//! fields it removed (`lost`: members of the old object's field set that the new object's
+//! lacks). Subtrees equal in both are compared, never walked into, so an update that changes one
+//! value of a large object builds the few paths around that value rather than both objects'
+//! whole field sets. What the walk cannot pair item by item (a set list, a map list whose items
+//! repeat a key, a value that changed shape) is settled by the definitions on that subtree.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::fieldset::FieldSet;
+use super::walk::{self, field_of, key_element, walk_map, walk_value};
+use crate::openapi::facts::{Field, ListType};
+
+/// The fields an update gained and lost.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Diff {
+    pub gained: FieldSet,
+    pub lost: FieldSet,
+}
+
+/// The fields `new` (of definition `def`) gained and lost against `old`.
+pub fn diff(old: &Value, new: &Value, def: Option<&str>) -> Diff {
+    let mut d = Diff::default();
+    match (old.as_object(), new.as_object()) {
+        (Some(o), Some(n)) => maps(o, n, def, &mut d),
+        _ => {
+            let new_set = walk::fields(new, def);
+            changed(Some(old), new, &new_set, &mut d.gained);
+            d.lost = walk::fields(old, def).difference(&new_set);
+        }
+    }
+    d
+}
+
+/// How the field-set walk sees a value: walked into as a map, walked into item by item as a
+/// map list (with its keys), or anything else.
+enum Shape<'a> {
+    Map(&'a Map<String, Value>),
+    MapList(&'a [Value], &'a [String]),
+    Other,
+}
+
+fn shape<'a>(v: &'a Value, field: &'a Field) -> Shape<'a> {
+    match (v, &field.list) {
+        (Value::Object(m), _) if !field.atomic && !m.is_empty() => Shape::Map(m),
+        (Value::Array(items), Some(ListType::Map(keys))) if !items.is_empty() && items.iter().all(Value::is_object) => Shape::MapList(items, keys),
+        _ => Shape::Other,
+    }
+}
+
+/// Adds `d`'s sets under path element `e` of `out`, when not empty.
+fn nest(out: &mut Diff, e: String, d: Diff) {
+    if d.gained.is_empty() && d.lost.is_empty() {
+        return;
+    }
+    if !d.gained.is_empty() {
+        out.gained.children.insert(e.clone(), d.gained);
+    }
+    if !d.lost.is_empty() {
+        out.lost.children.insert(e, d.lost);
+    }
+}
+
+fn maps(o: &Map<String, Value>, n: &Map<String, Value>, def: Option<&str>, out: &mut Diff) {
+    for (k, nv) in n {
+        let ov = o.get(k);
+        if ov == Some(nv) {
+            continue;
+        }
+        let field = field_of(def, k);
+        let mut d = Diff::default();
+        match ov {
+            Some(ov) => value(ov, nv, &field, &mut d),
+            None => walk_value(nv, &field, &mut d.gained),
+        }
+        nest(out, format!("f:{k}"), d);
+    }
+    for (k, ov) in o {
+        if !n.contains_key(k) {
+            let mut d = Diff::default();
+            walk_value(ov, &field_of(def, k), &mut d.lost);
+            nest(out, format!("f:{k}"), d);
+        }
+    }
+}
+
+/// `ov` and `nv` differ.
+fn value(ov: &Value, nv: &Value, field: &Field, out: &mut Diff) {
+    match (shape(ov, field), shape(nv, field)) {
+        (Shape::Map(o), Shape::Map(n)) => maps(o, n, field.def.as_deref(), out),
+        (Shape::MapList(o, keys), Shape::MapList(n, _)) => match (by_key(o, keys), by_key(n, keys)) {
+            (Some(o), Some(n)) => items(&o, &n, field.def.as_deref(), out),
+            _ => by_definition(ov, nv, field, out),
+        },
+        _ => by_definition(ov, nv, field, out),
+    }
+}
+
+/// A map list's items by their `k:` element; `None` when two items share one.
+fn by_key<'a>(items: &'a [Value], keys: &[String]) -> Option<HashMap<String, &'a Map<String, Value>>> {
+    let mut out = HashMap::with_capacity(items.len());
+    for item in items {
+        if out.insert(key_element(item, keys), item.as_object()?).is_some() {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+fn items(o: &HashMap<String, &Map<String, Value>>, n: &HashMap<String, &Map<String, Value>>, def: Option<&str>, out: &mut Diff) {
+    for (e, ni) in n {
+        let mut d = Diff::default();
+        match o.get(e) {
+            Some(oi) if oi == ni => continue,
+            Some(oi) => {
+                d.gained.member = true;
+                maps(oi, ni, def, &mut d);
+            }
+            None => {
+                d.gained.member = true;
+                walk_map(ni, def, &mut d.gained);
+            }
+        }
+        nest(out, e.clone(), d);
+    }
+    for (e, oi) in o {
+        if !n.contains_key(e) {
+            let mut d = Diff::default();
+            d.lost.member = true;
+            walk_map(oi, def, &mut d.lost);
+            nest(out, e.clone(), d);
+        }
+    }
+}
+
+/// The definitions, on one subtree: the members of `nv`'s field set whose value differs from
+/// `ov`'s, and the members of `ov`'s that `nv`'s lacks.
+fn by_definition(ov: &Value, nv: &Value, field: &Field, out: &mut Diff) {
+    let (mut old_set, mut new_set) = (FieldSet::default(), FieldSet::default());
+    walk_value(ov, field, &mut old_set);
+    walk_value(nv, field, &mut new_set);
+    changed(Some(ov), nv, &new_set, &mut out.gained);
+    out.lost = old_set.difference(&new_set);
+}
+
+/// Marks in `out` the members of `set` under `new` whose value differs from `old`'s at the same
+/// place.
+pub fn changed(old: Option<&Value>, new: &Value, set: &FieldSet, out: &mut FieldSet) {
+    out.member = set.member && old != Some(new);
+    for (element, child) in &set.children {
+        let Some(n) = walk::step(new, element) else { continue };
+        let mut sub = FieldSet::default();
+        changed(old.and_then(|o| walk::step(o, element)), n, child, &mut sub);
+        if !sub.is_empty() {
+            out.children.insert(element.clone(), sub);
+        }
+    }
+}
