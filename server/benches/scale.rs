@@ -13,8 +13,11 @@
 //! memory too; with `--idle-watches W` it first opens W watches that see no event and reports the
 //! replicas' memory per watch.
 //!
-//! Every simulated node, and the control plane's clients, speak HTTP/2 over one connection each,
-//! as client-go does.
+//! Every simulated node, and each of the control plane's clients (the scheduler, each informer,
+//! the load test's reads), speak HTTP/2 over one connection each, as client-go does; the pods are
+//! created and deleted through a pool of connections, one per 100 nodes, as SIG Scalability's
+//! ClusterLoader2 spreads its calls over its clients, so that they do not queue behind one
+//! connection's 100 streams.
 //!
 //! Phases: N nodes register (`kubelet`: Node, Lease, renewals, status, watches); P pods per node
 //! are created at `--rate` in namespaces of 100, bound by the scheduler and reported Running by
@@ -55,6 +58,9 @@ use tokio::sync::{watch, Semaphore};
 
 /// Pods per namespace.
 const PER_NAMESPACE: usize = 100;
+/// Simulated nodes per connection that pods are created and deleted through (SIG
+/// Scalability's ClusterLoader2 makes one client per 100 nodes).
+const NODES_PER_CREATOR: usize = 100;
 
 struct Args {
     kubeconfig: Option<PathBuf>,
@@ -166,6 +172,10 @@ async fn main() {
         _ => panic!("--kubeconfig and --ca-dir go together"),
     };
     let admin = h2::client(&kubeconfig).await;
+    let mut creators = Vec::new();
+    for _ in 0..a.nodes.div_ceil(NODES_PER_CREATOR) {
+        creators.push(h2::client(&kubeconfig).await);
+    }
     if let (Some(servers), true) = (&servers, a.idle_watches > 0) {
         idle_watches(&kubeconfig, a.idle_watches, servers).await;
     }
@@ -233,14 +243,16 @@ async fn main() {
     phase("register", started, &cpu, &mut totals);
 
     // The control plane's clients.
-    tasks.push(tokio::spawn(control::scheduler(admin.clone(), names.clone(), sli.clone(), stop.clone())));
-    tasks.extend(control::informers(&admin, a.informers, &sli, &stop));
+    tasks.push(tokio::spawn(control::scheduler(h2::client(&kubeconfig).await, names.clone(), sli.clone(), stop.clone())));
+    for i in 0..a.informers {
+        tasks.extend(control::informers(h2::client(&kubeconfig).await, i == 0, &sli, &stop));
+    }
 
     // Density: the pods created at the rate, bound, and running.
     let cpu = servers.as_ref().map(Servers::cpu);
     let started = Instant::now();
     let running = || kubelets.iter().map(|k| k.running.load(Ordering::Relaxed)).sum::<u64>();
-    create_pods(&admin, &namespaces, (0..total_pods).collect(), a.rate, &sli).await;
+    create_pods(&creators, &namespaces, (0..total_pods).collect(), a.rate, &sli).await;
     let all_running = wait_for(Duration::from_secs(120), || running() >= total_pods as u64).await;
     println!("{} of {total_pods} pods running{}", running(), if all_running { "" } else { " (gave up waiting)" });
     phase("density", started, &cpu, &mut totals);
@@ -249,7 +261,7 @@ async fn main() {
     let cpu = servers.as_ref().map(Servers::cpu);
     let started = Instant::now();
     let (load_stop_tx, load_stop) = watch::channel(false);
-    let load = tokio::spawn(control::load(admin.clone(), namespaces.clone(), total_pods / namespaces.len(), 20, sli.clone(), load_stop));
+    let load = tokio::spawn(control::load(h2::client(&kubeconfig).await, namespaces.clone(), total_pods / namespaces.len(), 20, sli.clone(), load_stop));
     tokio::time::sleep(a.steady).await;
     load_stop_tx.send(true).ok();
     load.await.ok();
@@ -259,9 +271,9 @@ async fn main() {
     let cpu = servers.as_ref().map(Servers::cpu);
     let started = Instant::now();
     let churned: Vec<usize> = (0..total_pods).step_by(10).collect();
-    delete_pods(&admin, &namespaces, &churned, a.rate, &sli).await;
+    delete_pods(&creators, &namespaces, &churned, a.rate, &sli).await;
     let gone = wait_for(Duration::from_secs(120), || running() <= (total_pods - churned.len()) as u64).await;
-    create_pods(&admin, &namespaces, churned, a.rate, &sli).await;
+    create_pods(&creators, &namespaces, churned, a.rate, &sli).await;
     let back = wait_for(Duration::from_secs(120), || running() >= total_pods as u64).await;
     println!("churn: {} pods running again{}", running(), if gone && back { "" } else { " (gave up waiting)" });
     phase("churn", started, &cpu, &mut totals);
@@ -269,7 +281,7 @@ async fn main() {
     // Teardown: every pod deleted, the nodes finishing them.
     let cpu = servers.as_ref().map(Servers::cpu);
     let started = Instant::now();
-    delete_pods(&admin, &namespaces, &(0..total_pods).collect::<Vec<_>>(), a.rate, &sli).await;
+    delete_pods(&creators, &namespaces, &(0..total_pods).collect::<Vec<_>>(), a.rate, &sli).await;
     let down = wait_for(Duration::from_secs(120), || running() == 0).await;
     println!("teardown: {} pods still running{}", running(), if down { "" } else { " (gave up waiting)" });
     phase("teardown", started, &cpu, &mut totals);
@@ -307,17 +319,17 @@ async fn idle_watches(kubeconfig: &std::path::Path, count: usize, servers: &Serv
 }
 
 /// Creates the pods numbered `which` (spread over the namespaces) at `rate` a second, as a
-/// ReplicaSet controller does.
-async fn create_pods(admin: &kube::Client, namespaces: &Arc<Vec<String>>, which: Vec<usize>, rate: u64, sli: &Arc<Sli>) {
+/// ReplicaSet controller does, each through the next of `clients`.
+async fn create_pods(clients: &[kube::Client], namespaces: &Arc<Vec<String>>, which: Vec<usize>, rate: u64, sli: &Arc<Sli>) {
     let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate.max(1)));
     let mut running = tokio::task::JoinSet::new();
     for i in which {
         tick.tick().await;
         let ns = namespaces[i % namespaces.len()].clone();
         let name = pod_name(&ns, i / namespaces.len());
-        let (admin, sli) = (admin.clone(), sli.clone());
+        let (client, sli) = (clients[i % clients.len()].clone(), sli.clone());
         running.spawn(async move {
-            let pods: Api<Pod> = Api::namespaced(admin, &ns);
+            let pods: Api<Pod> = Api::namespaced(client, &ns);
             let call = sli::Call { verb: "POST", resource: "pods", scope: Scope::Object };
             let _ = sli.time(call, pods.create(&PostParams::default(), &objects::pod(&name, &ns))).await;
         });
@@ -326,17 +338,17 @@ async fn create_pods(admin: &kube::Client, namespaces: &Arc<Vec<String>>, which:
 }
 
 /// Deletes the pods numbered `which` gracefully at `rate` a second, as a controller scaling
-/// down does: their nodes finish them.
-async fn delete_pods(admin: &kube::Client, namespaces: &Arc<Vec<String>>, which: &[usize], rate: u64, sli: &Arc<Sli>) {
+/// down does (each through the next of `clients`): their nodes finish them.
+async fn delete_pods(clients: &[kube::Client], namespaces: &Arc<Vec<String>>, which: &[usize], rate: u64, sli: &Arc<Sli>) {
     let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate.max(1)));
     let mut running = tokio::task::JoinSet::new();
     for &i in which {
         tick.tick().await;
         let ns = namespaces[i % namespaces.len()].clone();
         let name = pod_name(&ns, i / namespaces.len());
-        let (admin, sli) = (admin.clone(), sli.clone());
+        let (client, sli) = (clients[i % clients.len()].clone(), sli.clone());
         running.spawn(async move {
-            let pods: Api<Pod> = Api::namespaced(admin, &ns);
+            let pods: Api<Pod> = Api::namespaced(client, &ns);
             let call = sli::Call { verb: "DELETE", resource: "pods", scope: Scope::Object };
             let _ = sli.time(call, pods.delete(&name, &DeleteParams::default())).await;
         });

@@ -73,15 +73,14 @@ where
     .await;
 }
 
-/// The cluster-wide informers: `count` each of pods, nodes and EndpointSlices.
-pub fn informers(client: &kube::Client, count: usize, sli: &Arc<Sli>, stop: &watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()>> {
-    let mut tasks = Vec::new();
-    for i in 0..count {
-        tasks.push(tokio::spawn(informer::<Pod>(client.clone(), "pods", sli.clone(), i == 0, stop.clone())));
-        tasks.push(tokio::spawn(informer::<Node>(client.clone(), "nodes", sli.clone(), false, stop.clone())));
-        tasks.push(tokio::spawn(informer::<EndpointSlice>(client.clone(), "endpointslices", sli.clone(), false, stop.clone())));
-    }
-    tasks
+/// One process's cluster-wide informers of pods, nodes and EndpointSlices over its `client`;
+/// `times_status` for the first.
+pub fn informers(client: kube::Client, times_status: bool, sli: &Arc<Sli>, stop: &watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()>> {
+    vec![
+        tokio::spawn(informer::<Pod>(client.clone(), "pods", sli.clone(), times_status, stop.clone())),
+        tokio::spawn(informer::<Node>(client.clone(), "nodes", sli.clone(), false, stop.clone())),
+        tokio::spawn(informer::<EndpointSlice>(client, "endpointslices", sli.clone(), false, stop.clone())),
+    ]
 }
 
 /// Namespaced LISTs of pods and GETs of single pods, `per_second` of each, spread over the
