@@ -149,7 +149,7 @@ fn by_definition(ov: &Value, nv: &Value, field: &Field, out: &mut Diff) {
 
 /// Marks in `out` the members of `set` under `new` whose value differs from `old`'s at the same
 /// place.
-pub fn changed(old: Option<&Value>, new: &Value, set: &FieldSet, out: &mut FieldSet) {
+fn changed(old: Option<&Value>, new: &Value, set: &FieldSet, out: &mut FieldSet) {
     out.member = set.member && old != Some(new);
     for (element, child) in &set.children {
         let Some(n) = walk::step(new, element) else { continue };

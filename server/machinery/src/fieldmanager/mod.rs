@@ -162,8 +162,8 @@ fn ownable(mut set: FieldSet, subresource: Option<&str>) -> FieldSet {
     }
     if let Some(meta) = set.children.get_mut("f:metadata") {
         meta.member = false;
-        for f in ["name", "namespace", "creationTimestamp", "selfLink", "uid", "generation", "managedFields", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"] {
-            meta.children.remove(&format!("f:{f}"));
+        for f in ["f:name", "f:namespace", "f:creationTimestamp", "f:selfLink", "f:uid", "f:generation", "f:managedFields", "f:resourceVersion", "f:deletionTimestamp", "f:deletionGracePeriodSeconds"] {
+            meta.children.remove(f);
         }
     }
     match subresource {
