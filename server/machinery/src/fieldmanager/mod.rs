@@ -306,10 +306,13 @@ pub fn apply(live: Option<&Value>, applied: &Value, m: &Manager, force: bool, de
     let previous = list.iter().find(|e| e.is(m, APPLY)).map(|e| e.set.clone()).unwrap_or_default();
     let released = previous.difference(&wanted);
     // Parents first: a released list item goes whole (its key fields with it). A field the
-    // applier owned whole and now owns parts of (its schema became granular) stays.
+    // applier owned whole and now owns parts of (its schema became granular) stays. A list item
+    // in which another manager still has a field stays whole, the fields released in it too:
+    // Kubernetes adds such items back as they were, so that they keep their keys.
+    let elsewhere = |p: &[String]| list.iter().any(|e| !e.is(m, APPLY) && e.set.touches(p));
     for p in released.paths() {
-        let owned_elsewhere = list.iter().any(|e| !e.is(m, APPLY) && e.set.touches(&p));
-        if !owned_elsewhere && !wanted.touches(&p) {
+        let in_kept_item = (1..p.len()).any(|i| p[i - 1].starts_with("k:") && elsewhere(&p[..i]));
+        if !elsewhere(&p) && !in_kept_item && !wanted.touches(&p) {
             walk::remove(&mut merged, &p);
         }
     }

@@ -138,6 +138,25 @@ fn lists_merge_by_their_type() {
 }
 
 #[test]
+fn an_item_another_manager_changed_stays_whole_when_its_applier_drops_it() {
+    let d = |containers: Value| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+               "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": {"spec": {"containers": containers}}}})
+    };
+    let live = apply(None, &d(json!([{"name": "app", "image": "1"}, {"name": "side", "image": "1"}])), &mgr("kubectl"), false, DEPLOYMENT, NOW).unwrap();
+    // `kubectl set image` takes the side container's image.
+    let mut set = live.clone();
+    set["spec"]["template"]["spec"]["containers"][1]["image"] = json!("2");
+    update(Some(&live), &mut set, &mgr("kubectl-set"), DEPLOYMENT, NOW);
+    // The applier drops the side container: it stays, with its name, as the other manager's.
+    let after = apply(Some(&set), &d(json!([{"name": "app", "image": "1"}])), &mgr("kubectl"), false, DEPLOYMENT, NOW).unwrap();
+    assert_eq!(after["spec"]["template"]["spec"]["containers"], json!([{"name": "app", "image": "1"}, {"name": "side", "image": "2"}]));
+    // An item no one else has a field in goes whole.
+    let gone = apply(Some(&live), &d(json!([{"name": "app", "image": "1"}])), &mgr("kubectl"), false, DEPLOYMENT, NOW).unwrap();
+    assert_eq!(gone["spec"]["template"]["spec"]["containers"], json!([{"name": "app", "image": "1"}]));
+}
+
+#[test]
 fn managers_come_from_the_field_manager_or_the_user_agent() {
     assert_eq!(Manager::of(Some("ctl"), Some("kubectl/v1.33"), "v1", None).name, "ctl");
     assert_eq!(Manager::of(None, Some("kubectl/v1.33.0 (linux/amd64)"), "v1", None).name, "kubectl");
