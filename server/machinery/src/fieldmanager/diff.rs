@@ -1,8 +1,9 @@
 //! What an update did to an object's fields, found by walking the old and new objects together
-//! and only where they differ: the fields it set to a new value (`gained`: members of the new
-//! object's field set whose value differs from the old object's at the same place) and the
-//! fields it removed (`lost`: members of the old object's field set that the new object's
-//! lacks). Subtrees equal in both are compared, never walked into, so an update that changes one
+//! and only where they differ: the fields it set (`gained`: members of the new object's field
+//! set whose value differs from the old object's at the same place, except that a list item
+//! counts only when it is new: one whose fields changed gains those fields alone, as Kubernetes
+//! compares objects) and the fields it removed (`lost`: members of the old object's field set
+//! that the new object's lacks). Subtrees equal in both are compared, never walked into, so an update that changes one
 //! value of a large object builds the few paths around that value rather than both objects'
 //! whole field sets. What the walk cannot pair item by item (a set list, a map list whose items
 //! repeat a key, a value that changed shape) is settled by the definitions on that subtree.
@@ -29,7 +30,7 @@ pub fn diff(old: &Value, new: &Value, def: Option<&str>) -> Diff {
         (Some(o), Some(n)) => maps(o, n, def, &mut d),
         _ => {
             let new_set = walk::fields(new, def);
-            changed(Some(old), new, &new_set, &mut d.gained);
+            changed(Some(old), new, &new_set, false, &mut d.gained);
             d.lost = walk::fields(old, def).difference(&new_set);
         }
     }
@@ -116,10 +117,7 @@ fn items(o: &HashMap<String, &Map<String, Value>>, n: &HashMap<String, &Map<Stri
         let mut d = Diff::default();
         match o.get(e) {
             Some(oi) if oi == ni => continue,
-            Some(oi) => {
-                d.gained.member = true;
-                maps(oi, ni, def, &mut d);
-            }
+            Some(oi) => maps(oi, ni, def, &mut d),
             None => {
                 d.gained.member = true;
                 walk_map(ni, def, &mut d.gained);
@@ -143,18 +141,18 @@ fn by_definition(ov: &Value, nv: &Value, field: &Field, out: &mut Diff) {
     let (mut old_set, mut new_set) = (FieldSet::default(), FieldSet::default());
     walk_value(ov, field, &mut old_set);
     walk_value(nv, field, &mut new_set);
-    changed(Some(ov), nv, &new_set, &mut out.gained);
+    changed(Some(ov), nv, &new_set, false, &mut out.gained);
     out.lost = old_set.difference(&new_set);
 }
 
 /// Marks in `out` the members of `set` under `new` whose value differs from `old`'s at the same
-/// place.
-fn changed(old: Option<&Value>, new: &Value, set: &FieldSet, out: &mut FieldSet) {
-    out.member = set.member && old != Some(new);
+/// place (a list item, `item`, only when `old` has none).
+fn changed(old: Option<&Value>, new: &Value, set: &FieldSet, item: bool, out: &mut FieldSet) {
+    out.member = set.member && if item { old.is_none() } else { old != Some(new) };
     for (element, child) in &set.children {
         let Some(n) = walk::step(new, element) else { continue };
         let mut sub = FieldSet::default();
-        changed(old.and_then(|o| walk::step(o, element)), n, child, &mut sub);
+        changed(old.and_then(|o| walk::step(o, element)), n, child, element.starts_with("k:"), &mut sub);
         if !sub.is_empty() {
             out.children.insert(element.clone(), sub);
         }

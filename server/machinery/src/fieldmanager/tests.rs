@@ -148,6 +148,10 @@ fn an_item_another_manager_changed_stays_whole_when_its_applier_drops_it() {
     let mut set = live.clone();
     set["spec"]["template"]["spec"]["containers"][1]["image"] = json!("2");
     update(Some(&live), &mut set, &mgr("kubectl-set"), DEPLOYMENT, NOW);
+    // It gains the image alone: a list item both objects have is not a field the update set.
+    let side = ["f:spec", "f:template", "f:spec", "f:containers", "k:{\"name\":\"side\"}"];
+    assert_eq!(owners(&set, &side), ["kubectl/Apply"]);
+    assert_eq!(owners(&set, &[&side[..], &["f:image"]].concat()), ["kubectl-set/Update"]);
     // The applier drops the side container: it stays, with its name, as the other manager's.
     let after = apply(Some(&set), &d(json!([{"name": "app", "image": "1"}])), &mgr("kubectl"), false, DEPLOYMENT, NOW).unwrap();
     assert_eq!(after["spec"]["template"]["spec"]["containers"], json!([{"name": "app", "image": "1"}, {"name": "side", "image": "2"}]));
