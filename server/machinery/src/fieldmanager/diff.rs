@@ -1,11 +1,11 @@
-//! What an update did to an object's fields, found by walking the old and new objects together
-//! and only where they differ: the fields it set (`gained`: members of the new object's field
-//! set whose value differs from the old object's at the same place, except that a list item
-//! counts only when it is new: one whose fields changed gains those fields alone, as Kubernetes
-//! compares objects) and the fields it removed (`lost`: members of the old object's field set
-//! that the new object's lacks). Subtrees equal in both are compared, never walked into, so an update that changes one
-//! value of a large object builds the few paths around that value rather than both objects'
-//! whole field sets. What the walk cannot pair item by item (a set list, a map list whose items
+//! What an update did to an object's fields, as Kubernetes compares objects, found by walking
+//! the old and new objects together and only where they differ: the fields it set (`gained`:
+//! every path of the new object's field tree that the old object lacks, maps and lists
+//! included, and the members whose value differs; a list item both have gains only the fields
+//! that changed in it) and the fields it removed (`lost`: every path of the old object's field
+//! tree that the new one's lacks). Subtrees equal in both are compared, never walked into, so an
+//! update that changes one value of a large object builds the few paths around that value rather
+//! than both objects' whole field sets. What the walk cannot pair item by item (a set list, a map list whose items
 //! repeat a key, a value that changed shape) is settled by the definitions on that subtree.
 
 use std::collections::HashMap;
@@ -31,7 +31,8 @@ pub fn diff(old: &Value, new: &Value, def: Option<&str>) -> Diff {
         _ => {
             let new_set = walk::fields(new, def);
             changed(Some(old), new, &new_set, false, &mut d.gained);
-            d.lost = walk::fields(old, def).difference(&new_set);
+            d.lost = every_path(walk::fields(old, def)).difference(&every_path(new_set));
+            d.lost.member = false;
         }
     }
     d
@@ -76,14 +77,13 @@ fn maps(o: &Map<String, Value>, n: &Map<String, Value>, def: Option<&str>, out: 
         let mut d = Diff::default();
         match ov {
             Some(ov) => value(ov, nv, &field, &mut d),
-            None => walk_value(nv, &field, &mut d.gained),
+            None => d.gained = every_path(fields_of(nv, &field)),
         }
         nest(out, format!("f:{k}"), d);
     }
     for (k, ov) in o {
         if !n.contains_key(k) {
-            let mut d = Diff::default();
-            walk_value(ov, &field_of(def, k), &mut d.lost);
+            let d = Diff { lost: every_path(fields_of(ov, &field_of(def, k))), ..Default::default() };
             nest(out, format!("f:{k}"), d);
         }
     }
@@ -119,8 +119,8 @@ fn items(o: &HashMap<String, &Map<String, Value>>, n: &HashMap<String, &Map<Stri
             Some(oi) if oi == ni => continue,
             Some(oi) => maps(oi, ni, def, &mut d),
             None => {
-                d.gained.member = true;
                 walk_map(ni, def, &mut d.gained);
+                d.gained = every_path(d.gained);
             }
         }
         nest(out, e.clone(), d);
@@ -128,8 +128,8 @@ fn items(o: &HashMap<String, &Map<String, Value>>, n: &HashMap<String, &Map<Stri
     for (e, oi) in o {
         if !n.contains_key(e) {
             let mut d = Diff::default();
-            d.lost.member = true;
             walk_map(oi, def, &mut d.lost);
+            d.lost = every_path(d.lost);
             nest(out, e.clone(), d);
         }
     }
@@ -138,17 +138,30 @@ fn items(o: &HashMap<String, &Map<String, Value>>, n: &HashMap<String, &Map<Stri
 /// The definitions, on one subtree: the members of `nv`'s field set whose value differs from
 /// `ov`'s, and the members of `ov`'s that `nv`'s lacks.
 fn by_definition(ov: &Value, nv: &Value, field: &Field, out: &mut Diff) {
-    let (mut old_set, mut new_set) = (FieldSet::default(), FieldSet::default());
-    walk_value(ov, field, &mut old_set);
-    walk_value(nv, field, &mut new_set);
+    let new_set = fields_of(nv, field);
     changed(Some(ov), nv, &new_set, false, &mut out.gained);
-    out.lost = old_set.difference(&new_set);
+    out.lost = every_path(fields_of(ov, field)).difference(&every_path(new_set));
 }
 
-/// Marks in `out` the members of `set` under `new` whose value differs from `old`'s at the same
-/// place (a list item, `item`, only when `old` has none).
+/// The field tree of a value.
+fn fields_of(v: &Value, field: &Field) -> FieldSet {
+    let mut set = FieldSet::default();
+    walk_value(v, field, &mut set);
+    set
+}
+
+/// `set` with every node a member: what an update adds or removes whole, maps and lists
+/// included, as Kubernetes records them (`.` in `fieldsV1`).
+fn every_path(mut set: FieldSet) -> FieldSet {
+    set.member = true;
+    set.children = set.children.into_iter().map(|(e, c)| (e, every_path(c))).collect();
+    set
+}
+
+/// Marks in `out` the paths of `set` under `new` that `old` lacks, and its members whose value
+/// differs from `old`'s at the same place (a list item, `item`, only when `old` lacks it).
 fn changed(old: Option<&Value>, new: &Value, set: &FieldSet, item: bool, out: &mut FieldSet) {
-    out.member = set.member && if item { old.is_none() } else { old != Some(new) };
+    out.member = old.is_none() || (set.member && !item && old != Some(new));
     for (element, child) in &set.children {
         let Some(n) = walk::step(new, element) else { continue };
         let mut sub = FieldSet::default();

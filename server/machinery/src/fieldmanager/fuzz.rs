@@ -1,7 +1,7 @@
 //! Property tests of field management over arbitrary objects: the field-set codec round-trips,
 //! applies and updates never panic, an apply's result holds every applied field, an apply
 //! repeated changes nothing, an update's gained and lost fields are exactly those the definitions
-//! name (a list item gained only when new), and a set meets a stored set exactly when they share a member.
+//! name (new and removed paths whole, a list item gained only when new), and a set meets a stored set exactly when they share a member.
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -74,19 +74,29 @@ proptest! {
 
     #[test]
     fn an_update_gains_the_fields_whose_value_differs_and_loses_those_gone(old in deployment_with_lists(), new in deployment_with_lists()) {
+        // Every path of an object's field tree, maps and lists included.
+        fn every(mut set: FieldSet) -> FieldSet {
+            set.member = true;
+            set.children = set.children.into_iter().map(|(e, c)| (e, every(c))).collect();
+            set
+        }
         let (old_set, new_set) = (walk::fields(&old, Some(DEPLOYMENT)), walk::fields(&new, Some(DEPLOYMENT)));
+        let (mut every_old, mut every_new) = (every(old_set), every(new_set.clone()));
+        every_old.member = false;
+        every_new.member = false;
         let mut gained = FieldSet::default();
         // A path of a list item whose key repeats leads to the first such item, where it may
-        // not be found: only paths found in `new` count. A list item counts only when new.
-        for p in new_set.paths() {
+        // not be found: only paths found in `new` count. New paths are gained; members whose
+        // value differs too, a list item only when new.
+        for p in every_new.paths() {
             let (now, before) = (walk::get(&new, &p), walk::get(&old, &p));
             let item = p.last().is_some_and(|e| e.starts_with("k:"));
-            if now.is_some() && before != now && !(item && before.is_some()) {
+            if now.is_some() && (before.is_none() || (new_set.contains(&p) && !item && before != now)) {
                 gained.insert(&p);
             }
         }
         gained.prune();
-        let mut lost = old_set.difference(&new_set);
+        let mut lost = every_old.difference(&every_new);
         lost.prune();
         let mut got = diff::diff(&old, &new, Some(DEPLOYMENT));
         got.gained.prune();

@@ -161,6 +161,29 @@ fn an_item_another_manager_changed_stays_whole_when_its_applier_drops_it() {
 }
 
 #[test]
+fn an_update_owns_the_maps_and_lists_it_adds_and_loses_those_removed() {
+    let mut created = cm(json!({"x": "1"}));
+    update(None, &mut created, &mgr("kubectl-create"), CM, NOW);
+    // The first annotation brings the map: the annotator owns it too (`.`), as in Kubernetes.
+    let mut annotated = created.clone();
+    annotated["metadata"]["annotations"] = json!({"note": "a"});
+    update(Some(&created), &mut annotated, &mgr("kubectl-annotate"), CM, NOW);
+    let entry = annotated["metadata"]["managedFields"].as_array().unwrap().iter().find(|e| e["manager"] == "kubectl-annotate").unwrap();
+    assert_eq!(entry["fieldsV1"], json!({"f:metadata": {"f:annotations": {".": {}, "f:note": {}}}}));
+    // Another annotation on the map that is there: that field alone.
+    let mut more = annotated.clone();
+    more["metadata"]["annotations"]["other"] = json!("b");
+    update(Some(&annotated), &mut more, &mgr("kubectl-edit"), CM, NOW);
+    let entry = more["metadata"]["managedFields"].as_array().unwrap().iter().find(|e| e["manager"] == "kubectl-edit").unwrap();
+    assert_eq!(entry["fieldsV1"], json!({"f:metadata": {"f:annotations": {"f:other": {}}}}));
+    // The map removed: every manager loses it.
+    let mut bare = more.clone();
+    bare["metadata"].as_object_mut().unwrap().remove("annotations");
+    update(Some(&more), &mut bare, &mgr("kubectl-edit"), CM, NOW);
+    assert!(!bare["metadata"]["managedFields"].to_string().contains("annotations"), "{}", bare["metadata"]["managedFields"]);
+}
+
+#[test]
 fn managers_come_from_the_field_manager_or_the_user_agent() {
     assert_eq!(Manager::of(Some("ctl"), Some("kubectl/v1.33"), "v1", None).name, "ctl");
     assert_eq!(Manager::of(None, Some("kubectl/v1.33.0 (linux/amd64)"), "v1", None).name, "kubectl");
