@@ -135,8 +135,8 @@ fn items(o: &HashMap<String, &Map<String, Value>>, n: &HashMap<String, &Map<Stri
     }
 }
 
-/// The definitions, on one subtree: the members of `nv`'s field set whose value differs from
-/// `ov`'s, and the members of `ov`'s that `nv`'s lacks.
+/// The definitions (the module's header), on one subtree: what `nv`'s field tree gained against
+/// `ov`'s and lost.
 fn by_definition(ov: &Value, nv: &Value, field: &Field, out: &mut Diff) {
     let new_set = fields_of(nv, field);
     changed(Some(ov), nv, &new_set, false, &mut out.gained);
@@ -153,8 +153,11 @@ fn fields_of(v: &Value, field: &Field) -> FieldSet {
 /// `set` with every node a member: what an update adds or removes whole, maps and lists
 /// included, as Kubernetes records them (`.` in `fieldsV1`).
 fn every_path(mut set: FieldSet) -> FieldSet {
-    set.member = true;
-    set.children = set.children.into_iter().map(|(e, c)| (e, every_path(c))).collect();
+    fn mark(node: &mut FieldSet) {
+        node.member = true;
+        node.children.values_mut().for_each(mark);
+    }
+    mark(&mut set);
     set
 }
 
