@@ -5,8 +5,9 @@
 //! that changed in it) and the fields it removed (`lost`: every path of the old object's field
 //! tree that the new one's lacks). Subtrees equal in both are compared, never walked into, so an
 //! update that changes one value of a large object builds the few paths around that value rather
-//! than both objects' whole field sets. What the walk cannot pair item by item (a set list, a map list whose items
-//! repeat a key, a value that changed shape) is settled by the definitions on that subtree.
+//! than both objects' whole field sets. What the walk cannot pair item by item (a set list, a map
+//! list whose items repeat a key, a value that changed shape) is settled by the definitions on
+//! that subtree.
 
 use std::collections::HashMap;
 
@@ -23,18 +24,11 @@ pub struct Diff {
     pub lost: FieldSet,
 }
 
-/// The fields `new` (of definition `def`) gained and lost against `old`.
+/// The fields `new` (of definition `def`) gained and lost against `old` (a value that is not an
+/// object has no fields, as an empty one).
 pub fn diff(old: &Value, new: &Value, def: Option<&str>) -> Diff {
-    let mut d = Diff::default();
-    match (old.as_object(), new.as_object()) {
-        (Some(o), Some(n)) => maps(o, n, def, &mut d),
-        _ => {
-            let new_set = walk::fields(new, def);
-            changed(Some(old), new, &new_set, false, &mut d.gained);
-            d.lost = every_path(walk::fields(old, def)).difference(&every_path(new_set));
-            d.lost.member = false;
-        }
-    }
+    let (mut d, empty) = (Diff::default(), Map::new());
+    maps(old.as_object().unwrap_or(&empty), new.as_object().unwrap_or(&empty), def, &mut d);
     d
 }
 

@@ -198,10 +198,14 @@ pub fn update(old: Option<&Value>, new: &mut Value, m: &Manager, def: &str, now:
     let mut taken = gained.clone();
     taken.union(&lost);
     // Entries as this server stored them that the write does not touch are kept as they are;
-    // the rest (and all of a body's own entries) are read, changed and written again.
-    let (raw, stored) = match sent {
-        Some(s) if Some(s) != kept => (s.as_array().cloned().unwrap_or_default(), false),
-        _ => (kept.and_then(Value::as_array).cloned().unwrap_or_default(), true),
+    // the rest (and all of a body's own entries) are read, changed and written again. The
+    // body's list is taken from it (the stored one when the client sent that back).
+    let stored = !matches!(sent, Some(s) if Some(s) != kept);
+    let sent = new.get_mut("metadata").and_then(|m| m.get_mut("managedFields")).map(Value::take);
+    let raw = match sent {
+        Some(Value::Array(list)) => list,
+        Some(_) => Vec::new(),
+        None => kept.and_then(Value::as_array).cloned().unwrap_or_default(),
     };
     let mut list = Vec::with_capacity(raw.len() + 1);
     let mut own: Option<Entry> = None;
@@ -223,18 +227,20 @@ pub fn update(old: Option<&Value>, new: &mut Value, m: &Manager, def: &str, now:
         Some(mut e) => {
             e.set.union(&gained);
             e.time = now.to_string();
-            Some(e)
+            e
         }
-        None => Some(Entry {
+        None => Entry {
             manager: m.name.clone(),
             operation: UPDATE.into(),
             api_version: m.api_version.clone(),
             time: now.to_string(),
             subresource: m.subresource.clone().unwrap_or_default(),
             set: gained,
-        }),
+        },
     };
-    list.extend(own.filter(|e| !e.set.is_empty()).map(|e| e.to_json()));
+    if !own.set.is_empty() {
+        list.push(own.to_json());
+    }
     store_json(new, list);
 }
 

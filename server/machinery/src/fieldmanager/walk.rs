@@ -92,7 +92,7 @@ pub fn get<'a>(obj: &'a Value, path: &[String]) -> Option<&'a Value> {
 }
 
 /// The value one path element below `cur`.
-pub fn step<'a>(cur: &'a Value, e: &str) -> Option<&'a Value> {
+pub(super) fn step<'a>(cur: &'a Value, e: &str) -> Option<&'a Value> {
     let (kind, rest) = (e.get(..2)?, e.get(2..)?);
     match kind {
         "f:" => cur.get(rest),
